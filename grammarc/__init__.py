@@ -1,0 +1,26 @@
+"""grammarc: a grammar compiler for constrained decoding of language models.
+
+The public API lives here; every other module is private unless documented.
+"""
+
+from .errors import GrammarError, GrammarWarning, GrammarcError, RegexError, StateBudgetExceeded
+from .ir import Grammar
+
+__all__ = [
+    "Grammar",
+    "GrammarError",
+    "GrammarWarning",
+    "GrammarcError",
+    "RegexError",
+    "StateBudgetExceeded",
+    "stdlib",
+]
+
+__version__ = "0.1.0"
+
+
+def stdlib(name: str, start: str = "start") -> Grammar:
+    """A grammar shipped with grammarc, by name: ``json``, ``arithmetic``, ``c``, ``xml``."""
+    from .stdlib_grammars import load
+
+    return load(name, start=start)
