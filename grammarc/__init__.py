@@ -3,7 +3,15 @@
 The public API lives here; every other module is private unless documented.
 """
 
-from .errors import GrammarError, GrammarWarning, GrammarcError, RegexError, StateBudgetExceeded
+from .errors import (
+    GrammarError,
+    GrammarWarning,
+    GrammarcError,
+    RegexError,
+    SchemaError,
+    StateBudgetExceeded,
+    UnsupportedSchemaError,
+)
 from .ir import Grammar
 
 __all__ = [
@@ -12,6 +20,8 @@ __all__ = [
     "GrammarWarning",
     "GrammarcError",
     "RegexError",
+    "SchemaError",
+    "UnsupportedSchemaError",
     "StateBudgetExceeded",
     "stdlib",
 ]

@@ -95,3 +95,19 @@ class StateBudgetExceeded(RegexError):
 
 class GrammarWarning(UserWarning):
     """Something in a grammar is legal but probably not what the author meant."""
+
+
+class SchemaError(GrammarcError, ValueError):
+    """A JSON Schema (or model) is malformed, contradictory or describes no value.
+
+    `pointer` is the JSON pointer of the offending keyword (``#/properties/age/minimum``).
+    """
+
+    def __init__(self, message: str, pointer: str = "#"):
+        self.message = message
+        self.pointer = pointer
+        super().__init__(f"{pointer}: {message}")
+
+
+class UnsupportedSchemaError(SchemaError):
+    """A schema keyword grammarc cannot express exactly (``lenient=True`` ignores it, with a warning)."""

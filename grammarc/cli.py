@@ -1,0 +1,128 @@
+"""The ``grammarc`` command line: check text against a grammar, format and compile grammars.
+
+Exit status: 0 success, 1 the text is not in the language, 2 bad input (grammar errors,
+missing files) — with the error printed, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .errors import GrammarcError
+from .ir import Grammar
+
+
+def load_grammar(spec: str, start: str = "start") -> Grammar:
+    """GRAMMAR on the command line: a path to an .ebnf file, or a stdlib grammar name."""
+    from . import stdlib_grammars
+
+    path = Path(spec)
+    if path.is_file():
+        return Grammar.from_file(path, start=start)
+    if spec in stdlib_grammars.names():
+        return stdlib_grammars.load(spec, start=start)
+    raise GrammarcError(
+        f"no grammar file {spec!r} and no stdlib grammar of that name "
+        f"(stdlib: {', '.join(stdlib_grammars.names())})"
+    )
+
+
+def _read_text(spec: str | None) -> bytes:
+    if spec is None or spec == "-":
+        return sys.stdin.buffer.read()
+    try:
+        return Path(spec).read_bytes()
+    except OSError as error:
+        raise GrammarcError(f"cannot read {spec}: {error.strerror}") from None
+
+
+def _line_col(data: bytes, offset: int) -> tuple[int, int]:
+    before = data[:offset].decode("utf-8", errors="replace")
+    line = before.count("\n") + 1
+    return line, len(before) - (before.rfind("\n") + 1) + 1
+
+
+def _context(data: bytes, offset: int) -> str:
+    """The line holding `offset`, with a caret under it."""
+    start = data.rfind(b"\n", 0, offset) + 1
+    end = data.find(b"\n", offset)
+    end = len(data) if end < 0 else end
+    line = data[start:end].decode("utf-8", errors="replace")
+    col = len(data[start:offset].decode("utf-8", errors="replace"))
+    return f"  {line}\n  {' ' * col}^"
+
+
+def cmd_check(args) -> int:
+    from .recognizer import Recognizer
+
+    grammar = load_grammar(args.grammar, args.start)
+    data = _read_text(args.file)
+    recognizer = Recognizer(grammar.compile())
+    failure = recognizer.first_failure(data)
+    name = args.file if args.file not in (None, "-") else "<stdin>"
+    if failure is not None:
+        line, col = _line_col(data, failure.offset)
+        byte = data[failure.offset : failure.offset + 1]
+        print(f"{name}:{line}:{col}: unexpected {byte!r} (byte {failure.offset})", file=sys.stderr)
+        print(_context(data, failure.offset), file=sys.stderr)
+        print(f"expected: {', '.join(failure.expected) or 'end of text'}", file=sys.stderr)
+        return 1
+    recognizer.feed(data)
+    if not recognizer.is_complete():
+        line, col = _line_col(data, len(data))
+        print(f"{name}:{line}:{col}: the text ends too early", file=sys.stderr)
+        print(f"expected: {', '.join(recognizer.expected())}", file=sys.stderr)
+        return 1
+    print(f"{name}: ok")
+    return 0
+
+
+def cmd_fmt(args) -> int:
+    sys.stdout.write(load_grammar(args.grammar, args.start).to_ebnf())
+    return 0
+
+
+def cmd_compile(args) -> int:
+    compiled = load_grammar(args.grammar, args.start).compile()
+    for key, value in compiled.summary().items():
+        print(f"{key:>13}: {value}")
+    if args.verbose:
+        print("terminals:")
+        for index, terminal in enumerate(compiled.terminals):
+            print(f"  {index:>4}  {terminal.dfa.n_states:>5} states  {terminal.name}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="grammarc", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def grammar_command(name: str, help: str):
+        command = sub.add_parser(name, help=help)
+        command.add_argument("grammar", help="an .ebnf file or a stdlib grammar name (json, arithmetic, c, xml)")
+        command.add_argument("--start", default="start", help="the start rule (default: start)")
+        return command
+
+    check = grammar_command("check", "check that a text is in the grammar's language")
+    check.add_argument("file", nargs="?", help="the text to check (default or '-': standard input)")
+    check.set_defaults(run=cmd_check)
+    grammar_command("fmt", "print the grammar in canonical form").set_defaults(run=cmd_fmt)
+    compile_ = grammar_command("compile", "compile and print sizes: rules, terminals, DFA and LR states")
+    compile_.add_argument("-v", "--verbose", action="store_true", help="also list the terminals")
+    compile_.set_defaults(run=cmd_compile)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except GrammarcError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

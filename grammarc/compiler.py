@@ -1,0 +1,590 @@
+"""Lowering: IR grammar -> terminal DFAs + ε-free BNF + LALR(1) tables.
+
+The steps (DESIGN.md §5):
+
+1. check the IR (undefined rules, start rule, except! targets, ...);
+2. turn every regular part into a terminal: literals, regexes, ``#substrs``, ``except!``,
+   and — the main optimisation — whole non-recursive rules and runs of a sequence that are
+   made only of regular parts, merged into one minimized DFA while it stays under
+   `merge_max_states` (same language, fewer parser steps, more tokens that never leave
+   a terminal);
+3. desugar the rest of the EBNF operators into BNF (left-recursive lists);
+4. normalise the BNF so that GLR over it always terminates: a terminal that matches the
+   empty string becomes ``(T⁺ | ε)``, ε-productions are removed (the start rule's
+   nullability is remembered as `accepts_empty`), and cycles of unit productions are
+   collapsed (the rules on such a cycle derive the same language);
+5. build LALR(1) tables, keeping conflicts.
+
+Everything here is vocabulary-independent; the result is cached per (grammar, options).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections import deque
+from dataclasses import dataclass
+
+from . import automata
+from .automata import DFA
+from .errors import GrammarError, RegexError, StateBudgetExceeded
+from .ir import AnyToken, Alt, Except, Expr, Grammar, Literal, Ref, Regex, Repeat, Seq, Substrings, walk
+from .lr import Bnf, LRTables, Production, build_tables
+
+DEFAULT_MERGE_MAX_STATES = 512
+MAX_EXPANSION = 200_000  # symbols a counted repetition may expand to
+
+
+@dataclass(frozen=True, eq=False)
+class Terminal:
+    """A terminal of the compiled grammar: a byte language given by a minimized DFA.
+
+    `any_token` marks ``any!`` (exactly one vocabulary token; any non-empty bytes without a
+    vocabulary); `token_limit` is the n of ``except!(X, n)``. Neither is merged with others.
+    """
+
+    name: str
+    dfa: DFA
+    any_token: bool = False
+    token_limit: int | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class CompiledGrammar:
+    """The vocabulary-independent compiled form of a grammar (immutable, shareable)."""
+
+    grammar: Grammar
+    terminals: tuple[Terminal, ...]
+    bnf: Bnf
+    tables: LRTables
+    accepts_empty: bool
+
+    def summary(self) -> dict[str, int]:
+        """Sizes worth printing: rules, terminals, DFA states, productions, LR states, conflicts."""
+        return {
+            "rules": len(self.grammar.rules),
+            "terminals": len(self.terminals),
+            "dfa_states": sum(t.dfa.n_states for t in self.terminals),
+            "nonterminals": len(self.bnf.nonterminals),
+            "productions": len(self.bnf.productions),
+            "lr_states": self.tables.n_states,
+            "conflicts": len(self.tables.conflicts()),
+        }
+
+
+def compile_grammar(
+    grammar: Grammar,
+    *,
+    max_states: int = automata.DEFAULT_MAX_STATES,
+    merge_max_states: int = DEFAULT_MERGE_MAX_STATES,
+) -> CompiledGrammar:
+    """Compile `grammar` (cached: equal grammars with equal options compile once)."""
+    return _compile_cached(grammar, max_states, merge_max_states)
+
+
+@functools.lru_cache(maxsize=128)
+def _compile_cached(grammar: Grammar, max_states: int, merge_max_states: int) -> CompiledGrammar:
+    from .check import check_grammar
+
+    check_grammar(grammar)
+    lowering = _Lowering(grammar, max_states, merge_max_states)
+    start_symbols = lowering.lower_all()
+    bnf, terminals, accepts_empty = _normalize(lowering, start_symbols)
+    return CompiledGrammar(grammar, terminals, bnf, build_tables(bnf), accepts_empty)
+
+
+# Symbols during lowering: a terminal is its index t >= 0; a nonterminal j is ~j (< 0).
+Sym = int
+
+
+def _is_nt(symbol: Sym) -> bool:
+    return symbol < 0
+
+
+class _Lowering:
+    """Builds terminals and BNF productions (ε allowed) from the IR."""
+
+    def __init__(self, grammar: Grammar, max_states: int, merge_max_states: int):
+        self.grammar = grammar
+        self.rules = grammar.rule_map
+        self.max_states = max_states
+        self.merge_max_states = merge_max_states
+        self.regular_rules = _regular_rules(grammar)
+        self.terminals: list[Terminal] = []
+        self._terminal_ids: dict[tuple, int] = {}
+        self.nonterminals: list[str] = []
+        self.productions: list[tuple[int, tuple[Sym, ...]]] = []
+        self._rule_nt: dict[str, int] = {}
+        self._rule_symbols: dict[str, tuple[Sym, ...]] = {}
+        self._nullable_wrappers: dict[int, int] = {}
+        self._atomic: dict[Expr, DFA] = {}
+        self._merged: dict[Expr, DFA | None] = {}
+
+    # -- entry point ------------------------------------------------------------------
+    def lower_all(self) -> tuple[Sym, ...]:
+        for name in self.grammar.names:
+            self.rule_symbols(name)
+        return self.rule_symbols(self.grammar.start)
+
+    def rule_symbols(self, name: str) -> tuple[Sym, ...]:
+        """The symbols standing for a reference to rule `name`."""
+        if name in self._rule_symbols:
+            return self._rule_symbols[name]
+        expr = self.rules[name]
+        if name in self.regular_rules and (dfa := self.merged(expr)) is not None:
+            symbols = self.terminal_symbols(dfa, name)
+        else:
+            nt = self.new_nonterminal(name)
+            self._rule_nt[name] = nt
+            self._rule_symbols[name] = (~nt,)
+            for alternative in _alternatives(expr):
+                self.add(nt, self.symbols(alternative, name))
+            symbols = (~nt,)
+        self._rule_symbols[name] = symbols
+        return symbols
+
+    # -- building blocks --------------------------------------------------------------
+    def new_nonterminal(self, name: str) -> int:
+        self.nonterminals.append(name)
+        return len(self.nonterminals) - 1
+
+    def add(self, nt: int, rhs: tuple[Sym, ...]) -> None:
+        self.productions.append((nt, rhs))
+
+    def terminal(self, name: str, dfa: DFA, *, any_token: bool = False, token_limit: int | None = None) -> int:
+        key = (dfa.key, any_token, token_limit)
+        if key not in self._terminal_ids:
+            self._terminal_ids[key] = len(self.terminals)
+            self.terminals.append(Terminal(name, dfa, any_token, token_limit))
+        return self._terminal_ids[key]
+
+    def terminal_symbols(self, dfa: DFA, name: str) -> tuple[Sym, ...]:
+        """Symbols for a regular language: ``T``, or ``(T⁺ | ε)`` when it contains ε."""
+        if not dfa.accepts_empty:
+            return (self.terminal(name, dfa),)
+        plus = automata.without_empty(dfa)
+        if plus.is_empty:
+            return ()
+        t = self.terminal(name, plus)
+        if t not in self._nullable_wrappers:
+            nt = self.new_nonterminal(f"{name}?")
+            self.add(nt, (t,))
+            self.add(nt, ())
+            self._nullable_wrappers[t] = nt
+        return (~self._nullable_wrappers[t],)
+
+    def group(self, symbols: tuple[Sym, ...], name: str) -> Sym | None:
+        """One symbol deriving exactly `symbols` (None for the empty sequence)."""
+        if not symbols:
+            return None
+        if len(symbols) == 1:
+            return symbols[0]
+        nt = self.new_nonterminal(name)
+        self.add(nt, symbols)
+        return ~nt
+
+    # -- expressions ------------------------------------------------------------------
+    def symbols(self, expr: Expr, rule: str) -> tuple[Sym, ...]:
+        """A sequence of symbols deriving exactly the language of `expr`."""
+        if self.is_regular(expr) and not isinstance(expr, (Literal, Regex, Substrings, Except)):
+            if (dfa := self.merged(expr)) is not None:
+                return self.terminal_symbols(dfa, _describe(expr, rule))
+        if isinstance(expr, (Literal, Regex, Substrings)) or (isinstance(expr, Except) and expr.limit is None):
+            return self.terminal_symbols(self.atomic(expr), _describe(expr, rule))
+        if isinstance(expr, Except):
+            return (self.terminal(_describe(expr, rule), self.atomic(expr), token_limit=expr.limit),)
+        if isinstance(expr, AnyToken):
+            return (self.terminal("any!", automata.any_bytes(), any_token=True),)
+        if isinstance(expr, Ref):
+            return self.rule_symbols(expr.name)
+        if isinstance(expr, Seq):
+            return self.sequence(expr.items, rule)
+        if isinstance(expr, Alt):
+            nt = self.new_nonterminal(f"{rule}#alt")
+            for item in expr.items:
+                self.add(nt, self.symbols(item, rule))
+            return (~nt,)
+        if isinstance(expr, Repeat):
+            return self.repeat(expr, rule)
+        raise TypeError(f"not an IR expression: {expr!r}")
+
+    def sequence(self, items: tuple[Expr, ...], rule: str) -> tuple[Sym, ...]:
+        """Concatenate, merging each maximal run of regular items into one terminal."""
+        out: list[Sym] = []
+        run: list[Expr] = []
+
+        def flush() -> None:
+            if len(run) > 1 and (dfa := self.merged(Seq(tuple(run)))) is not None:
+                out.extend(self.terminal_symbols(dfa, _describe(Seq(tuple(run)), rule)))
+            else:
+                for item in run:
+                    out.extend(self.symbols(item, rule))
+            run.clear()
+
+        for item in items:
+            if self.is_regular(item):
+                run.append(item)
+            else:
+                flush()
+                out.extend(self.symbols(item, rule))
+        flush()
+        return tuple(out)
+
+    def repeat(self, expr: Repeat, rule: str) -> tuple[Sym, ...]:
+        body = self.group(self.symbols(expr.item, rule), f"{rule}#item")
+        if body is None:
+            return ()
+        lo, hi = expr.min, expr.max
+        if max(lo, hi or 0) > MAX_EXPANSION:
+            raise GrammarError(
+                f"counted repetition {{{lo},{'' if hi is None else hi}}} in rule '{rule}' is too large "
+                f"(at most {MAX_EXPANSION})",
+                expr.span,
+            )
+        if hi is None:
+            if lo == 0:
+                star = self.new_nonterminal(f"{rule}#star")
+                self.add(star, ())
+                self.add(star, (~star, body))
+                return (~star,)
+            plus = self.new_nonterminal(f"{rule}#plus")
+            self.add(plus, (body,))
+            self.add(plus, (~plus, body))
+            return (body,) * (lo - 1) + (~plus,)
+        tail: tuple[Sym, ...] = ()
+        for _ in range(hi - lo):  # O_k -> ε | body O_{k-1}
+            nt = self.new_nonterminal(f"{rule}#opt")
+            self.add(nt, ())
+            self.add(nt, (body,) + tail)
+            tail = (~nt,)
+        return (body,) * lo + tail
+
+    # -- regular parts ----------------------------------------------------------------
+    def is_regular(self, expr: Expr) -> bool:
+        """Whether `expr` denotes a regular byte language we may build a DFA for."""
+        for node in walk(expr):
+            if isinstance(node, AnyToken) or (isinstance(node, Except) and node.limit is not None):
+                return False
+            if isinstance(node, Ref) and node.name not in self.regular_rules:
+                return False
+        return True
+
+    def atomic(self, expr: Expr) -> DFA:
+        """The DFA of a terminal node; errors carry the node's position."""
+        if expr in self._atomic:
+            return self._atomic[expr]
+        try:
+            if isinstance(expr, Literal):
+                dfa = automata.literal(expr.text.encode("utf-8"))
+            elif isinstance(expr, Regex):
+                dfa = automata.from_regex(expr.pattern, max_states=self.max_states)
+                if expr.mode == "early":
+                    dfa = automata.early_end(dfa)
+                elif expr.mode == "complement":
+                    dfa = automata.complement_containing(dfa, max_states=self.max_states)
+            elif isinstance(expr, Substrings):
+                dfa = automata.substrings(expr.text)
+            elif isinstance(expr, Except):
+                dfa = automata.except_strings(self.except_literals(expr), max_states=self.max_states)
+            else:
+                raise TypeError(expr)
+        except RegexError as error:
+            if error.span is not None:
+                raise
+            raise type(error)(error.message, expr.span, hint=error.hint) from None
+        self._atomic[expr] = dfa
+        return dfa
+
+    def except_literals(self, expr: Except) -> list[str]:
+        """The strings an ``except!`` excludes (check.py has verified the shape)."""
+        out: list[str] = []
+        pending: list[Expr] = [expr.item]
+        seen: set[str] = set()
+        while pending:
+            node = pending.pop()
+            if isinstance(node, Literal):
+                out.append(node.text)
+            elif isinstance(node, Alt):
+                pending.extend(reversed(node.items))
+            elif isinstance(node, Ref) and node.name not in seen:
+                seen.add(node.name)
+                pending.append(self.rules[node.name])
+        return out
+
+    def merged(self, expr: Expr) -> DFA | None:
+        """One DFA for a regular expression tree, or None when it exceeds the merge budget."""
+        if expr in self._merged:
+            return self._merged[expr]
+        try:
+            dfa = self._build(expr)
+        except StateBudgetExceeded as error:
+            if error.span is not None:  # an atomic part is itself too large: a real error
+                raise
+            dfa = None
+        self._merged[expr] = dfa
+        return dfa
+
+    def _build(self, expr: Expr) -> DFA:
+        budget = self.merge_max_states
+        if isinstance(expr, (Literal, Regex, Substrings, Except)):
+            dfa = self.atomic(expr)
+            if dfa.n_states > budget:
+                raise StateBudgetExceeded(f"{dfa.n_states} states")
+            return dfa
+        if isinstance(expr, Ref):
+            return self._build(self.rules[expr.name])
+        if isinstance(expr, Seq):
+            return automata.concat([self._build(item) for item in expr.items], max_states=budget)
+        if isinstance(expr, Alt):
+            return automata.union([self._build(item) for item in expr.items], max_states=budget)
+        if isinstance(expr, Repeat):
+            return automata.repeat(self._build(expr.item), expr.min, expr.max, max_states=budget)
+        raise TypeError(expr)
+
+
+def _alternatives(expr: Expr) -> tuple[Expr, ...]:
+    return expr.items if isinstance(expr, Alt) else (expr,)
+
+
+def _regular_rules(grammar: Grammar) -> set[str]:
+    """Rules that are not (mutually) recursive and use only regular constructs."""
+    refs = {name: {n.name for n in walk(expr) if isinstance(n, Ref)} for name, expr in grammar.rules}
+    token_level = {
+        name
+        for name, expr in grammar.rules
+        if any(isinstance(n, AnyToken) or (isinstance(n, Except) and n.limit is not None) for n in walk(expr))
+    }
+    regular: set[str] = set()
+    for component in _sccs(list(refs), lambda n: refs[n]):  # reverse topological order
+        cyclic = len(component) > 1 or component[0] in refs[component[0]]
+        if cyclic:
+            continue
+        (name,) = component
+        if name not in token_level and all(r in regular for r in refs[name]):
+            regular.add(name)
+    return regular
+
+
+def _sccs(nodes, successors) -> list[list]:
+    """Tarjan's strongly connected components, iteratively; sinks come first."""
+    index: dict = {}
+    low: dict = {}
+    on_stack: set = set()
+    stack: list = []
+    result: list[list] = []
+    counter = 0
+    for root in nodes:
+        if root in index:
+            continue
+        work = [(root, iter(successors(root)))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, it = work[-1]
+            advanced = False
+            for succ in it:
+                if succ not in index:
+                    index[succ] = low[succ] = counter
+                    counter += 1
+                    stack.append(succ)
+                    on_stack.add(succ)
+                    work.append((succ, iter(successors(succ))))
+                    advanced = True
+                    break
+                if succ in on_stack:
+                    low[node] = min(low[node], index[succ])
+            if advanced:
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                result.append(component)
+    return result
+
+
+def _describe(expr: Expr, rule: str) -> str:
+    """A short human name for a terminal, for error messages and summaries."""
+    if isinstance(expr, Literal):
+        return _quote(expr.text)
+    if isinstance(expr, Regex):
+        prefix = {"match": "#", "early": "#e", "complement": "#ex"}[expr.mode]
+        return f"{prefix}/{expr.pattern}/"
+    if isinstance(expr, Substrings):
+        return f"#substrs{_quote(expr.text)}"
+    if isinstance(expr, Except):
+        inner = _describe(expr.item, rule) if isinstance(expr.item, Literal) else expr.item.name
+        return f"except!({inner})" if expr.limit is None else f"except!({inner}, {expr.limit})"
+    if isinstance(expr, Ref):
+        return expr.name
+    return rule
+
+
+def _quote(text: str) -> str:
+    import json
+
+    return json.dumps(text, ensure_ascii=False)
+
+
+# -- BNF normalisation --------------------------------------------------------------------
+
+
+def _normalize(lowering: _Lowering, start_symbols: tuple[Sym, ...]) -> tuple[Bnf, tuple[Terminal, ...], bool]:
+    """ε-free, cycle-free, trimmed BNF with an augmented start production."""
+    names = list(lowering.nonterminals)
+    start = len(names)
+    names.append(lowering.grammar.start)
+    productions = list(lowering.productions) + [(start, start_symbols)]
+    terminals = lowering.terminals
+
+    productive = _productive(productions, terminals)
+    _report_unproductive(lowering, productive, start)
+    productions = [
+        (lhs, rhs) for lhs, rhs in productions if all(not _is_nt(s) or ~s in productive for s in rhs)
+    ]
+    nullable = _nullable(productions)
+    accepts_empty = start in nullable
+    productions = _remove_epsilon(productions, nullable, names)
+    productions = _collapse_unit_cycles(productions, len(names))
+    return _renumber(productions, names, terminals, start, accepts_empty)
+
+
+def _productive(productions, terminals) -> set[int]:
+    productive: set[int] = set()
+    changed = True
+    while changed:
+        changed = False
+        for lhs, rhs in productions:
+            if lhs in productive:
+                continue
+            if all((~s in productive) if _is_nt(s) else not terminals[s].dfa.is_empty for s in rhs):
+                productive.add(lhs)
+                changed = True
+    return productive
+
+
+def _report_unproductive(lowering: _Lowering, productive: set[int], start: int) -> None:
+    grammar = lowering.grammar
+    for name in grammar.names:
+        symbols = lowering.rule_symbols(name)
+        ok = all((~s in productive) if _is_nt(s) else not lowering.terminals[s].dfa.is_empty for s in symbols)
+        if not ok:
+            span = grammar.rule_spans.get(name)
+            raise GrammarError(
+                f"rule '{name}' derives no string: every expansion of it either never ends "
+                f"or uses a terminal that matches nothing",
+                span,
+            )
+    if start not in productive:
+        raise GrammarError(f"the grammar derives no string from its start rule '{grammar.start}'")
+
+
+def _nullable(productions) -> set[int]:
+    nullable: set[int] = set()
+    changed = True
+    while changed:
+        changed = False
+        for lhs, rhs in productions:
+            if lhs not in nullable and all(_is_nt(s) and ~s in nullable for s in rhs):
+                nullable.add(lhs)
+                changed = True
+    return nullable
+
+
+def _remove_epsilon(productions, nullable: set[int], names: list[str]):
+    """Every production without ε: each nullable occurrence becomes optional.
+
+    A production with more than two nullable symbols is first split into a right-nested
+    chain of binary productions, so the number of variants stays linear, not exponential.
+    """
+    pending = deque(productions)
+    out: set[tuple[int, tuple[Sym, ...]]] = set()
+    ordered: list[tuple[int, tuple[Sym, ...]]] = []
+    while pending:
+        lhs, rhs = pending.popleft()
+        optional = [i for i, s in enumerate(rhs) if _is_nt(s) and ~s in nullable]
+        if len(optional) > 2 and len(rhs) > 2:
+            rest = rhs[1:]
+            nt = len(names)
+            names.append(f"{names[lhs]}#rest")
+            if all(_is_nt(s) and ~s in nullable for s in rest):
+                nullable.add(nt)
+            pending.append((lhs, (rhs[0], ~nt)))
+            pending.append((nt, rest))
+            continue
+        for mask in range(1 << len(optional)):
+            dropped = {optional[i] for i in range(len(optional)) if mask >> i & 1}
+            variant = tuple(s for i, s in enumerate(rhs) if i not in dropped)
+            if variant and (lhs, variant) not in out:
+                out.add((lhs, variant))
+                ordered.append((lhs, variant))
+    return ordered
+
+
+def _collapse_unit_cycles(productions, n_names: int):
+    """Merge nonterminals on a cycle of unit productions (they derive the same language)."""
+    units: dict[int, set[int]] = {}
+    for lhs, rhs in productions:
+        if len(rhs) == 1 and _is_nt(rhs[0]):
+            units.setdefault(lhs, set()).add(~rhs[0])
+    representative = list(range(n_names))
+    for component in _sccs(list(units), lambda n: units.get(n, ())):
+        if len(component) > 1:
+            head = min(component)
+            for member in component:
+                representative[member] = head
+
+    def rename(s: Sym) -> Sym:
+        return ~representative[~s] if _is_nt(s) else s
+
+    seen: set = set()
+    out = []
+    for lhs, rhs in productions:
+        new = (representative[lhs], tuple(rename(s) for s in rhs))
+        if new[1] == (~new[0],) or new in seen:
+            continue
+        seen.add(new)
+        out.append(new)
+    return out
+
+
+def _renumber(productions, names, terminals, start: int, accepts_empty: bool):
+    """Keep what the start reaches; number terminals first, then nonterminals (start first)."""
+    by_lhs: dict[int, list[tuple[Sym, ...]]] = {}
+    for lhs, rhs in productions:
+        by_lhs.setdefault(lhs, []).append(rhs)
+    nt_order = [start]
+    nt_index = {start: 0}
+    used_terminals: list[int] = []
+    t_index: dict[int, int] = {}
+    for nt in nt_order:  # grows while iterating
+        for rhs in by_lhs.get(nt, ()):
+            for s in rhs:
+                if _is_nt(s):
+                    if ~s not in nt_index:
+                        nt_index[~s] = len(nt_order)
+                        nt_order.append(~s)
+                elif s not in t_index:
+                    t_index[s] = len(used_terminals)
+                    used_terminals.append(s)
+    n_t = len(used_terminals)
+    nonterminals = ("<start>",) + tuple(names[nt] for nt in nt_order)
+    prods = [Production(0, (n_t + 1,))]  # S' -> S ; S is nonterminal 1
+    for nt in nt_order:
+        for rhs in by_lhs.get(nt, ()):
+            prods.append(
+                Production(
+                    nt_index[nt] + 1,
+                    tuple(n_t + 1 + nt_index[~s] if _is_nt(s) else t_index[s] for s in rhs),
+                )
+            )
+    bnf = Bnf(n_t, nonterminals, tuple(prods))
+    return bnf, tuple(terminals[t] for t in used_terminals), accepts_empty

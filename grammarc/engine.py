@@ -1,0 +1,334 @@
+"""The per-sequence engine: token masks, advance, rollback (DESIGN.md §8).
+
+An engine's state is a set of items ``(stack, terminal, dfa_state, tokens)`` — the
+recognizer's items plus, for ``except!(X, n)``, how many tokens have touched the terminal.
+A mask is the union, over items, of
+
+* ``index.inside(t, q)``  (tokens that stay inside the terminal; no parser work),
+* the tokens of ``index.mid(t, q)`` whose terminal paths the parser can take from the
+  item's stack (walked to full depth),
+
+so it holds every token after which the text is still a prefix of the language (k = ∞)
+and no other. Masks are memoized per state: constrained generation revisits states.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .compiler import CompiledGrammar
+from .errors import GrammarcError
+from .index import Tree, token_index
+from .ir import Grammar
+from .recognizer import Stack, parser_core
+from .vocabulary import Vocabulary
+
+Item = tuple[Stack, int, int, int]  # (stack ready to shift terminal, terminal, dfa state, tokens used)
+State = frozenset[Item]
+
+_MEMO_LIMIT = 20_000
+
+
+class TokenRejected(GrammarcError, ValueError):
+    """`Engine.advance` was given a token that cannot continue the text (state unchanged)."""
+
+
+class Engine:
+    """Constrains one sequence. Compiled grammar and index are shared; only state is owned."""
+
+    def __init__(self, grammar: Grammar | CompiledGrammar, vocab: Vocabulary, *, max_rollback: int = 64):
+        compiled = grammar if isinstance(grammar, CompiledGrammar) else grammar.compile()
+        self.compiled = compiled
+        self.vocab = vocab
+        self.index = token_index(compiled, vocab)
+        self.core = parser_core(compiled)
+        self.max_rollback = max_rollback
+        self._terminals = compiled.terminals
+        self._eos = np.array(sorted(vocab.eos_token_ids), dtype=np.int32)
+        self._initial: State = frozenset((r, t, 0, 0) for r, t in self.core.openings(self.core.root))
+        self._memo: dict[State, np.ndarray] = _shared_memo(self.index)
+        self.reset()
+
+    # -- lifecycle --------------------------------------------------------------------
+    def reset(self) -> None:
+        """Back to the empty text."""
+        self._state: State = self._initial
+        self._text_len = 0
+        self._finished = False
+        self._history: list[tuple[State, int, bool]] = []
+
+    def clone(self) -> "Engine":
+        """An independent engine at the same point; immutable parts are shared."""
+        twin = object.__new__(Engine)
+        twin.__dict__.update(self.__dict__)
+        twin._history = list(self._history)
+        return twin
+
+    def rollback(self, n: int) -> None:
+        """Undo the last `n` advanced tokens (at most `max_rollback`)."""
+        if n < 0 or n > len(self._history):
+            raise ValueError(f"cannot roll back {n} tokens: {len(self._history)} can be undone")
+        for _ in range(n):
+            self._state, self._text_len, self._finished = self._history.pop()
+
+    # -- queries ----------------------------------------------------------------------
+    def is_finished(self) -> bool:
+        """EOS was consumed, or the text is complete and nothing can extend it."""
+        return self._finished or (self.accepts_eos() and not self._extendable())
+
+    def accepts_eos(self) -> bool:
+        """Whether the text so far is a complete string of the language."""
+        if self._finished:
+            return False
+        if self._text_len == 0 and self.compiled.accepts_empty:
+            return True
+        core = self.core
+        return any(
+            self._terminals[t].dfa.accept[q] and core.accepts_eof(core.shift(node, t))
+            for node, t, q, _ in self._state
+        )
+
+    def _extendable(self) -> bool:
+        for node, t, q, k in self._state:
+            terminal = self._terminals[t]
+            if terminal.any_token:
+                if q == 0:
+                    return True
+                continue
+            if terminal.token_limit is not None and k >= terminal.token_limit:
+                continue
+            if (terminal.dfa.trans[q] >= 0).any():
+                return True
+        return False
+
+    def allowed_mask(self) -> np.ndarray:
+        """Bool array over the vocabulary (read-only): token i may come next."""
+        if self._finished:
+            return np.zeros(self.vocab.size, dtype=bool)
+        mask = self._memo.get(self._state)
+        if mask is None:
+            mask = self._compute_mask(self._state)
+            if self._eos.size and self.accepts_eos():
+                mask[self._eos] = True
+            mask.flags.writeable = False
+            if len(self._memo) > _MEMO_LIMIT:
+                self._memo.clear()
+            self._memo[self._state] = mask
+        return mask
+
+    def allowed_token_ids(self) -> np.ndarray:
+        """Sorted int32 ids of the allowed tokens (EOS included when allowed)."""
+        return np.flatnonzero(self.allowed_mask()).astype(np.int32)
+
+    def fill_bitmask(self, buf: Any) -> None:
+        """Write the mask into int32[ceil(V/32)]: bit i % 32 of word i // 32 = token i."""
+        words = _pack(self.allowed_mask())
+        target = _as_numpy(buf)
+        if target.shape[-1] < len(words):
+            raise ValueError(f"bitmask buffer has {target.shape[-1]} words; {len(words)} needed")
+        target.reshape(-1)[: len(words)] = words.view(np.int32)
+        target.reshape(-1)[len(words) :] = 0
+
+    def mask_logits(self, logits: Any) -> Any:
+        """Set disallowed logits to -inf in place (numpy or torch; 1-D or one row)."""
+        mask = self.allowed_mask()
+        width = logits.shape[-1]
+        if width < self.vocab.size and mask[width:].any():
+            raise ValueError(f"logits have {width} columns but the vocabulary has {self.vocab.size} tokens")
+        keep = np.zeros(width, dtype=bool)
+        n = min(width, len(mask))
+        keep[:n] = mask[:n]
+        if type(logits).__module__.startswith("torch"):
+            import torch
+
+            blocked = torch.from_numpy(~keep).to(logits.device)
+            logits.masked_fill_(blocked.reshape((1,) * (logits.dim() - 1) + (-1,)), float("-inf"))
+        else:
+            logits[..., ~keep] = -np.inf
+        return logits
+
+    def forced_bytes(self, limit: int = 256) -> bytes:
+        """The text every continuation must start with (for jump-forward decoding)."""
+        out = bytearray()
+        state = self._state
+        while len(out) < limit:
+            if self._complete(state, len(out) + self._text_len):
+                break
+            nxt = self._next_bytes(state)
+            if len(nxt) != 1:
+                break
+            byte = nxt.pop()
+            state = self._step_bytes(state, bytes([byte]), token_boundary=False)
+            out.append(byte)
+        return bytes(out)
+
+    # -- advancing --------------------------------------------------------------------
+    def advance(self, token_id: int) -> bool:
+        """Consume one token; True when the engine is finished. Raises TokenRejected."""
+        token_id = int(token_id)
+        if self._finished:
+            raise TokenRejected(f"token {token_id} after the end: the engine is finished")
+        if not 0 <= token_id < self.vocab.size:
+            raise TokenRejected(f"token id {token_id} is outside the vocabulary (size {self.vocab.size})")
+        if token_id in self.vocab.eos_token_ids:
+            if not self.accepts_eos():
+                raise TokenRejected(
+                    f"EOS token {token_id} at byte {self._text_len}: the text is not complete; "
+                    f"expected {self._expected_names()}"
+                )
+            self._push_history()
+            self._finished = True
+            return True
+        data = self.vocab.tokens[token_id]
+        if token_id in self.vocab.special_ids or not data:
+            raise TokenRejected(f"token {token_id} is a special token and carries no text")
+        state = self._step_bytes(self._state, data, token_boundary=True)
+        if not state:
+            raise TokenRejected(
+                f"token {token_id} ({data!r}) cannot continue the text at byte {self._text_len}; "
+                f"expected {self._expected_names()}"
+            )
+        self._push_history()
+        self._state, self._text_len = state, self._text_len + len(data)
+        return self.is_finished()
+
+    def advance_bytes(self, data: bytes | str) -> None:
+        """Consume text that did not come from one token (a prompt tail, forced text)."""
+        if isinstance(data, str):
+            data = data.encode("utf-8")
+        if self._finished:
+            raise TokenRejected("text after the end: the engine is finished")
+        state = self._step_bytes(self._state, data, token_boundary=False)
+        if not state and data:
+            raise TokenRejected(f"bytes {data!r} cannot continue the text at byte {self._text_len}")
+        self._push_history()
+        self._state, self._text_len = state, self._text_len + len(data)
+
+    def _push_history(self) -> None:
+        self._history.append((self._state, self._text_len, self._finished))
+        if len(self._history) > self.max_rollback:
+            del self._history[0]
+
+    # -- internals --------------------------------------------------------------------
+    def _step_bytes(self, state: State, data: bytes, *, token_boundary: bool) -> State:
+        """Items after `data`. With `token_boundary`, `data` is one whole token: ``any!``
+        takes it whole and ``except!(X, n)`` counts it."""
+        core, terminals = self.core, self._terminals
+        current: set[tuple[Stack, int, int, int, bool]] = set()  # ..., touched in this token
+        for node, t, q, k in state:
+            terminal = terminals[t]
+            if terminal.any_token:
+                if token_boundary and q == 0 and data:
+                    self._add_completed(current, node, t, 1, 1)
+                continue
+            current.add((node, t, q, k, False))
+        for position, byte in enumerate(data):
+            nxt: set[tuple[Stack, int, int, int, bool]] = set()
+            for node, t, q, k, touched in current:
+                terminal = terminals[t]
+                if terminal.any_token:
+                    continue  # any! is only entered at a token boundary, handled above
+                if token_boundary and terminal.token_limit is not None and not touched:
+                    if k >= terminal.token_limit:
+                        continue
+                    k, touched = k + 1, True
+                q2 = int(terminal.dfa.trans[q, byte])
+                if q2 < 0:
+                    continue
+                nxt.add((node, t, q2, k, touched))
+                if terminal.dfa.accept[q2]:
+                    for r, u in core.openings(core.shift(node, t)):
+                        nxt.add((r, u, 0, 0, False))
+            current = nxt
+            if not current:
+                return frozenset()
+        return frozenset((node, t, q, k) for node, t, q, k, _ in current)
+
+    def _add_completed(self, out: set, node: Stack, t: int, q: int, k: int) -> None:
+        out.add((node, t, q, k, True))
+        for r, u in self.core.openings(self.core.shift(node, t)):
+            out.add((r, u, 0, 0, False))
+
+    def _compute_mask(self, state: State) -> np.ndarray:
+        # A state holds an opening item for every terminal that may start where an item's
+        # terminal can end, so tokens that start a new terminal are covered by those
+        # items' own `inside` and `mid` parts: no separate "after" tree is needed.
+        index, core = self.index, self.core
+        mask = np.zeros(self.vocab.size, dtype=bool)
+        walked: set[tuple[int, Stack]] = set()
+        for node, t, q, k in state:
+            limit = self._terminals[t].token_limit
+            if limit is not None and k >= limit:
+                continue  # no token may touch this terminal any more; it can only end
+            np.logical_or(mask, index.inside(t, q), out=mask)
+            tree = index.mid(t, q)
+            if not tree.is_empty():
+                self._walk(tree, core.shift(node, t), mask, walked)
+        return mask
+
+    def _walk(self, tree: Tree, stack: Stack, mask: np.ndarray, walked: set) -> None:
+        key = (id(tree), stack)
+        if key in walked:
+            return
+        walked.add(key)
+        core = self.core
+        for u, ids in tree.open.items():
+            if core.ready(stack, u):
+                mask[ids] = True
+        for u, child in tree.children.items():
+            for r in core.ready(stack, u):
+                self._walk(child, core.shift(r, u), mask, walked)
+
+    def _complete(self, state: State, text_len: int) -> bool:
+        if text_len == 0 and self.compiled.accepts_empty:
+            return True
+        core = self.core
+        return any(
+            self._terminals[t].dfa.accept[q] and core.accepts_eof(core.shift(node, t)) for node, t, q, _ in state
+        )
+
+    def _next_bytes(self, state: State) -> set[int]:
+        out: set[int] = set()
+        for _, t, q, _ in state:
+            terminal = self._terminals[t]
+            if terminal.any_token:
+                if q == 0:
+                    return set(range(256))  # any token may come: nothing is forced
+                continue
+            out.update(int(b) for b in np.flatnonzero(terminal.dfa.trans[q] >= 0))
+        return out
+
+    def _expected_names(self) -> str:
+        names = sorted({self._terminals[t].name for _, t, _, _ in self._state})
+        return ", ".join(names) if names else "end of text"
+
+
+def _pack(mask: np.ndarray) -> np.ndarray:
+    """Bool mask -> uint32 words, little-endian bit order within each word."""
+    padded = np.zeros(-(-len(mask) // 32) * 32, dtype=bool)
+    padded[: len(mask)] = mask
+    return np.packbits(padded, bitorder="little").view(np.uint32)
+
+
+def _as_numpy(buf: Any) -> np.ndarray:
+    if type(buf).__module__.startswith("torch"):
+        if buf.device.type != "cpu":
+            raise ValueError("fill_bitmask needs a CPU buffer; copy it to the device afterwards")
+        return buf.numpy()
+    return buf
+
+
+_memos: dict[int, dict] = {}
+
+
+def _shared_memo(index) -> dict:
+    """Masks depend only on (index, state): engines of the same index share one memo."""
+    import weakref
+
+    memo = _memos.get(id(index))
+    if memo is None:
+        memo = _memos[id(index)] = {}
+        weakref.finalize(index, _memos.pop, id(index), None)
+    return memo

@@ -1,0 +1,202 @@
+"""The vocabulary-aligned token index (DESIGN.md §7).
+
+For a lexer item — terminal `t` part way through, in DFA state `q` — a token's bytes can
+
+* stay inside `t` to the token's end: the token is in ``inside(t, q)``, a precomputed
+  mask that needs no parser check;
+* end `t` somewhere in the middle, then run through zero or more whole terminals, and end
+  inside (or exactly at the end of) another terminal: such tokens sit in a prefix tree
+  keyed by the terminals after `t` (`Tree`), checked against the parser at run time.
+
+The tree holds splits strictly inside a token (``mid(t, q)``); tokens that start exactly
+where `t` ends are covered by the engine's opening items for the next terminals. Only
+terminals that can follow each other in the grammar are tried (`follows`), and every
+part is built lazily, on the first visit of its state.
+
+Token-level terminals: ``any!`` consumes exactly one whole token (DFA state 0 = not yet,
+1 = done, so it is never entered in the middle of a token); ``except!(X, n)`` counts the
+tokens that touch it at run time (the engine), the index treats it as its byte language.
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .compiler import CompiledGrammar
+from .lr import Bnf
+from .vocabulary import Vocabulary
+
+
+@dataclass
+class Tree:
+    """Tokens that cross terminal boundaries, keyed by the terminals after the current one.
+
+    ``open[u]``: token ids whose remaining bytes end inside (or exactly at the end of)
+    terminal `u`, allowed when the parser can take `u` next. ``children[u]``: the subtree
+    of tokens that complete `u` and go on.
+    """
+
+    open: dict[int, np.ndarray] = field(default_factory=dict)
+    children: dict[int, "Tree"] = field(default_factory=dict)
+
+    def is_empty(self) -> bool:
+        return not self.open and not self.children
+
+    def size(self) -> int:
+        """Number of (node, terminal, token) entries, for reports."""
+        return sum(len(ids) for ids in self.open.values()) + sum(c.size() for c in self.children.values())
+
+
+def follows(bnf: Bnf) -> list[frozenset[int]]:
+    """For each terminal, the terminals that can come right after it in some sentence."""
+    n_t = bnf.n_terminals
+    first = [set() for _ in bnf.nonterminals]
+    last = [set() for _ in bnf.nonterminals]
+
+    def edge_set(sets, symbol):
+        return {symbol} if symbol < n_t else sets[symbol - n_t]
+
+    changed = True
+    while changed:
+        changed = False
+        for prod in bnf.productions:
+            for sets, symbol in ((first, prod.rhs[0]), (last, prod.rhs[-1])):
+                new = edge_set(sets, symbol) - sets[prod.lhs]
+                if new:
+                    sets[prod.lhs] |= new
+                    changed = True
+    out: list[set[int]] = [set() for _ in range(n_t)]
+    for prod in bnf.productions:
+        for x, y in zip(prod.rhs, prod.rhs[1:]):
+            starts = edge_set(first, y)
+            for a in edge_set(last, x):
+                out[a] |= starts
+    return [frozenset(s) for s in out]
+
+
+class TokenIndex:
+    """The per-(grammar, vocabulary) index; immutable in meaning, built lazily."""
+
+    def __init__(self, compiled: CompiledGrammar, vocab: Vocabulary):
+        self.compiled = compiled
+        self.vocab = vocab
+        self.follows = follows(compiled.bnf)
+        self.terminals = compiled.terminals
+        ids = np.array([i for i in vocab.normal_ids() if vocab.tokens[i]], dtype=np.int32)
+        self.token_ids = ids  # row -> token id
+        lengths = np.array([len(vocab.tokens[i]) for i in ids], dtype=np.int32)
+        width = int(lengths.max()) if len(ids) else 1
+        matrix = np.zeros((len(ids), width + 1), dtype=np.uint8)
+        for row, token_id in enumerate(ids):
+            data = vocab.tokens[token_id]
+            matrix[row, : len(data)] = np.frombuffer(data, dtype=np.uint8)
+        self.lengths = lengths
+        self.matrix = matrix
+        self.size = vocab.size
+        self._all = np.zeros(self.size, dtype=bool)
+        self._all[ids] = True
+        self._inside: dict[tuple[int, int], np.ndarray] = {}
+        self._mid: dict[tuple[int, int], Tree] = {}
+
+    # -- the three parts --------------------------------------------------------------
+    def inside(self, t: int, q: int) -> np.ndarray:
+        """Bool mask over token ids: tokens whose bytes all stay inside `t` from state `q`."""
+        key = (t, q)
+        if key not in self._inside:
+            self._build_state(t, q)
+        return self._inside[key]
+
+    def mid(self, t: int, q: int) -> Tree:
+        """Tokens that end `t` strictly inside themselves, starting from state `q`."""
+        key = (t, q)
+        if key not in self._mid:
+            self._build_state(t, q)
+        return self._mid[key]
+
+    def all_tokens(self) -> np.ndarray:
+        """Bool mask of every normal (non-special, non-empty) token."""
+        return self._all
+
+    # -- construction -----------------------------------------------------------------
+    def _build_state(self, t: int, q: int) -> None:
+        terminal = self.terminals[t]
+        mask = np.zeros(self.size, dtype=bool)
+        if terminal.any_token:
+            if q == 0:
+                mask = self._all
+            tree = Tree()
+        else:
+            rows = np.arange(len(self.token_ids), dtype=np.int32)
+            start = np.zeros(len(rows), dtype=np.int32)
+            end_rows, split_rows, split_pos = self._scan(t, rows, start, q)
+            mask[self.token_ids[end_rows]] = True
+            tree = self._tree(t, split_rows, split_pos)
+        mask.flags.writeable = False
+        self._inside[(t, q)] = mask
+        self._mid[(t, q)] = tree
+
+    def _scan(self, t: int, rows: np.ndarray, pos: np.ndarray, q: int):
+        """Walk terminal `t`'s DFA from state `q` over each token row from `pos`.
+
+        Returns the rows that stay alive to their end, and the (row, position) pairs where
+        the DFA accepts strictly after `pos` and strictly before the token's end.
+        """
+        dfa = self.terminals[t].dfa
+        trans, accept = dfa.trans, dfa.accept
+        state = np.full(len(rows), q, dtype=np.int32)
+        end_rows: list[np.ndarray] = []
+        split_rows: list[np.ndarray] = []
+        split_pos: list[np.ndarray] = []
+        first = True
+        while len(rows):
+            done = pos >= self.lengths[rows]
+            if done.any():
+                end_rows.append(rows[done])
+                keep = ~done
+                rows, pos, state = rows[keep], pos[keep], state[keep]
+            if not first:
+                can_end = accept[state]
+                if can_end.any():
+                    split_rows.append(rows[can_end])
+                    split_pos.append(pos[can_end])
+            first = False
+            state = trans[state, self.matrix[rows, pos]]
+            alive = state >= 0
+            rows, pos, state = rows[alive], pos[alive] + 1, state[alive]
+        cat = lambda parts: np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32)  # noqa: E731
+        return cat(end_rows), cat(split_rows), cat(split_pos)
+
+    def _tree(self, previous: int, rows: np.ndarray, pos: np.ndarray) -> Tree:
+        """The subtree of token suffixes ``(row, pos)`` that start right after `previous`."""
+        tree = Tree()
+        if not len(rows):
+            return tree
+        key = np.unique(rows.astype(np.int64) * (self.matrix.shape[1] + 1) + pos)
+        rows = (key // (self.matrix.shape[1] + 1)).astype(np.int32)
+        pos = (key % (self.matrix.shape[1] + 1)).astype(np.int32)
+        for u in sorted(self.follows[previous]):
+            if self.terminals[u].any_token:
+                continue  # any! starts only at a token boundary, never inside a token
+            end_rows, split_rows, split_pos = self._scan(u, rows, pos, 0)
+            if len(end_rows):
+                tree.open[u] = np.unique(self.token_ids[end_rows])
+            if len(split_rows):
+                child = self._tree(u, split_rows, split_pos)
+                if not child.is_empty():
+                    tree.children[u] = child
+        return tree
+
+
+_indexes: "weakref.WeakKeyDictionary[CompiledGrammar, dict[str, TokenIndex]]" = weakref.WeakKeyDictionary()
+
+
+def token_index(compiled: CompiledGrammar, vocab: Vocabulary) -> TokenIndex:
+    """The shared index of (compiled grammar, vocabulary), made on first use."""
+    per_vocab = _indexes.setdefault(compiled, {})
+    index = per_vocab.get(vocab.key)
+    if index is None:
+        index = per_vocab[vocab.key] = TokenIndex(compiled, vocab)
+    return index
