@@ -1,0 +1,541 @@
+"""Regex syntax -> a small AST over code point sets.
+
+The supported dialect is the Perl/ECMA subset that JSON Schema ``pattern`` uses (see
+notes/SEMANTICS.md): literals and escapes, ``.``, classes, ``\\d \\w \\s`` (ASCII / ECMA
+meaning, not Python's Unicode one), groups, alternation, greedy and lazy quantifiers
+(same language), ``^``/``$`` (and ``\\A``, ``\\Z``, ``\\z``), ``(?i)``/``(?s)`` at the start
+and scoped ``(?i:...)``/``(?s:...)``. Everything that is not regular, or that we do not
+implement, is rejected with a `RegexError` naming the construct and its offset, because a
+silently different language is worse than an error. Errors carry ``span=None``: the
+caller knows where the pattern sits in the grammar.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+from functools import lru_cache
+
+from grammarc.errors import RegexError
+from grammarc.utf8 import MAX_CODE_POINT, SURROGATE_HI, SURROGATE_LO
+
+Ranges = tuple[tuple[int, int], ...]
+
+
+# --------------------------------------------------------------------------- AST
+
+
+@dataclass(frozen=True)
+class Chars:
+    """One character from a set of code points (sorted, disjoint, non-adjacent ranges)."""
+
+    ranges: Ranges
+
+
+@dataclass(frozen=True)
+class Seq:
+    """Concatenation; ``Seq(())`` is the empty string."""
+
+    items: tuple["Node", ...]
+
+
+@dataclass(frozen=True)
+class Alt:
+    """Alternation of at least two branches."""
+
+    items: tuple["Node", ...]
+
+
+@dataclass(frozen=True)
+class Repeat:
+    """``item{min,max}``; ``max=None`` is unbounded."""
+
+    item: "Node"
+    min: int
+    max: int | None
+
+
+@dataclass(frozen=True)
+class Anchor:
+    """``^`` (kind "start": only at offset 0 of the text) or ``$`` ("end": only at its end)."""
+
+    kind: str
+
+
+Node = Chars | Seq | Alt | Repeat | Anchor
+
+EMPTY = Seq(())
+
+# Nesting limit for groups: the parser and the compiler recurse on the AST.
+MAX_GROUP_DEPTH = 100
+
+
+# ------------------------------------------------------------------ code point sets
+
+
+def normalize(ranges) -> Ranges:
+    """Sort and merge ranges; surrogates are removed (they have no UTF-8 encoding)."""
+    items = sorted((lo, hi) for lo, hi in ranges if lo <= hi)
+    out: list[tuple[int, int]] = []
+    for lo, hi in items:
+        if out and lo <= out[-1][1] + 1:
+            if hi > out[-1][1]:
+                out[-1] = (out[-1][0], hi)
+        else:
+            out.append((lo, hi))
+    return _cut(tuple(out), SURROGATE_LO, SURROGATE_HI)
+
+
+def _cut(ranges: Ranges, lo: int, hi: int) -> Ranges:
+    out: list[tuple[int, int]] = []
+    for a, b in ranges:
+        if b < lo or a > hi:
+            out.append((a, b))
+            continue
+        if a < lo:
+            out.append((a, lo - 1))
+        if b > hi:
+            out.append((hi + 1, b))
+    return tuple(out)
+
+
+def negate(ranges: Ranges) -> Ranges:
+    """Complement within all Unicode scalar values."""
+    out: list[tuple[int, int]] = []
+    prev = 0
+    for lo, hi in ranges:
+        if lo > prev:
+            out.append((prev, lo - 1))
+        prev = hi + 1
+    if prev <= MAX_CODE_POINT:
+        out.append((prev, MAX_CODE_POINT))
+    return normalize(out)
+
+
+def contains(ranges: Ranges, cp: int) -> bool:
+    i = bisect.bisect_right(ranges, (cp, MAX_CODE_POINT + 1)) - 1
+    return i >= 0 and ranges[i][0] <= cp <= ranges[i][1]
+
+
+DIGIT: Ranges = ((0x30, 0x39),)
+WORD: Ranges = normalize([(0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A)])
+# ECMAScript WhiteSpace + LineTerminator.
+SPACE: Ranges = normalize(
+    [(0x09, 0x0D), (0x20, 0x20), (0xA0, 0xA0), (0x1680, 0x1680), (0x2000, 0x200A),
+     (0x2028, 0x2029), (0x202F, 0x202F), (0x205F, 0x205F), (0x3000, 0x3000),
+     (0xFEFF, 0xFEFF)]
+)
+ANY: Ranges = normalize([(0, MAX_CODE_POINT)])
+DOT: Ranges = negate(((0x0A, 0x0A),))
+
+_CLASS_ESCAPES = {"d": DIGIT, "D": negate(DIGIT), "w": WORD, "W": negate(WORD),
+                  "s": SPACE, "S": negate(SPACE)}
+_SIMPLE_ESCAPES = {"n": 0x0A, "r": 0x0D, "t": 0x09, "f": 0x0C, "v": 0x0B}
+
+
+# Unicode blocks that hold every cased letter (checked against a full scan in the tests).
+CASED_BLOCKS: Ranges = (
+    (0x0000, 0x2FFF), (0xA000, 0xAFFF), (0xFB00, 0xFFFF), (0x10000, 0x11FFF),
+    (0x16000, 0x16FFF), (0x1E000, 0x1EFFF),
+)
+
+
+@lru_cache(maxsize=2)
+def _case_table(blocks: Ranges = CASED_BLOCKS) -> tuple[tuple[int, ...], tuple[tuple[int, ...], ...]]:
+    """Sorted code points that have case variants, and each one's case class.
+
+    Two code points are case-equivalent when their simple (one code point) case mappings
+    meet, close to Python's re.IGNORECASE. Computed once, on the first ``(?i)``.
+    """
+    groups: dict[str, list[int]] = {}
+    for cp in (cp for lo, hi in blocks for cp in range(lo, hi + 1)):
+        ch = chr(cp)
+        if SURROGATE_LO <= cp <= SURROGATE_HI:
+            continue
+        up = ch.upper()
+        key = up.lower() if len(up) == 1 else ch.lower()
+        if len(key) != 1:
+            key = ch
+        groups.setdefault(key, []).append(cp)
+    members: dict[int, tuple[int, ...]] = {}
+    for key, cps in groups.items():
+        allcps = set(cps)
+        if len(key) == 1:
+            allcps.add(ord(key))
+        if len(allcps) > 1:
+            group = tuple(sorted(allcps))
+            for cp in group:
+                members[cp] = group
+    keys = tuple(sorted(members))
+    return keys, tuple(members[k] for k in keys)
+
+
+def case_fold(ranges: Ranges) -> Ranges:
+    """Close a set under case equivalence (for ``(?i)``)."""
+    keys, groups = _case_table()
+    extra: list[tuple[int, int]] = []
+    for lo, hi in ranges:
+        i = bisect.bisect_left(keys, lo)
+        j = bisect.bisect_right(keys, hi)
+        for k in range(i, j):
+            extra.extend((cp, cp) for cp in groups[k])
+    return normalize(list(ranges) + extra) if extra else ranges
+
+
+# ------------------------------------------------------------------------ parser
+
+
+@dataclass
+class _Flags:
+    ignore_case: bool = False
+    dot_all: bool = False
+
+
+class _Parser:
+    def __init__(self, pattern: str):
+        self.p = pattern
+        self.i = 0
+
+    # -- errors and helpers
+    def error(self, what: str, at: int | None = None) -> RegexError:
+        at = self.i if at is None else at
+        return RegexError(f"{what} (at offset {at} in pattern '{self.p}')")
+
+    def peek(self, k: int = 0) -> str:
+        j = self.i + k
+        return self.p[j] if j < len(self.p) else ""
+
+    def startswith(self, s: str) -> bool:
+        return self.p.startswith(s, self.i)
+
+    def chars(self, ranges: Ranges, flags: _Flags) -> Chars:
+        return Chars(case_fold(ranges) if flags.ignore_case else ranges)
+
+    # -- grammar
+    def parse(self) -> Node:
+        flags = _Flags()
+        self.global_flags(flags)
+        node = self.alternation(flags, depth=0)
+        if self.i < len(self.p):
+            # Only an unbalanced ')' stops the top-level alternation early.
+            raise self.error("unbalanced parenthesis ')'")
+        return node
+
+    def global_flags(self, flags: _Flags) -> None:
+        while self.startswith("(?"):
+            j = self.i + 2
+            letters = ""
+            while j < len(self.p) and self.p[j].isalpha():
+                letters += self.p[j]
+                j += 1
+            if j < len(self.p) and self.p[j] == ")" and letters:
+                self.apply_flags(letters, flags, self.i)
+                self.i = j + 1
+            else:
+                return
+
+    def apply_flags(self, letters: str, flags: _Flags, at: int) -> None:
+        for ch in letters:
+            if ch == "i":
+                flags.ignore_case = True
+            elif ch == "s":
+                flags.dot_all = True
+            else:
+                raise self.error(
+                    f"inline flag (?{ch}) is not supported (only (?i) and (?s) are)", at
+                )
+
+    def alternation(self, flags: _Flags, depth: int) -> Node:
+        branches = [self.sequence(flags, depth)]
+        while self.peek() == "|":
+            self.i += 1
+            branches.append(self.sequence(flags, depth))
+        return branches[0] if len(branches) == 1 else Alt(tuple(branches))
+
+    def sequence(self, flags: _Flags, depth: int) -> Node:
+        items: list[Node] = []
+        while self.i < len(self.p) and self.peek() not in "|)":
+            items.append(self.quantified(flags, depth))
+        items = [x for x in items if x != EMPTY]
+        return items[0] if len(items) == 1 else Seq(tuple(items))
+
+    def quantified(self, flags: _Flags, depth: int) -> Node:
+        bare = self.peek() != "("
+        atom = self.atom(flags, depth)
+        q = self.quantifier()
+        if q is None:
+            return atom
+        lo, hi, qstart = q
+        if bare and isinstance(atom, Anchor):
+            raise self.error("nothing to repeat", qstart)
+        if self.peek() == "+":
+            raise self.error(
+                f"possessive quantifier {self.p[qstart:self.i + 1]} is not supported", qstart
+            )
+        if self.peek() == "?":
+            self.i += 1  # lazy: same language
+        if self.quantifier(probe=True) is not None:
+            raise self.error("multiple repeat", self.i)
+        return Repeat(atom, lo, hi)
+
+    def quantifier(self, probe: bool = False) -> tuple[int, int | None, int] | None:
+        """Parse ``* + ? {m} {m,} {m,n} {,n}`` at the cursor (or just test, if probe)."""
+        at = self.i
+        c = self.peek()
+        if c in ("*", "+", "?") and c:
+            if not probe:
+                self.i += 1
+            return {"*": (0, None), "+": (1, None), "?": (0, 1)}[c] + (at,)
+        if c != "{":
+            return None
+        j = self.i + 1
+        m_txt = ""
+        while j < len(self.p) and self.p[j].isdigit() and self.p[j].isascii():
+            m_txt += self.p[j]
+            j += 1
+        n_txt: str | None = None
+        comma = j < len(self.p) and self.p[j] == ","
+        if comma:
+            j += 1
+            n_txt = ""
+            while j < len(self.p) and self.p[j].isdigit() and self.p[j].isascii():
+                n_txt += self.p[j]
+                j += 1
+        if j >= len(self.p) or self.p[j] != "}" or (not m_txt and not n_txt):
+            return None  # not a quantifier: '{' is a literal (as in Python and ECMA)
+        lo = int(m_txt) if m_txt else 0
+        hi: int | None = lo if not comma else (int(n_txt) if n_txt else None)
+        if hi is not None and hi < lo:
+            raise self.error("min repeat greater than max repeat", at)
+        if not probe:
+            self.i = j + 1
+        return lo, hi, at
+
+    def atom(self, flags: _Flags, depth: int) -> Node:
+        at = self.i
+        c = self.peek()
+        if c in ("*", "+", "?") or (c == "{" and self.quantifier(probe=True) is not None):
+            raise self.error("nothing to repeat")
+        if c == "(":
+            return self.group(flags, depth)
+        if c == "[":
+            return self.klass(flags)
+        if c == ".":
+            self.i += 1
+            return Chars(ANY if flags.dot_all else DOT)
+        if c == "^":
+            self.i += 1
+            return Anchor("start")
+        if c == "$":
+            self.i += 1
+            return Anchor("end")
+        if c == "\\":
+            value = self.escape(in_class=False)
+            if isinstance(value, Anchor):
+                return value
+            if isinstance(value, tuple):
+                return self.chars(value, flags)
+            return self.chars(((value, value),), flags)
+        self.i += 1
+        cp = ord(c)
+        if SURROGATE_LO <= cp <= SURROGATE_HI:
+            raise self.error("lone surrogate in pattern", at)
+        return self.chars(((cp, cp),), flags)
+
+    def group(self, flags: _Flags, depth: int) -> Node:
+        at = self.i
+        if depth >= MAX_GROUP_DEPTH:
+            raise self.error(f"too many nested groups (more than {MAX_GROUP_DEPTH})")
+        self.i += 1
+        inner = _Flags(flags.ignore_case, flags.dot_all)
+        if self.peek() == "?":
+            rest = self.p[self.i + 1:]
+            if rest.startswith(":"):
+                self.i += 2
+            elif rest.startswith("P<"):
+                self.group_name(self.i + 3, at)
+            elif rest.startswith("<="):
+                raise self.error("lookbehind (?<=...) is not supported", at)
+            elif rest.startswith("<!"):
+                raise self.error("lookbehind (?<!...) is not supported", at)
+            elif rest.startswith("<"):
+                self.group_name(self.i + 2, at)
+            elif rest.startswith("="):
+                raise self.error("lookahead (?=...) is not supported", at)
+            elif rest.startswith("!"):
+                raise self.error("lookahead (?!...) is not supported", at)
+            elif rest.startswith(">"):
+                raise self.error("atomic group (?>...) is not supported", at)
+            elif rest.startswith("P="):
+                raise self.error("backreference (?P=name) is not supported", at)
+            elif rest.startswith("#"):
+                end = self.p.find(")", self.i)
+                if end < 0:
+                    raise self.error("missing ), unterminated comment", at)
+                self.i = end + 1
+                return EMPTY
+            elif rest.startswith("("):
+                raise self.error("conditional group (?(...)...) is not supported", at)
+            else:
+                j = self.i + 1
+                letters = ""
+                while j < len(self.p) and self.p[j].isalpha():
+                    letters += self.p[j]
+                    j += 1
+                nxt = self.p[j] if j < len(self.p) else ""
+                if letters and nxt == ":":
+                    self.apply_flags(letters, inner, at)
+                    self.i = j + 1
+                elif letters and nxt == ")":
+                    raise self.error("global flags not at the start of the expression", at)
+                elif nxt == "-":
+                    raise self.error("inline flag removal (?-...) is not supported", at)
+                else:
+                    raise self.error(f"unknown extension (?{nxt or rest[:1]}", at)
+        node = self.alternation(inner, depth + 1)
+        if self.peek() != ")":
+            raise self.error("missing ), unterminated subpattern", at)
+        self.i += 1
+        return node
+
+    def group_name(self, j: int, at: int) -> None:
+        end = self.p.find(">", j)
+        name = self.p[j:end] if end >= 0 else ""
+        if end < 0 or not name.isidentifier():
+            raise self.error("bad group name", at)
+        self.i = end + 1
+
+    def escape(self, in_class: bool):
+        """Parse an escape at the cursor: a code point, a Ranges tuple, or an Anchor."""
+        at = self.i
+        self.i += 1
+        c = self.peek()
+        if not c:
+            raise self.error("bad escape (end of pattern)", at)
+        self.i += 1
+        if c in _SIMPLE_ESCAPES:
+            return _SIMPLE_ESCAPES[c]
+        if c in _CLASS_ESCAPES:
+            return _CLASS_ESCAPES[c]
+        if c == "b":
+            if in_class:
+                return 0x08
+            raise self.error("word boundary \\b is not supported", at)
+        if c == "B":
+            raise self.error("word boundary \\B is not supported", at)
+        if c == "0":
+            if self.peek().isdigit():
+                raise self.error("octal escape \\0" + self.peek() + " is not supported", at)
+            return 0
+        if c.isdigit() and c.isascii():
+            if in_class:
+                raise self.error(f"octal escape \\{c} is not supported", at)
+            j = self.i
+            while j < len(self.p) and self.p[j].isdigit() and self.p[j].isascii():
+                j += 1
+            raise self.error(f"backreference \\{self.p[at + 1:j]} is not supported", at)
+        if c == "k" and self.peek() == "<":
+            end = self.p.find(">", self.i)
+            ref = self.p[at:end + 1] if end >= 0 else "\\k<name>"
+            raise self.error(f"backreference {ref} is not supported", at)
+        if c in "pP":
+            raise self.error(f"unicode property \\{c}{{...}} is not supported", at)
+        if c == "x":
+            return self.hex_digits(2, at, "\\x")
+        if c == "u":
+            if self.peek() == "{":
+                end = self.p.find("}", self.i)
+                digits = self.p[self.i + 1:end] if end >= 0 else ""
+                if end < 0 or not digits or not _is_hex(digits) or len(digits) > 6:
+                    raise self.error("bad escape \\u{...}", at)
+                self.i = end + 1
+                return self.check_cp(int(digits, 16), at)
+            cp = self.hex_digits(4, at, "\\u")
+            if 0xD800 <= cp <= 0xDBFF and self.startswith("\\u"):
+                save = self.i
+                self.i += 2
+                low = self.hex_digits(4, at, "\\u")
+                if 0xDC00 <= low <= 0xDFFF:
+                    return 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00)
+                self.i = save
+            return self.check_cp(cp, at)
+        if c == "U":
+            return self.check_cp(self.hex_digits(8, at, "\\U"), at)
+        if c in "AzZ" and not in_class:
+            return Anchor("start" if c == "A" else "end")
+        if c.isascii() and c.isalnum():
+            raise self.error(f"bad escape \\{c}", at)
+        return ord(c)  # escaped metacharacter or other punctuation
+
+    def hex_digits(self, n: int, at: int, name: str) -> int:
+        digits = self.p[self.i:self.i + n]
+        if len(digits) != n or not _is_hex(digits):
+            raise self.error(f"bad escape {name}{digits}", at)
+        self.i += n
+        return int(digits, 16)
+
+    def check_cp(self, cp: int, at: int) -> int:
+        if cp > MAX_CODE_POINT:
+            raise self.error("code point out of range", at)
+        if SURROGATE_LO <= cp <= SURROGATE_HI:
+            raise self.error("lone surrogate escape is not supported", at)
+        return cp
+
+    def klass(self, flags: _Flags) -> Node:
+        at = self.i
+        self.i += 1
+        negated = self.peek() == "^"
+        if negated:
+            self.i += 1
+        items: list[tuple[int, int]] = []
+        first = True
+        while True:
+            if self.i >= len(self.p):
+                raise self.error("unterminated character set", at)
+            c = self.peek()
+            if c == "]" and not first:
+                self.i += 1
+                break
+            first = False
+            item_at = self.i
+            lo = self.class_atom()
+            if self.peek() == "-" and self.peek(1) not in ("]", ""):
+                self.i += 1
+                hi = self.class_atom()
+                if isinstance(lo, tuple) or isinstance(hi, tuple):
+                    raise self.error(f"bad character range {self.p[item_at:self.i]}", item_at)
+                if hi < lo:
+                    raise self.error(f"bad character range {self.p[item_at:self.i]}", item_at)
+                items.append((lo, hi))
+            elif isinstance(lo, tuple):
+                items.extend(lo)
+            else:
+                items.append((lo, lo))
+        ranges = normalize(items)
+        if flags.ignore_case:
+            ranges = case_fold(ranges)
+        return Chars(negate(ranges) if negated else ranges)
+
+    def class_atom(self):
+        at = self.i
+        c = self.peek()
+        if c == "\\":
+            value = self.escape(in_class=True)
+            if isinstance(value, Anchor):  # pragma: no cover - escape() never returns it here
+                raise self.error("anchor in character class", at)
+            return value
+        self.i += 1
+        cp = ord(c)
+        if SURROGATE_LO <= cp <= SURROGATE_HI:
+            raise self.error("lone surrogate in pattern", at)
+        return cp
+
+
+def _is_hex(s: str) -> bool:
+    return all(ch in "0123456789abcdefABCDEF" for ch in s)
+
+
+@lru_cache(maxsize=1024)
+def parse(pattern: str) -> Node:
+    """Parse a regex into the AST; raises RegexError (span=None) for anything unsupported."""
+    return _Parser(pattern).parse()

@@ -1,0 +1,459 @@
+"""Byte-level DFAs (grammarc.automata): differential tests against Python's `re`,
+viable-prefix and UTF-8 properties, dialect constructions against brute force, budgets."""
+
+from __future__ import annotations
+
+import itertools
+import re
+import time
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from grammarc import automata as A
+from grammarc.errors import RegexError, StateBudgetExceeded
+
+ALPHABET = ["a", "b", "1", " ", "\n", "é", "😀"]
+SETTINGS = settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+FEWER = settings(SETTINGS, max_examples=100)
+
+# (our pattern, the equivalent Python pattern, to be used with re.ASCII). On ALPHABET the
+# ASCII meaning of \d \w \s in Python is the ECMA one we implement.
+ATOMS = [
+    (x, x)
+    for x in [
+        "a", "b", "1", " ", "é", "😀", r"\n", ".", r"\d", r"\w", r"\s", r"\D", r"\W", r"\S",
+        "[ab]", "[^a]", "[a-c]", r"[^\n]", "[é😀]", r"[\d\s]", r"[^\w]", "[^a-zé]", r"\x61",
+        r"\u00e9", r"\U0001F600", r"\.", "[.]", "(?:)", "[😀-😁]", "[à-ê]",
+    ]
+]
+ANCHORS = [("^", "^"), ("$", r"\Z"), (r"\A", r"\A"), (r"\Z", r"\Z")]
+QUANTS = ["*", "+", "?", "{2}", "{0,2}", "{1,}", "{1,3}", "*?", "+?", "??", "{1,2}?"]
+
+
+def _regexes(anchors: bool):
+    base = st.sampled_from(ATOMS + (ANCHORS if anchors else []))
+
+    def extend(children):
+        def cat(xy):
+            (a, pa), (b, pb) = xy
+            return a + b, pa + pb
+
+        def alt(xy):
+            (a, pa), (b, pb) = xy
+            return f"{a}|{b}", f"{pa}|{pb}"
+
+        def quant(xq):
+            (a, pa), q = xq
+            return f"(?:{a}){q}", f"(?:{pa}){q}"
+
+        def group(xk):
+            (a, pa), k = xk
+            # Python rejects a repeated group name; the language is the same as "(".
+            return f"{k}{a})", f"({pa})"
+
+        return st.one_of(
+            st.tuples(children, children).map(cat),
+            st.tuples(children, children).map(alt),
+            st.tuples(children, st.sampled_from(QUANTS)).map(quant),
+            st.tuples(children, st.sampled_from(["(", "(?:", "(?P<g>"])).map(group),
+        )
+
+    return st.recursive(base, extend, max_leaves=8)
+
+
+REGEXES = _regexes(anchors=True)
+PLAIN_REGEXES = _regexes(anchors=False)
+TEXTS = st.text(alphabet=ALPHABET, max_size=6)
+
+
+def _compile(pattern: str, **kw) -> A.DFA:
+    try:
+        return A.from_regex(pattern, **kw)
+    except StateBudgetExceeded:
+        assume(False)
+        raise
+
+
+def _strings(max_len: int, alphabet=ALPHABET):
+    for n in range(max_len + 1):
+        for chars in itertools.product(alphabet, repeat=n):
+            yield "".join(chars)
+
+
+# ------------------------------------------------------------------ invariants
+
+
+def _check_invariants(d: A.DFA) -> None:
+    n = d.n_states
+    assert d.trans.shape == (n, 256) and d.trans.dtype == np.int32
+    assert d.accept.shape == (n,) and d.accept.dtype == bool
+    assert not d.trans.flags.writeable and not d.accept.flags.writeable
+    assert d.trans.min() >= -1 and d.trans.max() < n
+    if d.is_empty:
+        assert n == 1 and not d.accept[0] and (d.trans == -1).all()
+        return
+    # canonical BFS numbering (bytes ascending) reaches every state in order
+    seen = [0]
+    index = {0: 0}
+    for s in seen:
+        for t in d.trans[s].tolist():
+            if t >= 0 and t not in index:
+                index[t] = len(seen)
+                seen.append(t)
+    assert seen == list(range(n))
+    # trimmed: every state reaches acceptance
+    for s in range(n):
+        assert d.shortest_match(s) is not None
+    # minimized and canonical: normalizing again changes nothing
+    again = A.from_table(np.array(d.trans), np.array(d.accept))
+    assert np.array_equal(again.trans, d.trans) and np.array_equal(again.accept, d.accept)
+    assert again.key == d.key
+
+
+# ---------------------------------------------------------------- differential
+
+
+@given(REGEXES, st.lists(TEXTS, max_size=20))
+@SETTINGS
+def test_fullmatch_agrees_with_re(rx, texts) -> None:
+    ours, py = rx
+    d = _compile(ours)
+    prog = re.compile(py, re.ASCII)
+    for t in texts + ALPHABET + [""]:
+        assert d.matches(t.encode()) == bool(prog.fullmatch(t)), (ours, t)
+    example = d.shortest_match()
+    if example is None:
+        assert d.is_empty
+    else:
+        assert prog.fullmatch(example.decode("utf-8")), (ours, example)
+
+
+@given(REGEXES, st.lists(TEXTS, max_size=20))
+@SETTINGS
+def test_search_agrees_with_re(rx, texts) -> None:
+    ours, py = rx
+    d = _compile(ours, search=True)
+    prog = re.compile(py, re.ASCII)
+    for t in texts + ALPHABET + [""]:
+        assert d.matches(t.encode()) == bool(prog.search(t)), (ours, t)
+
+
+@given(PLAIN_REGEXES, st.lists(TEXTS, max_size=10))
+@SETTINGS
+def test_case_insensitive_agrees_with_re(rx, texts) -> None:
+    ours, py = rx
+    d = _compile("(?i)" + ours)
+    prog = re.compile(py, re.ASCII | re.IGNORECASE)
+    for t in texts + ["A", "B", "aB", "Ab"]:
+        assert d.matches(t.encode()) == bool(prog.fullmatch(t)), (ours, t)
+
+
+def test_dotall_and_anchor_details() -> None:
+    assert not A.from_regex(".").matches(b"\n")
+    assert A.from_regex("(?s).").matches(b"\n")
+    # ECMA $: only at the very end (Python's $ would also match before a final newline)
+    assert not A.from_regex("a$", search=True).matches(b"a\n")
+    assert A.from_regex("a$", search=True).matches(b"ba")
+    assert A.from_regex("^a", search=True).matches(b"ab")
+    assert not A.from_regex("^a", search=True).matches(b"ba")
+    # anchors in the middle of a full match can never match
+    assert A.from_regex("a^b").is_empty
+    assert A.from_regex("(^|x)a").matches(b"a") and A.from_regex("(^|x)a").matches(b"xa")
+    assert A.from_regex("a($|b)") == A.from_regex("ab?")
+
+
+@given(REGEXES)
+@SETTINGS
+def test_invariants(rx) -> None:
+    _check_invariants(_compile(rx[0]))
+    _check_invariants(_compile(rx[0], search=True))
+
+
+# --------------------------------------------------------------- viable prefixes
+
+
+@given(REGEXES, st.lists(TEXTS, min_size=1, max_size=6))
+@SETTINGS
+def test_viable_prefixes(rx, texts) -> None:
+    ours, py = rx
+    d = _compile(ours)
+    prog = re.compile(py, re.ASCII)
+    extensions = list(_strings(2))
+    for t in texts:
+        data = t.encode()
+        for cut in range(len(data) + 1):
+            prefix, rest_of_char = data[:cut], b""
+            while cut + len(rest_of_char) < len(data) and 0x80 <= data[cut + len(rest_of_char)] <= 0xBF:
+                rest_of_char = data[cut : cut + len(rest_of_char) + 1]
+            state = d.run(prefix)
+            if state >= 0 and not d.is_empty:  # the empty language keeps a start state
+                completion = d.shortest_match(state)
+                assert completion is not None
+                assert prog.fullmatch((prefix + completion).decode("utf-8")), (ours, prefix)
+            else:
+                head = (prefix + rest_of_char).decode("utf-8")
+                for ext in extensions:
+                    assert not prog.fullmatch(head + ext), (ours, prefix, ext)
+
+
+def test_token_ending_inside_a_character_is_viable() -> None:
+    d = A.from_regex("é|😀x")
+    assert d.run("é".encode()[:1]) >= 0
+    for cut in (1, 2, 3):
+        assert d.run("😀".encode()[:cut]) >= 0
+    assert d.run(b"\xc3\xa8") == -1  # è: a different continuation byte
+    dot = A.from_regex(".")
+    assert dot.run(b"\xf0\x9f") >= 0 and not dot.matches(b"\xf0\x9f")
+
+
+@given(REGEXES, st.lists(st.binary(max_size=6), max_size=20))
+@SETTINGS
+def test_invalid_utf8_never_accepted(rx, blobs) -> None:
+    d = _compile(rx[0])
+    for blob in blobs:
+        if d.matches(blob):
+            blob.decode("utf-8")
+    assert A.intersect(d, A.utf8_text()) == d
+
+
+def test_surrogates_and_overlongs_rejected() -> None:
+    any_text = A.from_regex("(?s).*")
+    assert any_text == A.utf8_text()
+    for bad in [b"\xed\xa0\x80", b"\xc0\x80", b"\xe0\x80\x80", b"\xf4\x90\x80\x80", b"\xff", b"\x80"]:
+        assert not any_text.matches(bad)
+        assert any_text.run(bad) == -1
+    assert any_text.matches("\ud7ff\ue000\U0010ffff".encode())
+
+
+# ---------------------------------------------------------------- canonical keys
+
+
+@pytest.mark.parametrize(
+    "a, b",
+    [
+        ("a|b", "[ab]"),
+        ("(a|b)*", "[ab]*"),
+        ("a+", "aa*"),
+        ("x{2,3}", "xxx?"),
+        (r"\d", "[0-9]"),
+        ("(?:)", "a{0}"),
+        ("é|è", "[èé]"),
+        ("(a*)*", "a*"),
+        ("a*?b", "a*b"),
+        ("^ab$", "ab"),
+    ],
+)
+def test_equal_languages_equal_keys(a: str, b: str) -> None:
+    da, db = A.from_regex(a), A.from_regex(b)
+    assert da.key == db.key and da == db and hash(da) == hash(db)
+    assert np.array_equal(da.trans, db.trans)
+
+
+def test_different_languages_different_keys() -> None:
+    patterns = ["a", "b", "a*", "a+", "", "[^a]", "a|b", "(?:a|b)+"]
+    assert len({A.from_regex(p).key for p in patterns}) == len(patterns)
+
+
+def test_empty_language() -> None:
+    empty = A.from_regex("[^\\x00-\\U0010FFFF]")
+    assert empty.is_empty and empty.n_states == 1 and not empty.accepts_empty
+    assert empty == A.intersect(A.literal(b"a"), A.literal(b"b"))
+    _check_invariants(empty)
+
+
+def test_from_regex_is_cached() -> None:
+    assert A.from_regex("cache[me]") is A.from_regex("cache[me]")
+
+
+def test_literal_and_basics() -> None:
+    d = A.literal("hé".encode())
+    assert d.matches("hé".encode()) and not d.matches(b"h") and d.n_states == 4
+    assert d == A.from_regex("hé")
+    assert d.step(0, ord("h")) == 1 and d.step(0, ord("x")) == -1
+    assert d.live_bytes(0) == [ord("h")] and d.live_bytes(1) == [0xC3]
+    _check_invariants(d)
+    assert A.literal(b"").accepts_empty and A.literal(b"").n_states == 1
+    anyb = A.any_bytes()
+    assert not anyb.accepts_empty and anyb.matches(b"\xff\x00") and anyb.n_states == 2
+    _check_invariants(anyb)
+    _check_invariants(A.utf8_text())
+
+
+# --------------------------------------------------------------------- budgets
+
+
+@pytest.mark.parametrize("pattern", ["(a|b)*a(a|b){20}", "a{100000}", "(?:a{1000}){1000}"])
+def test_pathological_regex_hits_budget(pattern: str) -> None:
+    start = time.perf_counter()
+    with pytest.raises(StateBudgetExceeded) as info:
+        A.from_regex(pattern)
+    assert time.perf_counter() - start < 3
+    assert f"pattern '{pattern}'" in info.value.message
+    assert isinstance(info.value, RegexError) and info.value.span is None
+
+
+def test_budget_parameter() -> None:
+    A.from_regex("(a|b)*a(a|b){5}")  # 64 states
+    with pytest.raises(StateBudgetExceeded, match="max_states=50"):
+        A.from_regex("(a|b)*a(a|b){5}", max_states=50)
+    ab = A.from_regex("[ab]")
+    with pytest.raises(StateBudgetExceeded):
+        A.repeat(ab, 0, 100000)
+    with pytest.raises(StateBudgetExceeded):
+        A.concat([A.from_regex("(a|b)*a"), A.from_regex("(a|b){7}")], max_states=100)
+    assert A.concat([A.from_regex("(a|b)*a"), A.from_regex("(a|b){7}")]).n_states == 256
+    with pytest.raises(StateBudgetExceeded):
+        A.intersect(A.from_regex("(a|b)*a(a|b){6}"), A.from_regex("(a|b)*b(a|b){6}"), max_states=100)
+    with pytest.raises(StateBudgetExceeded):
+        A.complement_containing(A.from_regex("a(a|b){7}b"), max_states=100)
+    with pytest.raises(StateBudgetExceeded):
+        A.except_strings(["abcdefgh" * 20], max_states=100)
+
+
+def test_schema_like_patterns_are_fast() -> None:
+    patterns = [
+        r"^[a-zA-Z0-9._%+-]+@[a-zA-Z0-9.-]+\.[a-zA-Z]{2,}$",
+        r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$",
+        r"^(\([0-9]{3}\))?[0-9]{3}-[0-9]{4}$",
+        r"^[^\s@]+@[^\s@]+$",
+    ]
+    start = time.perf_counter()
+    for p in patterns:
+        A._from_regex.cache_clear()
+        A.from_regex(p)
+        A.from_regex(p, search=True)
+    assert time.perf_counter() - start < 1.0
+
+
+# ------------------------------------------------------------ dialect constructs
+
+SMALL = ["a", "b", "é"]
+
+
+def _char_substrings(s: str):
+    return {s[i:j] for i in range(len(s) + 1) for j in range(i, len(s) + 1)}
+
+
+@given(PLAIN_REGEXES)
+@SETTINGS
+def test_early_end(rx) -> None:
+    ours, py = rx
+    prog = re.compile(py, re.ASCII)
+    d = A.early_end(_compile(ours))
+    _check_invariants(d)
+    for s in _strings(4, SMALL):
+        want = bool(prog.fullmatch(s)) and not any(prog.fullmatch(s[:i]) for i in range(len(s)))
+        assert d.matches(s.encode()) == want, (ours, s)
+
+
+@given(PLAIN_REGEXES)
+@SETTINGS
+def test_complement_containing(rx) -> None:
+    ours, py = rx
+    prog = re.compile(py, re.ASCII)
+    d = A.complement_containing(_compile(ours))
+    _check_invariants(d)
+    for s in _strings(4, SMALL):
+        want = s != "" and not any(prog.fullmatch(x) for x in _char_substrings(s))
+        assert d.matches(s.encode()) == want, (ours, s)
+    assert not d.matches(b"\xff")
+
+
+@given(st.lists(st.text(alphabet=SMALL + ["\n"], max_size=3), max_size=4))
+@SETTINGS
+def test_except_strings(strings) -> None:
+    d = A.except_strings(strings)
+    _check_invariants(d)
+    for s in _strings(4, SMALL + ["\n"]):
+        want = s != "" and not any(x in s for x in strings)
+        assert d.matches(s.encode()) == want, (strings, s)
+    if strings and "" not in strings:
+        # the same language as the generic construction
+        pattern = "|".join(re.escape(x) for x in strings)
+        assert d == A.complement_containing(A.from_regex(pattern))
+
+
+def test_except_example_from_semantics() -> None:
+    d = A.except_strings(["\n\n"])
+    tail = A.literal(b"\n\n")
+    both = A.concat([d, tail])
+    assert both.matches(b"\n\n\n") and both.matches(b"a\n\n") and not both.matches(b"\n\n")
+    assert not d.matches(b"") and not d.matches("é".encode()[:1])
+
+
+@given(st.text(alphabet=SMALL + ["😀"], max_size=7))
+@SETTINGS
+def test_substrings(text) -> None:
+    d = A.substrings(text)
+    _check_invariants(d)
+    subs = _char_substrings(text)
+    for s in _strings(3, SMALL + ["😀"]):
+        assert d.matches(s.encode()) == (s in subs), (text, s)
+    data = text.encode()
+    for i in range(len(data) + 1):
+        for j in range(i, len(data) + 1):
+            chunk = data[i:j]
+            try:
+                ok = chunk.decode("utf-8") in subs
+            except UnicodeDecodeError:
+                ok = False
+            assert d.matches(chunk) == ok
+            assert d.run(chunk) >= 0 or not ok
+
+
+# ------------------------------------------------------------------ regular algebra
+
+
+def _enumerate_check(d: A.DFA, pred, alphabet=SMALL, n=4) -> None:
+    for s in _strings(n, alphabet):
+        assert d.matches(s.encode()) == pred(s), s
+
+
+@given(PLAIN_REGEXES, PLAIN_REGEXES)
+@FEWER
+def test_algebra_matches_regex_constructions(r1, r2) -> None:
+    (a, _), (b, _) = r1, r2
+    da, db = _compile(a), _compile(b)
+    assert A.union([da, db]) == _compile(f"(?:{a})|(?:{b})")
+    assert A.concat([da, db]) == _compile(f"(?:{a})(?:{b})")
+    assert A.star(da) == _compile(f"(?:{a})*")
+    assert A.plus(da) == _compile(f"(?:{a})+")
+    assert A.optional(da) == _compile(f"(?:{a})?")
+    assert A.repeat(da, 1, 3) == _compile(f"(?:{a}){{1,3}}")
+    assert A.repeat(da, 2, None) == _compile(f"(?:{a}){{2,}}")
+    for d in (A.union([da, db]), A.concat([da, db]), A.star(da)):
+        _check_invariants(d)
+
+
+@given(PLAIN_REGEXES, PLAIN_REGEXES)
+@FEWER
+def test_intersect_and_without_empty(r1, r2) -> None:
+    (a, pa), (b, pb) = r1, r2
+    pa_, pb_ = re.compile(pa, re.ASCII), re.compile(pb, re.ASCII)
+    da, db = _compile(a), _compile(b)
+    both = A.intersect(da, db)
+    _check_invariants(both)
+    _enumerate_check(both, lambda s: bool(pa_.fullmatch(s)) and bool(pb_.fullmatch(s)))
+    ne = A.without_empty(da)
+    _check_invariants(ne)
+    _enumerate_check(ne, lambda s: s != "" and bool(pa_.fullmatch(s)))
+
+
+def test_algebra_edge_cases() -> None:
+    empty = A.from_regex("[^\\x00-\\U0010FFFF]")
+    a = A.literal(b"a")
+    assert A.union([]) == empty
+    assert A.concat([]) == A.literal(b"")
+    assert A.concat([a, empty]) == empty
+    assert A.star(empty) == A.literal(b"")
+    assert A.repeat(a, 0, 0) == A.literal(b"")
+    assert A.union([a, empty]) == a
+    assert A.without_empty(A.literal(b"")) == empty
+    assert A.concat([A.any_bytes(), a]).matches(b"\xffa")
+    with pytest.raises(ValueError):
+        A.repeat(a, 3, 2)
