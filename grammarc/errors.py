@@ -28,7 +28,7 @@ class Span:
         """The source line under the span with a caret (or a run of carets) beneath it."""
         if self.source is None:
             return ""
-        lines = self.source.text.splitlines() or [""]
+        lines = [line.rstrip("\r") for line in self.source.text.split("\n")]
         if not 1 <= self.line <= len(lines):
             return ""
         text = lines[self.line - 1].expandtabs(1)

@@ -1,0 +1,196 @@
+"""Static checks every grammar passes before anything is compiled from it.
+
+Front-ends call `check_grammar` on what they build and the compiler calls it again on the
+IR it receives (IR built by hand skips the front-ends), so the checks are cheap, total and
+independent of any vocabulary. Errors point at the offending node when it has a span;
+IR built directly has none, so every message also names the rule it is about.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import warnings
+
+from .errors import GrammarError, GrammarWarning, Span
+from .ir import EXPR_TYPES, Alt, Except, Expr, Grammar, Literal, Ref, Regex, Repeat, Substrings, children
+
+__all__ = ["check_grammar", "literal_alternatives"]
+
+_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_MODES = ("match", "early", "complement")
+
+
+def check_grammar(grammar: Grammar) -> None:
+    """Raise `GrammarError` for a malformed grammar; warn (`GrammarWarning`) for unreachable rules."""
+    rules = _check_names(grammar)
+    _check_start(grammar, rules)
+    for name, expr in grammar.rules:
+        _check_rule(name, expr, rules, grammar)
+    _warn_unreachable(grammar, rules)
+
+
+def literal_alternatives(grammar_rules: dict[str, Expr], item: Literal | Ref) -> tuple[str, ...]:
+    """The strings an ``except!`` item stands for (assumes `check_grammar` passed)."""
+    found: list[str] = []
+    _collect_literals(item, grammar_rules, found, set(), rule=None)
+    return tuple(dict.fromkeys(found))
+
+
+# --------------------------------------------------------------------------------------
+
+
+def _check_names(grammar: Grammar) -> dict[str, Expr]:
+    rules: dict[str, Expr] = {}
+    for name, expr in grammar.rules:
+        span = grammar.rule_spans.get(name)
+        if not isinstance(name, str) or not _NAME_RE.match(name):
+            raise GrammarError(f"invalid rule name {name!r}: names are letters, digits and '_', "
+                               "not starting with a digit", span)
+        if name in rules:
+            raise GrammarError(f"rule '{name}' is defined twice in the IR (merge the definitions "
+                               "into one Alt)", span)
+        rules[name] = expr
+    return rules
+
+
+def _check_start(grammar: Grammar, rules: dict[str, Expr]) -> None:
+    if grammar.start in rules:
+        return
+    if not rules:
+        raise GrammarError(f"the grammar defines no rules (the start rule is '{grammar.start}')")
+    defined = ", ".join(f"'{name}'" for name in rules)
+    close = difflib.get_close_matches(grammar.start, list(rules), n=1)
+    raise GrammarError(f"start rule '{grammar.start}' is not defined; defined rules: {defined}",
+                       hint=f"did you mean '{close[0]}'?" if close else None)
+
+
+def _check_rule(name: str, expr: Expr, rules: dict[str, Expr], grammar: Grammar) -> None:
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        if not isinstance(node, EXPR_TYPES):
+            raise GrammarError(f"rule '{name}' contains {node!r}, which is not an IR expression",
+                               grammar.rule_spans.get(name))
+        _check_node(name, node, rules)
+        stack.extend(reversed(children(node)))
+
+
+def _check_node(rule: str, node: Expr, rules: dict[str, Expr]) -> None:
+    span = node.span
+    if isinstance(node, Ref):
+        if node.name not in rules:
+            close = difflib.get_close_matches(node.name, list(rules), n=1)
+            raise GrammarError(f"rule '{rule}' refers to undefined rule '{node.name}'", span,
+                               hint=f"did you mean '{close[0]}'?" if close else None)
+    elif isinstance(node, (Literal, Substrings)):
+        _check_text(rule, node.text, "literal" if isinstance(node, Literal) else "#substrs", span)
+    elif isinstance(node, Regex):
+        if node.mode not in _MODES:
+            raise GrammarError(f"rule '{rule}': unknown regex mode {node.mode!r} (expected one of "
+                               f"{', '.join(_MODES)})", span)
+        _check_text(rule, node.pattern, "regex", span)
+    elif isinstance(node, Alt):
+        if not node.items:
+            raise GrammarError(f"rule '{rule}' contains an alternation with no alternatives", span)
+    elif isinstance(node, Repeat):
+        _check_repeat(rule, node)
+    elif isinstance(node, Except):
+        _check_except(rule, node, rules)
+
+
+def _check_text(rule: str, text: str, what: str, span: Span | None) -> None:
+    if not isinstance(text, str):
+        raise GrammarError(f"rule '{rule}': {what} text must be a str, not {type(text).__name__}", span)
+    for char in text:
+        if 0xD800 <= ord(char) <= 0xDFFF:
+            raise GrammarError(f"rule '{rule}': {what} contains a lone surrogate U+{ord(char):04X}, "
+                               "which has no UTF-8 encoding", span)
+
+
+def _bounds(node: Repeat) -> str:
+    high = "" if node.max is None else str(node.max)
+    return f"{{{node.min},{high}}}"
+
+
+def _check_repeat(rule: str, node: Repeat) -> None:
+    ints = isinstance(node.min, int) and (node.max is None or isinstance(node.max, int))
+    if not ints or isinstance(node.min, bool) or isinstance(node.max, bool):
+        raise GrammarError(f"rule '{rule}': repetition bounds must be integers, found "
+                           f"min={node.min!r}, max={node.max!r}", node.span)
+    if node.min < 0 or (node.max is not None and node.max < 0):
+        raise GrammarError(f"rule '{rule}': repetition {_bounds(node)} has a negative bound", node.span)
+    if node.max is not None and node.min > node.max:
+        raise GrammarError(f"rule '{rule}': repetition {_bounds(node)} has its minimum {node.min} "
+                           f"greater than its maximum {node.max}", node.span)
+
+
+def _check_except(rule: str, node: Except, rules: dict[str, Expr]) -> None:
+    if node.limit is not None and (not isinstance(node.limit, int) or isinstance(node.limit, bool)
+                                   or node.limit < 1):
+        raise GrammarError(f"rule '{rule}': the token limit of except! must be at least 1, found "
+                           f"{node.limit!r}", node.span)
+    item = node.item
+    if isinstance(item, Ref):
+        _check_node(rule, item, rules)
+    if isinstance(item, Literal):
+        if item.text == "":
+            raise GrammarError(f"rule '{rule}': except!('') is meaningless: every text contains the "
+                               "empty string", item.span or node.span)
+        return
+    if not isinstance(item, Ref):
+        raise GrammarError(f"rule '{rule}': except! takes a literal or a rule name, not "
+                           f"{type(item).__name__}", getattr(item, "span", None) or node.span)
+    found: list[str] = []
+    _collect_literals(item, rules, found, set(), rule=rule, at=node)
+    if not found:
+        raise GrammarError(f"rule '{rule}': except!({item.name}): rule '{item.name}' expands to no "
+                           "literal", item.span or node.span)
+
+
+def _collect_literals(expr: Expr, rules: dict[str, Expr], found: list[str], seen: set[str],
+                      rule: str | None, at: Except | None = None, current: str | None = None) -> None:
+    """Gather the literals `expr` expands to through Refs and Alts; raise if anything else."""
+    if isinstance(expr, Literal):
+        if expr.text == "" and rule is not None:
+            raise GrammarError(f"rule '{rule}': except!({at.item.name}) includes the empty literal, "
+                               "which makes it meaningless (every text contains the empty string)",
+                               expr.span or at.item.span or at.span)
+        found.append(expr.text)
+    elif isinstance(expr, Ref):
+        if expr.name in seen:
+            return
+        if expr.name not in rules:
+            _check_node(current or "?", expr, rules)  # raises: undefined rule
+        seen.add(expr.name)
+        _collect_literals(rules[expr.name], rules, found, seen, rule, at, expr.name)
+    elif isinstance(expr, Alt):
+        for item in expr.items:
+            _collect_literals(item, rules, found, seen, rule, at, current)
+    elif rule is not None:
+        what = {"Seq": "a sequence", "Repeat": "a repetition", "Regex": "a regex", "Substrings":
+                "#substrs", "AnyToken": "any!", "Except": "except!"}.get(type(expr).__name__, "a non-literal")
+        name = at.item.name
+        via = f"'{name}'" if current == name else f"'{name}' expands to rule '{current}', which"
+        raise GrammarError(f"rule '{rule}': except!({name}) needs a literal or a rule that expands to an "
+                           f"alternation of literals, but {via} contains {what}",
+                           at.item.span or at.span)
+
+
+def _warn_unreachable(grammar: Grammar, rules: dict[str, Expr]) -> None:
+    reached = {grammar.start}
+    stack = [grammar.start]
+    while stack:
+        todo = [rules[stack.pop()]]
+        while todo:
+            node = todo.pop()
+            if isinstance(node, Ref) and node.name not in reached:
+                reached.add(node.name)
+                stack.append(node.name)
+            todo.extend(children(node))
+    for name in rules:
+        if name not in reached:
+            span = grammar.rule_spans.get(name)
+            where = f"{span.location()}: " if span is not None else ""
+            warnings.warn(GrammarWarning(f"{where}rule '{name}' is not reachable from the start rule "
+                                         f"'{grammar.start}'"), stacklevel=4)
