@@ -13,8 +13,20 @@ from .errors import (
     UnsupportedSchemaError,
 )
 from .ir import Grammar
+from .vocabulary import Vocabulary, VocabularyError
+from .engine import Engine, TokenRejected
+from .compiler import CompiledGrammar
+from .constrain import Constraint, constrain, constraint_of
 
 __all__ = [
+    "CompiledGrammar",
+    "Constraint",
+    "constrain",
+    "constraint_of",
+    "Engine",
+    "TokenRejected",
+    "Vocabulary",
+    "VocabularyError",
     "Grammar",
     "GrammarError",
     "GrammarWarning",
