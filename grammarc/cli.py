@@ -54,6 +54,26 @@ def _context(data: bytes, offset: int) -> str:
     return f"  {line}\n  {' ' * col}^"
 
 
+def describe_bytes(byte_set) -> str:
+    """A short, readable rendering of a set of bytes: ``',' or ']'``, ``'0'-'9'``, ..."""
+    if not byte_set:
+        return "end of text"
+    if len(byte_set) > 96:
+        return f"one of {len(byte_set)} bytes"
+
+    def show(b: int) -> str:
+        return repr(chr(b)) if 0x20 <= b < 0x7F else f"\\x{b:02x}"
+
+    ranges: list[tuple[int, int]] = []
+    for b in sorted(byte_set):
+        if ranges and b == ranges[-1][1] + 1:
+            ranges[-1] = (ranges[-1][0], b)
+        else:
+            ranges.append((b, b))
+    parts = [show(lo) if lo == hi else f"{show(lo)}-{show(hi)}" for lo, hi in ranges]
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " or " + parts[-1]
+
+
 def cmd_check(args) -> int:
     from .recognizer import Recognizer
 
@@ -67,13 +87,16 @@ def cmd_check(args) -> int:
         byte = data[failure.offset : failure.offset + 1]
         print(f"{name}:{line}:{col}: unexpected {byte!r} (byte {failure.offset})", file=sys.stderr)
         print(_context(data, failure.offset), file=sys.stderr)
-        print(f"expected: {', '.join(failure.expected) or 'end of text'}", file=sys.stderr)
+        print(f"expected: {describe_bytes(failure.next_bytes)} (in {', '.join(failure.expected)})", file=sys.stderr)
         return 1
     recognizer.feed(data)
     if not recognizer.is_complete():
         line, col = _line_col(data, len(data))
         print(f"{name}:{line}:{col}: the text ends too early", file=sys.stderr)
-        print(f"expected: {', '.join(recognizer.expected())}", file=sys.stderr)
+        print(
+            f"expected: {describe_bytes(recognizer.next_bytes())} (in {', '.join(recognizer.expected())})",
+            file=sys.stderr,
+        )
         return 1
     print(f"{name}: ok")
     return 0
@@ -112,6 +135,11 @@ def build_parser() -> argparse.ArgumentParser:
     compile_ = grammar_command("compile", "compile and print sizes: rules, terminals, DFA and LR states")
     compile_.add_argument("-v", "--verbose", action="store_true", help="also list the terminals")
     compile_.set_defaults(run=cmd_compile)
+    demo = sub.add_parser("demo", help="generate documents with a tiny random Llama (or --model DIR) under stdlib grammars")
+    from . import demo as demo_module
+
+    demo_module.add_arguments(demo)
+    demo.set_defaults(run=demo_module.command)
     return parser
 
 

@@ -425,7 +425,10 @@ def _describe(expr: Expr, rule: str) -> str:
         return f"except!({inner})" if expr.limit is None else f"except!({inner}, {expr.limit})"
     if isinstance(expr, Ref):
         return expr.name
-    return rule
+    from .printer import expr_to_ebnf
+
+    text = " ".join(expr_to_ebnf(expr).split())
+    return text if len(text) <= 40 else f"{text[:39]}…"
 
 
 def _quote(text: str) -> str:

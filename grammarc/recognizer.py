@@ -141,6 +141,7 @@ class Failure:
 
     offset: int  # index of the first byte that cannot continue the text
     expected: tuple[str, ...]  # names of the terminals that could continue there
+    next_bytes: frozenset[int]  # the bytes that could have come instead
 
 
 class Recognizer:
@@ -208,11 +209,7 @@ class Recognizer:
 
     def next_bytes(self) -> set[int]:
         """The bytes that keep the text a viable prefix."""
-        out: set[int] = set()
-        for node, t, q in self.items:
-            row = self._dfas[t].trans[q]
-            out.update(int(b) for b in (row >= 0).nonzero()[0])
-        return out
+        return _next_bytes(self._dfas, self.items)
 
     def expected(self) -> tuple[str, ...]:
         """Names of the terminals that could continue the text (sorted, unique)."""
@@ -239,6 +236,13 @@ class Recognizer:
             nxt = self.step(items, byte)
             if not nxt:
                 names = {self.compiled.terminals[t].name for _, t, _ in items}
-                return Failure(offset, tuple(sorted(names)))
+                return Failure(offset, tuple(sorted(names)), frozenset(_next_bytes(self._dfas, items)))
             items = nxt
         return None
+
+
+def _next_bytes(dfas, items) -> set[int]:
+    out: set[int] = set()
+    for _, t, q in items:
+        out.update(int(b) for b in (dfas[t].trans[q] >= 0).nonzero()[0])
+    return out
