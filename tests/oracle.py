@@ -357,8 +357,11 @@ def _satisfiable(text: str) -> bool:
     return _some_char(_predicate(text))
 
 
-# Where a run of the NFA stands: nothing read yet, inside the text, or past a `$`.
-_START, _INSIDE, _ENDED = 0, 1, 2
+# Where a run of the NFA stands: nothing read yet, inside the text, past a `$`, or past a
+# `$` with nothing read (the empty text: its one position is both start and end).
+_START, _INSIDE, _ENDED, _ENDED_AT_START = 0, 1, 2, 3
+_PHASES = (_START, _INSIDE, _ENDED, _ENDED_AT_START)
+_READING = (_START, _INSIDE)
 
 
 class _RegexMachine:
@@ -413,24 +416,24 @@ class _RegexMachine:
     @staticmethod
     def _eps_phase(kind: str, phase: int) -> int | None:
         if kind == "^":
-            return phase if phase == _START else None
+            return phase if phase in (_START, _ENDED_AT_START) else None
         if kind == "$":
-            return _ENDED
+            return _ENDED_AT_START if phase in (_START, _ENDED_AT_START) else _ENDED
         return phase
 
     def _coreachable(self) -> frozenset[tuple[int, int]]:
         """Configurations from which some continuation of the text reaches accept."""
         back: dict[tuple[int, int], set[tuple[int, int]]] = defaultdict(set)
         for q in range(len(self.nfa.eps)):
-            for phase in (_START, _INSIDE, _ENDED):
+            for phase in _PHASES:
                 for kind, t in self.nfa.eps[q]:
                     after = self._eps_phase(kind, phase)
                     if after is not None:
                         back[(t, after)].add((q, phase))
-                if phase != _ENDED:
+                if phase in _READING:
                     for _, t in self.nfa.edges[q]:
                         back[(t, _INSIDE)].add((q, phase))
-        goals = [(self.accept, phase) for phase in (_START, _INSIDE, _ENDED)]
+        goals = [(self.accept, phase) for phase in _PHASES]
         seen, stack = set(goals), list(goals)
         while stack:
             for config in back[stack.pop()]:
@@ -457,7 +460,7 @@ class _RegexMachine:
                 {
                     (t, _INSIDE)
                     for q, phase in configs
-                    if phase != _ENDED
+                    if phase in _READING
                     for pred, t in self.nfa.edges[q]
                     if pred(ch)
                 }

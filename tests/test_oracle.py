@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 import oracle
 from grammarc.ir import (
@@ -243,6 +243,7 @@ def test_regex_viability_edge_cases():
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(regex_patterns("ab", depth=2, anchors=True))
+@example("$^")  # the empty text's one position is both its start and its end
 def test_regex_paths_agree(pattern):
     """Python re (full matches) and the oracle's NFA (viability) read the dialect alike."""
     fullmatch, can_complete = oracle._compiled(pattern)
