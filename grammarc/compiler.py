@@ -330,8 +330,11 @@ class _Lowering:
             if dfa.n_states > budget:
                 raise StateBudgetExceeded(f"{dfa.n_states} states")
             return dfa
-        if isinstance(expr, Ref):
-            return self._build(self.rules[expr.name])
+        if isinstance(expr, Ref):  # through the memo: a shared rule is built once
+            dfa = self.merged(self.rules[expr.name])
+            if dfa is None:
+                raise StateBudgetExceeded(f"rule '{expr.name}' exceeds the merge budget")
+            return dfa
         if isinstance(expr, Seq):
             return automata.concat([self._build(item) for item in expr.items], max_states=budget)
         if isinstance(expr, Alt):

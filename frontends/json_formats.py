@@ -1,0 +1,707 @@
+"""String languages for JSON Schema: JSON string characters, `pattern`, and `format`.
+
+A grammar for a JSON document matches the *encoded* text, where one string character can be
+written raw (``é``) or escaped (``\\u00e9``, ``\\u00E9``, ``\\n``, ``\\/``). Schema keywords talk
+about the *decoded* string. This module bridges the two: an ECMA-262 pattern is parsed into a
+small syntax tree of code point sets, and each set is rendered as the regex of every encoding
+of its members (raw where JSON allows it, every short escape, every ``\\uXXXX`` spelling in
+either hex case, surrogate pairs for astral characters). The result is exact: the encoded text
+matches iff the decoded string does.
+
+Generated patterns use only classes, groups, alternation and counted repetition, so they mean
+the same in Python's `re` and in grammarc's regex syntax.
+
+Lone surrogate escapes (``\\ud800`` not followed by a low surrogate) are never produced: they
+decode to no Unicode character, and allowing them would make character counting ambiguous.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+MAX_CP = 0x10FFFF
+Ranges = tuple[tuple[int, int], ...]
+
+SHORT_ESCAPES = {0x22: '\\\\"', 0x5C: "\\\\\\\\", 0x2F: "\\\\/", 0x08: "\\\\b", 0x0C: "\\\\f", 0x0A: "\\\\n", 0x0D: "\\\\r", 0x09: "\\\\t"}
+
+
+class PatternError(ValueError):
+    """A pattern uses a construct that cannot be translated exactly (message names it)."""
+
+
+# -- code point sets ------------------------------------------------------------------
+
+def normalize(ranges) -> Ranges:
+    out: list[list[int]] = []
+    for lo, hi in sorted(ranges):
+        if lo > hi:
+            continue
+        if out and lo <= out[-1][1] + 1:
+            out[-1][1] = max(out[-1][1], hi)
+        else:
+            out.append([lo, hi])
+    return tuple((a, b) for a, b in out)
+
+
+def complement(ranges: Ranges) -> Ranges:
+    out = []
+    prev = 0
+    for lo, hi in normalize(ranges):
+        if lo > prev:
+            out.append((prev, lo - 1))
+        prev = hi + 1
+    if prev <= MAX_CP:
+        out.append((prev, MAX_CP))
+    return tuple(out)
+
+
+def intersect(a: Ranges, b: Ranges) -> Ranges:
+    return complement(normalize(complement(a) + complement(b)))
+
+
+SURROGATES: Ranges = ((0xD800, 0xDFFF),)
+ALL: Ranges = ((0, 0xD7FF), (0xE000, MAX_CP))
+RAW_OK: Ranges = ((0x20, 0x21), (0x23, 0x5B), (0x5D, 0xD7FF), (0xE000, MAX_CP))
+DIGITS: Ranges = ((0x30, 0x39),)
+WORD: Ranges = normalize([(0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A)])
+SPACE: Ranges = normalize(
+    [(0x09, 0x0D), (0x20, 0x20), (0xA0, 0xA0), (0x1680, 0x1680), (0x2000, 0x200A), (0x2028, 0x2029),
+     (0x202F, 0x202F), (0x205F, 0x205F), (0x3000, 0x3000), (0xFEFF, 0xFEFF)]
+)
+LINE_TERMINATORS: Ranges = ((0x0A, 0x0A), (0x0D, 0x0D), (0x2028, 0x2029))
+DOT: Ranges = intersect(complement(LINE_TERMINATORS), ALL)
+
+
+def _class_char(cp: int) -> str:
+    if cp < 0x80:
+        ch = chr(cp)
+        if ch.isalnum() and ch.isascii():
+            return ch
+        if 0x20 < cp < 0x7F and ch not in "\\]^-[":
+            return ch
+        return f"\\x{cp:02x}"
+    if cp <= 0xFFFF:
+        return f"\\u{cp:04x}"
+    return chr(cp)  # astral: a literal character means the same in both engines
+
+
+def class_regex(ranges: Ranges) -> str | None:
+    """A regex class for the code points (no surrogates expected); None if empty."""
+    ranges = normalize(ranges)
+    if not ranges:
+        return None
+    if len(ranges) == 1 and ranges[0][0] == ranges[0][1]:
+        cp = ranges[0][0]
+        ch = chr(cp)
+        if ch.isascii() and ch.isalnum():
+            return ch
+        return "[" + _class_char(cp) + "]"
+    body = "".join(_class_char(a) if a == b else f"{_class_char(a)}-{_class_char(b)}" for a, b in ranges)
+    return "[" + body + "]"
+
+
+# -- hexadecimal \uXXXX spellings ------------------------------------------------------
+
+def _hex_digit_class(lo: int, hi: int) -> str:
+    """Case-insensitive class of hex digits lo..hi."""
+    if lo == hi and lo < 10:
+        return str(lo)
+    parts = []
+    dlo, dhi = lo, min(hi, 9)
+    if dlo <= dhi:
+        parts.append(f"{dlo}" if dlo == dhi else f"{dlo}-{dhi}")
+    alo, ahi = max(lo, 10), hi
+    if alo <= ahi:
+        a, b = "abcdef"[alo - 10], "abcdef"[ahi - 10]
+        parts.append(a + a.upper() if a == b else f"{a}-{b}{a.upper()}-{b.upper()}")
+    if lo == 0 and hi == 15:
+        return "[0-9a-fA-F]"
+    return "[" + "".join(parts) + "]"
+
+
+def _hex_range(x: int, y: int, width: int) -> str:
+    """Every spelling of the width-digit hex numbers in [x, y]."""
+    if width == 0:
+        return ""
+    base = 16 ** (width - 1)
+    x0, xr = divmod(x, base)
+    y0, yr = divmod(y, base)
+    if x0 == y0:
+        return _hex_digit_class(x0, x0) + _hex_range(xr, yr, width - 1)
+    parts = []
+    lo_full = xr == 0
+    hi_full = yr == base - 1
+    mid_lo = x0 if lo_full else x0 + 1
+    mid_hi = y0 if hi_full else y0 - 1
+    if not lo_full:
+        parts.append(_hex_digit_class(x0, x0) + _hex_range(xr, base - 1, width - 1))
+    if mid_lo <= mid_hi:
+        tail = "" if width == 1 else ("[0-9a-fA-F]" + (f"{{{width - 1}}}" if width > 2 else ""))
+        parts.append(_hex_digit_class(mid_lo, mid_hi) + tail)
+    if not hi_full:
+        parts.append(_hex_digit_class(y0, y0) + _hex_range(0, yr, width - 1))
+    return parts[0] if len(parts) == 1 else "(?:" + "|".join(parts) + ")"
+
+
+def _escape_regex(ranges: Ranges) -> list[str]:
+    """Regexes of the escape sequences (short, \\uXXXX, surrogate pairs) for the code points."""
+    out = []
+    for cp, esc in SHORT_ESCAPES.items():
+        if any(a <= cp <= b for a, b in ranges):
+            out.append(esc)
+    bmp = intersect(ranges, ((0, 0xD7FF), (0xE000, 0xFFFF)))
+    for a, b in bmp:
+        out.append("\\\\u" + _hex_range(a, b, 4))
+    astral = intersect(ranges, ((0x10000, MAX_CP),))
+    for a, b in astral:
+        out.extend(_surrogate_pairs(a, b))
+    return out
+
+
+def _surrogate_pairs(a: int, b: int) -> list[str]:
+    def split(cp):
+        v = cp - 0x10000
+        return 0xD800 + (v >> 10), 0xDC00 + (v & 0x3FF)
+
+    ha, la = split(a)
+    hb, lb = split(b)
+    out = []
+    if ha == hb:
+        out.append(f"\\\\u{_hex_range(ha, ha, 4)}\\\\u{_hex_range(la, lb, 4)}")
+        return out
+    if la != 0xDC00:
+        out.append(f"\\\\u{_hex_range(ha, ha, 4)}\\\\u{_hex_range(la, 0xDFFF, 4)}")
+        ha += 1
+    if lb != 0xDFFF:
+        out.append(f"\\\\u{_hex_range(hb, hb, 4)}\\\\u{_hex_range(0xDC00, lb, 4)}")
+        hb -= 1
+    if ha <= hb:
+        out.append(f"\\\\u{_hex_range(ha, hb, 4)}\\\\u{_hex_range(0xDC00, 0xDFFF, 4)}")
+    return out
+
+
+def char_regex(ranges: Ranges, *, escapes: bool = True) -> str | None:
+    """Every JSON encoding of one character from `ranges` (None if there is none).
+
+    escapes=False keeps only raw characters, plus the escapes that characters JSON cannot
+    write raw need (a narrower but still sound language, used for `format`).
+    """
+    ranges = intersect(normalize(ranges), ALL)
+    parts = []
+    raw = class_regex(intersect(ranges, RAW_OK))
+    if raw:
+        parts.append(raw)
+    esc_set = ranges if escapes else intersect(ranges, complement(RAW_OK))
+    parts.extend(_escape_regex(esc_set))
+    if not parts:
+        return None
+    return parts[0] if len(parts) == 1 else "(?:" + "|".join(parts) + ")"
+
+
+UNIT = char_regex(ALL)
+"""One JSON string character: a raw character, a short escape, \\uXXXX, or a surrogate pair."""
+
+
+def string_regex(min_len: int = 0, max_len: int | None = None) -> str:
+    """A complete JSON string (quotes included) of min_len..max_len characters."""
+    if max_len is None:
+        rep = "*" if min_len == 0 else ("+" if min_len == 1 else f"{{{min_len},}}")
+    elif min_len == max_len:
+        rep = f"{{{min_len}}}"
+    else:
+        rep = f"{{{min_len},{max_len}}}"
+    if max_len == 0:
+        return '""'
+    return f'"(?:{UNIT}){rep}"'
+
+
+# -- ECMA-262 pattern syntax tree --------------------------------------------------------
+
+@dataclass(frozen=True)
+class Chars:
+    ranges: Ranges
+
+
+@dataclass(frozen=True)
+class Seq:
+    items: tuple
+
+
+@dataclass(frozen=True)
+class Alt:
+    items: tuple
+
+
+@dataclass(frozen=True)
+class Rep:
+    item: object
+    min: int
+    max: int | None
+
+
+@dataclass(frozen=True)
+class Anchor:
+    kind: str  # "^" or "$"
+
+
+class _Parser:
+    def __init__(self, text: str):
+        self.text = text
+        self.pos = 0
+
+    def error(self, what: str) -> PatternError:
+        return PatternError(f"{what} (at offset {self.pos} of pattern {self.text!r})")
+
+    def peek(self) -> str | None:
+        return self.text[self.pos] if self.pos < len(self.text) else None
+
+    def take(self) -> str:
+        ch = self.text[self.pos]
+        self.pos += 1
+        return ch
+
+    def parse(self):
+        node = self.alt()
+        if self.pos != len(self.text):
+            raise self.error("unbalanced ')'")
+        return node
+
+    def alt(self):
+        items = [self.seq()]
+        while self.peek() == "|":
+            self.take()
+            items.append(self.seq())
+        return items[0] if len(items) == 1 else Alt(tuple(items))
+
+    def seq(self):
+        items = []
+        while self.peek() is not None and self.peek() not in "|)":
+            atom = self.atom()
+            atom = self.quantifier(atom)
+            items.append(atom)
+        return items[0] if len(items) == 1 else Seq(tuple(items))
+
+    def quantifier(self, atom):
+        while True:
+            ch = self.peek()
+            if ch in ("*", "+", "?"):
+                self.take()
+                lo, hi = {"*": (0, None), "+": (1, None), "?": (0, 1)}[ch]
+            elif ch == "{" and self._counted_ahead():
+                lo, hi = self._counted()
+            else:
+                return atom
+            if isinstance(atom, Anchor):
+                raise self.error("quantified anchor")
+            if self.peek() == "?":
+                self.take()  # lazy: same language
+            elif self.peek() == "+":
+                raise self.error("possessive quantifier is not supported")
+            atom = Rep(atom, lo, hi)
+
+    def _counted_ahead(self) -> bool:
+        import re
+
+        return re.match(r"\{\d+(,\d*)?\}", self.text[self.pos:]) is not None
+
+    def _counted(self):
+        end = self.text.index("}", self.pos)
+        body = self.text[self.pos + 1 : end]
+        self.pos = end + 1
+        if "," in body:
+            a, b = body.split(",", 1)
+            lo, hi = int(a), (int(b) if b else None)
+        else:
+            lo = hi = int(body)
+        if hi is not None and hi < lo:
+            raise self.error("numbers out of order in {} quantifier")
+        return lo, hi
+
+    def atom(self):
+        ch = self.take()
+        if ch == "(":
+            if self.text.startswith("?:", self.pos):
+                self.pos += 2
+            elif self.text.startswith("?P<", self.pos) or self.text.startswith("?<", self.pos) and not self.text.startswith("?<=", self.pos) and not self.text.startswith("?<!", self.pos):
+                self.pos = self.text.index(">", self.pos) + 1
+            elif self.peek() == "?":
+                raise self.error("lookaround and inline flags are not supported")
+            node = self.alt()
+            if self.peek() != ")":
+                raise self.error("missing ')'")
+            self.take()
+            return node
+        if ch == "[":
+            return Chars(self.klass())
+        if ch == ".":
+            return Chars(DOT)
+        if ch in "^$":
+            return Anchor(ch)
+        if ch == "\\":
+            return self.escape(in_class=False)
+        if ch in "*+?":
+            raise self.error("nothing to repeat")
+        if ch == ")":
+            raise self.error("unbalanced ')'")
+        return Chars(((ord(ch), ord(ch)),))
+
+    def escape(self, in_class: bool):
+        if self.peek() is None:
+            raise self.error("pattern ends with a backslash")
+        ch = self.take()
+        classes = {"d": DIGITS, "D": complement(DIGITS), "w": WORD, "W": complement(WORD), "s": SPACE, "S": complement(SPACE)}
+        if ch in classes:
+            return Chars(intersect(classes[ch], ALL))
+        simple = {"n": 10, "r": 13, "t": 9, "f": 12, "v": 11}
+        if ch in simple:
+            return Chars(((simple[ch], simple[ch]),))
+        if ch == "0" and not (self.peek() or "").isdigit():
+            return Chars(((0, 0),))
+        if ch == "b" and in_class:
+            return Chars(((8, 8),))
+        if ch in "bB":
+            raise self.error(f"word boundary \\{ch} is not supported")
+        if ch.isdigit():
+            raise self.error("backreferences are not supported")
+        if ch == "x":
+            digits = self.text[self.pos : self.pos + 2]
+            if len(digits) != 2 or not all(c in "0123456789abcdefABCDEF" for c in digits):
+                raise self.error("bad \\x escape")
+            self.pos += 2
+            cp = int(digits, 16)
+            return Chars(((cp, cp),))
+        if ch == "u":
+            if self.peek() == "{":
+                end = self.text.index("}", self.pos)
+                cp = int(self.text[self.pos + 1 : end], 16)
+                self.pos = end + 1
+            else:
+                digits = self.text[self.pos : self.pos + 4]
+                if len(digits) != 4 or not all(c in "0123456789abcdefABCDEF" for c in digits):
+                    raise self.error("bad \\u escape")
+                self.pos += 4
+                cp = int(digits, 16)
+                if 0xD800 <= cp <= 0xDBFF and self.text.startswith("\\u", self.pos):
+                    low = int(self.text[self.pos + 2 : self.pos + 6], 16)
+                    if 0xDC00 <= low <= 0xDFFF:
+                        self.pos += 6
+                        cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00)
+            if 0xD800 <= cp <= 0xDFFF:
+                raise self.error("lone surrogate in pattern")
+            return Chars(((cp, cp),))
+        if ch == "c":
+            letter = self.take()
+            if not letter.isalpha():
+                raise self.error("bad \\c escape")
+            cp = ord(letter) % 32
+            return Chars(((cp, cp),))
+        if ch in "pP":
+            raise self.error(f"unicode property escape \\{ch} is not supported")
+        if ch.isalnum():
+            raise self.error(f"unknown escape \\{ch}")
+        return Chars(((ord(ch), ord(ch)),))
+
+    def klass(self) -> Ranges:
+        negate = False
+        if self.peek() == "^":
+            self.take()
+            negate = True
+        ranges: list[tuple[int, int]] = []
+        first = True
+        while True:
+            ch = self.peek()
+            if ch is None:
+                raise self.error("unterminated character class")
+            if ch == "]" and not first:
+                self.take()
+                break
+            if ch == "]" and first:
+                # ECMA: [] matches nothing, [^] matches anything
+                self.take()
+                break
+            first = False
+            lo = self._class_atom()
+            if self.peek() == "-" and self.text[self.pos + 1 : self.pos + 2] not in ("]", ""):
+                self.take()
+                hi = self._class_atom()
+                if lo is None or hi is None:
+                    raise self.error("character class escape used as a range end")
+                if len(lo) != 1 or len(hi) != 1 or lo[0][0] != lo[0][1] or hi[0][0] != hi[0][1]:
+                    raise self.error("bad class range")
+                if hi[0][0] < lo[0][0]:
+                    raise self.error("class range out of order")
+                ranges.append((lo[0][0], hi[0][0]))
+            else:
+                ranges.extend(lo)
+        result = normalize(ranges)
+        result = complement(result) if negate else result
+        return intersect(result, ALL)
+
+    def _class_atom(self) -> Ranges:
+        ch = self.take()
+        if ch == "\\":
+            node = self.escape(in_class=True)
+            return node.ranges
+        if ch == "[" and self.peek() == ":":
+            raise self.error("POSIX classes are not supported")
+        cp = ord(ch)
+        return ((cp, cp),)
+
+
+def parse_pattern(text: str):
+    """Parse an ECMA-262 (u-mode) pattern; raise PatternError for what we cannot translate."""
+    return _Parser(text).parse()
+
+
+# -- translation ----------------------------------------------------------------------
+
+def _render(node, escapes: bool, plain: bool) -> str | None:
+    """Regex for `node` over encoded JSON text (plain=True: over decoded text, Python re)."""
+    if isinstance(node, Chars):
+        if plain:
+            return class_regex(node.ranges)
+        return char_regex(node.ranges, escapes=escapes)
+    if isinstance(node, Seq):
+        parts = []
+        for item in node.items:
+            part = _render(item, escapes, plain)
+            if part is None:
+                return None
+            parts.append(part)
+        return "".join(parts)
+    if isinstance(node, Alt):
+        parts = [p for p in (_render(i, escapes, plain) for i in node.items) if p is not None]
+        if not parts:
+            return None
+        return "(?:" + "|".join(parts) + ")"
+    if isinstance(node, Rep):
+        inner = _render(node.item, escapes, plain)
+        if inner is None:
+            return "" if node.min == 0 else None
+        if node.max is None:
+            q = "*" if node.min == 0 else ("+" if node.min == 1 else f"{{{node.min},}}")
+        elif node.min == node.max:
+            q = f"{{{node.min}}}"
+        else:
+            q = f"{{{node.min},{node.max}}}"
+        return f"(?:{inner}){q}"
+    if isinstance(node, Anchor):
+        raise PatternError(f"anchor {node.kind!r} inside a pattern (only at its start or end) is not supported")
+    raise TypeError(node)
+
+
+def _branches(node) -> list:
+    return list(node.items) if isinstance(node, Alt) else [node]
+
+
+def _strip_anchors(branch) -> tuple[bool, object, bool]:
+    items = list(branch.items) if isinstance(branch, Seq) else [branch]
+    start = end = False
+    while items and isinstance(items[0], Anchor) and items[0].kind == "^":
+        items.pop(0)
+        start = True
+    while items and isinstance(items[-1], Anchor) and items[-1].kind == "$":
+        items.pop()
+        end = True
+    # a group that wraps the whole branch may carry the anchors: ^(a|b)$ is common
+    return start, Seq(tuple(items)), end
+
+
+def search_regex(pattern: str, *, escapes: bool = True, plain: bool = False) -> str | None:
+    """Regex of string *contents* in which `pattern` finds a match (ECMA search semantics).
+
+    None if no string matches. Raises PatternError for untranslatable constructs.
+    """
+    tree = parse_pattern(pattern)
+    unit = "(?:[^\\n]|\\n)" if plain else f"(?:{UNIT})"
+    parts = []
+    for branch in _branches(tree):
+        start, body, end = _strip_anchors(branch)
+        rendered = _render(body, escapes, plain)
+        if rendered is None:
+            continue
+        parts.append(("" if start else unit + "*") + rendered + ("" if end else unit + "*"))
+    if not parts:
+        return None
+    return parts[0] if len(parts) == 1 else "(?:" + "|".join(parts) + ")"
+
+
+# -- formats --------------------------------------------------------------------------
+
+_DEC_OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
+_IPV4 = rf"{_DEC_OCTET}(?:\.{_DEC_OCTET}){{3}}"
+_H16 = "[0-9a-fA-F]{1,4}"
+
+
+def _ipv6() -> str:
+    ls32 = f"(?:{_H16}:{_H16}|{_IPV4})"
+    forms = [
+        f"(?:{_H16}:){{6}}{ls32}",
+        f"::(?:{_H16}:){{5}}{ls32}",
+        f"(?:{_H16})?::(?:{_H16}:){{4}}{ls32}",
+        f"(?:(?:{_H16}:){{0,1}}{_H16})?::(?:{_H16}:){{3}}{ls32}",
+        f"(?:(?:{_H16}:){{0,2}}{_H16})?::(?:{_H16}:){{2}}{ls32}",
+        f"(?:(?:{_H16}:){{0,3}}{_H16})?::{_H16}:{ls32}",
+        f"(?:(?:{_H16}:){{0,4}}{_H16})?::{ls32}",
+        f"(?:(?:{_H16}:){{0,5}}{_H16})?::{_H16}",
+        f"(?:(?:{_H16}:){{0,6}}{_H16})?::",
+    ]
+    return "(?:" + "|".join(forms) + ")"
+
+
+_IPV6 = _ipv6()
+
+
+def _label(max_len: int) -> str:
+    """A hostname label of 1..max_len characters without '--' in positions 3-4.
+
+    RFC 5891 reserves such labels for A-labels (``xn--``), whose validity (Punycode, IDNA
+    rules) is not regular in any useful sense; they are left out (a narrowing).
+    """
+    c, h = "[A-Za-z0-9]", "[A-Za-z0-9-]"
+    return rf"{c}(?:{c}|{h}{c}|{h}{h}{c}|{h}(?:{c}{h}|-{c}){h}{{0,{max_len - 5}}}{c})?"
+
+
+_LABEL = _label(63)
+_SHORT_LABEL = _label(30)
+# total length <= 253 is not expressible together with label lengths in a small regex: narrow to
+# one label of up to 63 characters followed by at most six labels of up to 30 (<= 249 in all).
+_HOSTNAME = rf"{_LABEL}(?:\.{_SHORT_LABEL}){{0,6}}"
+
+_LEAP_YEAR = r"(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:[02468][048]|[13579][26])00)"
+_YEAR = "[0-9]{4}"
+_DATE = (
+    rf"(?:{_YEAR}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)"
+    rf"|02-(?:0[1-9]|1[0-9]|2[0-8]))|{_LEAP_YEAR}-02-29)"
+)
+_OFFSET = "(?:[Zz]|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])"
+# leap seconds only where the UTC time is 23:59:60 with a zero offset (narrowed: the exact set
+# couples the offset with the local time)
+_TIME = (
+    rf"(?:(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]+)?{_OFFSET}"
+    rf"|23:59:60(?:\.[0-9]+)?(?:[Zz]|[+-]00:00))"
+)
+_DURATION = (
+    r"P(?:(?:[0-9]+D|[0-9]+M(?:[0-9]+D)?|[0-9]+Y(?:[0-9]+M(?:[0-9]+D)?)?)"
+    r"(?:T(?:[0-9]+H(?:[0-9]+M(?:[0-9]+S)?)?|[0-9]+M(?:[0-9]+S)?|[0-9]+S))?"
+    r"|T(?:[0-9]+H(?:[0-9]+M(?:[0-9]+S)?)?|[0-9]+M(?:[0-9]+S)?|[0-9]+S)|[0-9]+W)"
+)
+_ATEXT = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]"
+_QUOTED_LOCAL = r'"(?:[\x20\x21\x23-\x5b\x5d-\x7e]|\\[\x20-\x7e])*"'
+_EMAIL = rf"(?:{_ATEXT}+(?:\.{_ATEXT}+)*|{_QUOTED_LOCAL})@(?:{_HOSTNAME}|\[{_IPV4}\]|\[IPv6:{_IPV6}\])"
+_UUID = "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+
+_UNRESERVED = r"A-Za-z0-9\-._~"
+_SUB_DELIMS = r"!$&'()*+,;="
+_PCT = "%[0-9a-fA-F]{2}"
+_PCHAR = rf"(?:[{_UNRESERVED}{_SUB_DELIMS}:@]|{_PCT})"
+_SCHEME = r"[A-Za-z][A-Za-z0-9+\-.]*"
+_USERINFO = rf"(?:[{_UNRESERVED}{_SUB_DELIMS}:]|{_PCT})*"
+_REG_NAME = rf"(?:[{_UNRESERVED}{_SUB_DELIMS}]|{_PCT})*"
+_IP_LITERAL = rf"\[(?:{_IPV6}|v[0-9a-fA-F]+\.[{_UNRESERVED}{_SUB_DELIMS}:]+)\]"
+_AUTHORITY = rf"(?:{_USERINFO}@)?(?:{_IP_LITERAL}|{_IPV4}|{_REG_NAME})(?::[0-9]*)?"
+_SEGMENT = rf"{_PCHAR}*"
+_SEGMENT_NZ = rf"{_PCHAR}+"
+_SEGMENT_NZ_NC = rf"(?:[{_UNRESERVED}{_SUB_DELIMS}@]|{_PCT})+"
+_PATH_ABEMPTY = rf"(?:/{_SEGMENT})*"
+_PATH_ABSOLUTE = rf"/(?:{_SEGMENT_NZ}(?:/{_SEGMENT})*)?"
+_PATH_ROOTLESS = rf"{_SEGMENT_NZ}(?:/{_SEGMENT})*"
+_PATH_NOSCHEME = rf"{_SEGMENT_NZ_NC}(?:/{_SEGMENT})*"
+_QUERY = rf"(?:{_PCHAR}|[/?])*"
+_HIER = rf"(?://{_AUTHORITY}{_PATH_ABEMPTY}|{_PATH_ABSOLUTE}|{_PATH_ROOTLESS}|)"
+_URI = rf"{_SCHEME}:{_HIER}(?:\?{_QUERY})?(?:#{_QUERY})?"
+_RELATIVE = rf"(?://{_AUTHORITY}{_PATH_ABEMPTY}|{_PATH_ABSOLUTE}|{_PATH_NOSCHEME}|)(?:\?{_QUERY})?(?:#{_QUERY})?"
+_URI_REFERENCE = rf"(?:{_URI}|{_RELATIVE})"
+_JSON_POINTER = r"(?:/(?:[^~/]|~[01])*)*"
+_RELATIVE_JSON_POINTER = rf"(?:0|[1-9][0-9]*)(?:#|{_JSON_POINTER})"
+
+FORMATS: dict[str, str] = {
+    "date-time": rf"{_DATE}[Tt]{_TIME}",
+    "date": _DATE,
+    "time": _TIME,
+    "duration": _DURATION,
+    "email": _EMAIL,
+    "hostname": _HOSTNAME,
+    "ipv4": _IPV4,
+    "ipv6": _IPV6,
+    "uri": _URI,
+    "uri-reference": _URI_REFERENCE,
+    "uuid": _UUID,
+    "json-pointer": _JSON_POINTER,
+    "relative-json-pointer": _RELATIVE_JSON_POINTER,
+}
+"""ECMA-style patterns (implicitly anchored) of the string contents each format allows."""
+
+
+def format_regex(name: str) -> str | None:
+    """Regex of the complete JSON string (quotes included) for a format; None if unknown.
+
+    Formats accept raw characters only (escaped spellings such as ``\\u002d`` are left out),
+    which keeps their automata small; the language is a subset of the exact one, never more.
+    """
+    if name not in FORMATS:
+        return None
+    body = search_regex("^(?:" + FORMATS[name] + ")$", escapes=name in ("json-pointer", "relative-json-pointer"))
+    return '"' + body + '"'
+
+
+def format_plain_regex(name: str) -> str | None:
+    """Python regex (for `re.fullmatch`) of the decoded strings a format allows."""
+    if name not in FORMATS:
+        return None
+    return "(?:" + FORMATS[name] + ")"
+
+
+def string_excluding(words) -> str:
+    """A complete JSON string (quotes included) whose decoded value is none of `words`.
+
+    Built on the trie of `words`: at each node the text may end (unless a word ends there),
+    continue with a character that leaves the trie (then anything), or follow a branch. Every
+    spelling of every character is covered, so the language is exact.
+    """
+    trie: dict = {}
+    for word in words:
+        node = trie
+        for ch in word:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+    rest = f"(?:{UNIT})*"
+
+    def walk(node: dict) -> str:
+        parts = []
+        if "" not in node:
+            parts.append("")
+        chars = [c for c in node if c]
+        other = char_regex(complement(normalize((ord(c), ord(c)) for c in chars)))
+        if other:
+            parts.append(other + rest)
+        for c in chars:
+            sub = walk(node[c])
+            parts.append(char_regex(((ord(c), ord(c)),)) + sub)
+        return "(?:" + "|".join(parts) + ")"
+
+    return '"' + walk(trie) + '"'
+
+
+def match_regex_unanchored(pattern: str) -> str | None:
+    """Python/grammarc regex of the (decoded) texts `pattern` matches, when it has no anchors.
+
+    Used to build "contains no match" complements; None when the pattern is anchored.
+    """
+    tree = parse_pattern(pattern)
+    parts = []
+    for branch in _branches(tree):
+        start, body, end = _strip_anchors(branch)
+        if start or end:
+            return None
+        rendered = _render(body, escapes=False, plain=True)
+        if rendered is not None:
+            parts.append(rendered)
+    if not parts:
+        return ""  # matches nothing: no constraint on other keys
+    return "(?:" + "|".join(parts) + ")"
+
+
+def literal_regex(text: str) -> str:
+    """A regex matching exactly `text` (characters as classes, safe in both engines)."""
+    return "".join(class_regex(((ord(c), ord(c)),)) for c in text)

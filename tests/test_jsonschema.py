@@ -1,0 +1,513 @@
+"""JSON Schema front-end: exact languages of small schemas, errors, and known peer failures."""
+
+from __future__ import annotations
+
+import json
+import re
+import warnings
+from decimal import Decimal
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from grammarc import Grammar
+from grammarc.errors import SchemaError, UnsupportedSchemaError
+from grammarc.frontends import json_formats as jf
+from grammarc.frontends import numeric_ranges as nr
+from grammarc.frontends.jsonschema import schema_to_grammar
+
+
+def G(schema, **options) -> Grammar:
+    return schema_to_grammar(schema, **options)
+
+
+def check(grammar: Grammar, yes=(), no=()):
+    for text in yes:
+        assert grammar.accepts(text), f"should accept {text!r}"
+    for text in no:
+        assert not grammar.accepts(text), f"should reject {text!r}"
+
+
+# -- numbers --------------------------------------------------------------------------------
+
+def test_integer_bounds_other_than_zero():
+    g = G({"type": "integer", "minimum": -17, "maximum": 1234})
+    check(g, yes=["-17", "-9", "0", "-0", "7", "99", "1000", "1234", "12.0"],
+          no=["-18", "1235", "2000", "01", "1.5", "1e3", "", "-"])
+
+
+def test_exclusive_decimal_bounds():
+    g = G({"type": "number", "exclusiveMinimum": 2.5, "maximum": 10})
+    check(g, yes=["2.51", "2.500001", "3", "9.99", "10", "10.000"],
+          no=["2.5", "2.50", "2", "10.01", "11", "-3"])
+
+
+def test_negative_decimal_range():
+    g = G({"type": "number", "minimum": -1.25, "exclusiveMaximum": -0.5})
+    check(g, yes=["-1.25", "-1", "-0.75", "-0.5000001"], no=["-1.26", "-0.5", "0", "-2"])
+
+
+def test_plain_number_follows_rfc8259():
+    g = G({"type": "number"})
+    check(g, yes=["0", "-0", "1.5", "1e10", "1E+2", "-0.0e-0", "123456789012345678901234567890"],
+          no=["01", "+1", ".5", "1.", "1e", "NaN", "Infinity", "0x10", "- 1"])
+
+
+def test_integer_type_accepts_zero_fraction():
+    check(G({"type": "integer"}), yes=["1", "-5", "1.0", "0.00"], no=["1.5", "1.01", "a"])
+
+
+def test_multiple_of_integer_is_exact():
+    g = G({"type": "integer", "multipleOf": 7})
+    for i in range(-50, 50):
+        assert g.accepts(str(i)) == (i % 7 == 0), i
+
+
+def test_multiple_of_power_of_ten_fraction():
+    check(G({"type": "number", "multipleOf": 0.01}), yes=["1", "1.5", "1.25", "1.250"], no=["1.255", "0.001"])
+
+
+def test_min_greater_than_max_is_an_error():
+    with pytest.raises(SchemaError) as info:
+        G({"type": "integer", "minimum": 5, "maximum": 3})
+    assert info.value.pointer == "#/maximum"
+    assert "no number can match" in info.value.message
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(st.none(), st.integers(-5000, 5000)), st.one_of(st.none(), st.integers(-5000, 5000)), st.integers(-6000, 6000))
+def test_integer_range_regex_differential(lo, hi, center):
+    if lo is not None and hi is not None and lo > hi:
+        lo, hi = hi, lo
+    pattern = re.compile(nr.integer_range_regex(lo, hi))
+    for v in range(center - 60, center + 60):
+        want = (lo is None or v >= lo) and (hi is None or v <= hi)
+        assert bool(pattern.fullmatch(str(v))) == want, (lo, hi, v)
+    assert not pattern.fullmatch("0" + str(abs(center) + 1))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.one_of(st.none(), st.decimals(-1000, 1000, places=2)),
+    st.booleans(),
+    st.one_of(st.none(), st.decimals(-1000, 1000, places=2)),
+    st.booleans(),
+    st.integers(-120000, 120000),
+)
+def test_decimal_range_regex_differential(lo, lo_strict, hi, hi_strict, center):
+    pattern = nr.decimal_range_regex(lo, lo_strict, hi, hi_strict)
+    compiled = re.compile(pattern) if pattern is not None else None
+    for k in range(center - 40, center + 40):
+        v = Decimal(k) / 100
+        want = (lo is None or (v > lo if lo_strict else v >= lo)) and (hi is None or (v < hi if hi_strict else v <= hi))
+        plain = format(v, "f")
+        for text in {plain, plain + ("0" if "." in plain else ".0"), format(v.normalize(), "f")}:
+            got = bool(compiled is not None and compiled.fullmatch(text))
+            assert got == want, (lo, lo_strict, hi, hi_strict, text, pattern)
+
+
+def test_integer_range_regex_with_automata():
+    automata = pytest.importorskip("grammarc.automata")
+    if not hasattr(automata, "from_regex"):
+        pytest.skip("grammarc.automata.from_regex not available")
+    g = Grammar.from_regex(nr.integer_range_regex(-17, 1234))
+    for v in range(-40, 1300, 7):
+        assert g.accepts(str(v)) == (-17 <= v <= 1234), v
+
+
+# -- strings --------------------------------------------------------------------------------
+
+def test_lengths_count_characters_not_bytes():
+    g = G({"type": "string", "minLength": 2, "maxLength": 3})
+    check(g, yes=['"ab"', '"abc"', '"éé"', json.dumps("éé"), '"\\ud83d\\ude00x"', '"\\n\\t"', '"😀😀😀"'],
+          no=['"a"', '"abcd"', '"😀"', '"\\ud83d"', '"\\ud83dx"'])
+
+
+def test_plain_string_follows_rfc8259():
+    g = G({"type": "string"})
+    check(g, yes=['""', '"a\\"b"', '"\\/"', '"\\u00e9"', '"\\u00E9"', '"\x7f"', '"é"'],
+          no=['"a', '"\x01"', '"\n"', '"\\x41"', '"\\u12"', "'a'", '"\\a"'])
+
+
+def test_pattern_is_unanchored_and_sees_escapes():
+    g = G({"type": "string", "pattern": "é+"})
+    check(g, yes=['"xéy"', '"\\u00e9"', '"a\\u00E9\\u00e9"'], no=['"e"', '""'])
+    anchored = G({"type": "string", "pattern": "^a[0-9]$"})
+    check(anchored, yes=['"a1"', '"\\u00611"'], no=['"ba1"', '"a12"', '"a"'])
+
+
+def test_pattern_with_length_is_refused():
+    with pytest.raises(UnsupportedSchemaError) as info:
+        G({"type": "string", "pattern": "a", "maxLength": 3})
+    assert info.value.pointer == "#/pattern"
+
+
+def test_lookahead_pattern_is_refused_with_pointer():
+    with pytest.raises(UnsupportedSchemaError) as info:
+        G({"properties": {"x": {"type": "string", "pattern": "(?=a)b"}}})
+    assert info.value.pointer == "#/properties/x/pattern"
+
+
+@pytest.mark.parametrize(
+    "fmt, good, bad",
+    [
+        ("date", ["2020-02-29", "2021-12-31"], ["2021-02-29", "2021-13-01", "2021-1-01", "2021-04-31"]),
+        ("date-time", ["2021-01-01T12:00:00Z", "2021-01-01t12:00:00.5+05:30"], ["2021-01-01 12:00:00Z", "2021-01-01T25:00:00Z"]),
+        ("time", ["08:30:06Z", "23:59:60Z"], ["008:30:06Z", "08:30:06"]),
+        ("duration", ["P4DT12H30M5S", "PT1S", "P2W"], ["P", "PT", "P1D2H", "4DT12H"]),
+        ("email", ["a.b@example.com", "x@[127.0.0.1]"], ["a..b@example.com", "@example.com", "a@"]),
+        ("hostname", ["www.example.com", "a"], ["-a.com", "a_b.com", "a..b"]),
+        ("ipv4", ["192.168.0.1"], ["256.0.0.1", "01.2.3.4", "1.2.3"]),
+        ("ipv6", ["::1", "1:2:3:4:5:6:7:8", "::ffff:1.2.3.4"], ["1:2:3:4:5:6:7:8:9", "12345::", ":::"]),
+        ("uri", ["http://example.com/a?b#c", "urn:isbn:123"], ["//example.com", "a b:c", "http://x y"]),
+        ("uri-reference", ["/a/b", "#frag", "http://e.com"], ["\\\\\\\\WINDOWS\\\\fileshare", "a b"]),
+        ("uuid", ["2eb8aa08-aa98-11ea-b4aa-73b441d16380"], ["2eb8aa08aa9811eab4aa73b441d16380", "2eb8aa08-aa98-11ea-b4aa-73b441d1638"]),
+    ],
+)
+def test_formats_are_asserted(fmt, good, bad):
+    g = G({"type": "string", "format": fmt})
+    check(g, yes=[json.dumps(x) for x in good], no=[json.dumps(x) for x in bad])
+
+
+def test_unknown_format_is_refused_not_ignored():
+    with pytest.raises(UnsupportedSchemaError) as info:
+        G({"type": "string", "format": "credit-card"})
+    assert info.value.pointer == "#/format"
+
+
+# -- objects --------------------------------------------------------------------------------
+
+def test_optional_keys_are_omitted_entirely():
+    g = G({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}, "c": {"type": "boolean"}},
+           "additionalProperties": False})
+    check(g, yes=["{}", '{"a":1}', '{"b":"x"}', '{"c":true}', '{"a":1,"c":true}', '{"a":1,"b":"x","c":false}'],
+          no=['{"a":,"b":"x"}', '{"a":1,}', '{,"b":"x"}', '{"a":null}', '{"d":1}', '{"a":1 "b":"x"}'])
+
+
+def test_required_and_order():
+    g = G({"type": "object", "properties": {"a": {"const": 1}, "b": {"const": 2}}, "required": ["b"], "additionalProperties": False})
+    check(g, yes=['{"b":2}', '{"a":1,"b":2}', '{"a":1.0,"b":2}'], no=["{}", '{"a":1}', '{"b":3}'])
+
+
+def test_additional_properties_default_is_allowed_but_never_shadows_a_named_key():
+    g = G({"type": "object", "properties": {"a": {"type": "integer"}}})
+    check(g, yes=['{"a":1,"b":"anything"}', '{"zz":[1,{}]}', '{"ab":"x"}', '{"":null}'],
+          no=['{"a":"x"}', '{"b":1,"a":"x"}', '{"\\u0061":"x"}'])
+
+
+def test_close_objects_option():
+    g = G({"type": "object", "properties": {"a": {"type": "integer"}}}, close_objects=True)
+    check(g, yes=["{}", '{"a":1}'], no=['{"b":1}'])
+
+
+def test_required_key_forbidden_by_additional_properties_false():
+    with pytest.raises(SchemaError) as info:
+        G({"type": "object", "properties": {"a": {}}, "required": ["b"], "additionalProperties": False})
+    assert info.value.pointer == "#/required"
+    assert "'b'" in info.value.message
+
+
+def test_min_max_properties_count_members():
+    g = G({"type": "object", "properties": {"a": {}, "b": {}, "c": {}}, "additionalProperties": False,
+           "minProperties": 1, "maxProperties": 2})
+    check(g, yes=['{"a":1}', '{"a":1,"c":3}', '{"b":1,"c":2}'], no=["{}", '{"a":1,"b":2,"c":3}'])
+
+
+def test_pattern_properties():
+    g = G({"type": "object", "patternProperties": {"^x-": {"type": "integer"}}, "additionalProperties": False})
+    check(g, yes=["{}", '{"x-a":1}', '{"x-a":1,"x-b":2}'], no=['{"x-a":"s"}', '{"y":1}'])
+
+
+def test_many_optional_properties_stay_linear():
+    props = {f"p{i}": {"type": "integer"} for i in range(60)}
+    g = G({"type": "object", "properties": props, "additionalProperties": False})
+    assert len(g.to_ebnf()) < 60_000
+    # compiled at a smaller size: the compiler currently re-merges shared regular rules once
+    # per path through them (cubic here, ~80 s at 60 properties; reported to the lead)
+    small = G({"type": "object", "properties": {f"p{i}": {"type": "integer"} for i in range(12)},
+               "additionalProperties": False})
+    check(small, yes=["{}", '{"p11":1}', '{"p0":1,"p6":2,"p11":3}'], no=['{"p11":1,"p0":1}', '{"p0":1,,"p1":2}'])
+
+
+# -- arrays ---------------------------------------------------------------------------------
+
+def test_min_items_arrays_keep_their_commas():
+    g = G({"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 4})
+    check(g, yes=["[1,2]", "[1,2,3,4]", "[1, 2, 3]"], no=["[1]", "[1 2]", "[1,2,3,4,5]", "[1,,2]", "[,1,2]", "[1,2,]"])
+
+
+def test_large_item_bounds_do_not_blow_up():
+    g = G({"type": "array", "items": {"type": "boolean"}, "minItems": 1000, "maxItems": 100000})
+    assert len(g.to_ebnf()) < 2000
+
+
+def test_prefix_items_then_rest():
+    g = G({"type": "array", "prefixItems": [{"type": "string"}, {"type": "integer"}], "items": False})
+    check(g, yes=["[]", '["a"]', '["a",1]'], no=['["a",1,2]', "[1]", '["a","b"]'])
+    g7 = G({"type": "array", "items": [{"type": "string"}], "additionalItems": {"type": "integer"}}, draft="7")
+    check(g7, yes=['["a",1,2]'], no=['["a","b"]'])
+
+
+def test_contains():
+    g = G({"type": "array", "items": {"type": "integer"}, "contains": {"const": 5}})
+    check(g, yes=["[5]", "[1,5]", "[5,1,2]", "[1,2,5,3]"], no=["[]", "[1,2]"])
+
+
+# -- composition ----------------------------------------------------------------------------
+
+def test_all_of_is_merged_not_ignored():
+    g = G({"allOf": [{"type": "integer", "minimum": 3}, {"maximum": 5}]})
+    check(g, yes=["3", "4", "5"], no=["2", "6", '"a"'])
+
+
+def test_all_of_objects_merge_properties():
+    g = G({"allOf": [{"properties": {"a": {"type": "integer"}}, "required": ["a"]},
+                     {"properties": {"a": {"minimum": 10}, "b": {"type": "string"}}}]})
+    check(g, yes=['{"a":10}', '{"a":12,"b":"x"}'], no=['{"a":9}', '{"a":12,"b":1}', "{}"])
+
+
+def test_one_of_with_disjoint_branches():
+    g = G({"oneOf": [{"type": "string"}, {"type": "integer"}]})
+    check(g, yes=['"a"', "1"], no=["null", "1.5"])
+    tagged = G({"oneOf": [
+        {"type": "object", "properties": {"kind": {"const": "a"}, "x": {"type": "integer"}}, "required": ["kind"]},
+        {"type": "object", "properties": {"kind": {"const": "b"}, "y": {"type": "string"}}, "required": ["kind"]},
+    ]})
+    check(tagged, yes=['{"kind":"a","x":1}', '{"kind":"b","y":"s"}'], no=['{"kind":"c"}'])
+
+
+def test_one_of_with_overlapping_branches_is_refused():
+    with pytest.raises(UnsupportedSchemaError) as info:
+        G({"oneOf": [{"type": "integer"}, {"minimum": 2}]})
+    assert info.value.pointer == "#/oneOf"
+
+
+def test_any_of_and_nullable():
+    check(G({"anyOf": [{"type": "integer"}, {"type": "null"}]}), yes=["1", "null"], no=['"a"'])
+    check(G({"type": "string", "nullable": True}), yes=['"a"', "null"], no=["1"])
+
+
+@pytest.mark.parametrize("keyword, schema", [
+    ("not", {"not": {"type": "string", "pattern": "a"}}),
+    ("not", {"if": {"format": "date"}, "then": {"minLength": 1}}),
+    ("uniqueItems", {"type": "array", "uniqueItems": True}),
+    ("maxContains", {"contains": {"type": "string", "pattern": "a"}, "maxContains": 1}),
+    ("multipleOf", {"not": {"type": "integer"}, "multipleOf": 0.5}),
+    ("unevaluatedProperties", {"unevaluatedProperties": False}),
+])
+def test_unsupported_keywords_name_keyword_and_pointer(keyword, schema):
+    with pytest.raises(UnsupportedSchemaError) as info:
+        G(schema)
+    assert keyword in info.value.message
+    assert info.value.pointer.startswith("#")
+
+
+def test_lenient_ignores_with_one_warning():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        g = G({"type": "array", "uniqueItems": True, "items": {"not": {"pattern": "^a"}}}, lenient=True)
+    assert len(caught) == 1
+    text = str(caught[0].message)
+    assert "uniqueItems at #/uniqueItems" in text and "not at #/items/not" in text
+    assert g.accepts("[1,1]")
+
+
+def test_empty_enum_is_an_error():
+    with pytest.raises(SchemaError) as info:
+        G({"enum": []})
+    assert info.value.pointer == "#/enum"
+
+
+def test_const_of_any_json_value():
+    g = G({"const": {"a": [1, "x", None], "b": {"c": True}}})
+    check(g, yes=['{"a":[1,"x",null],"b":{"c":true}}', '{"b":{"c":true},"a":[1.0,"x",null]}', '{"a": [1, "x", null], "b": {"c": true}}'],
+          no=['{"a":[1,"x"],"b":{"c":true}}', '{"a":[1,"x",null]}'])
+
+
+# -- references -----------------------------------------------------------------------------
+
+def test_recursive_ref_and_escaped_pointer():
+    schema = {
+        "$defs": {"node": {"type": "object", "properties": {"value": {"type": "integer"},
+                                                               "children": {"type": "array", "items": {"$ref": "#/$defs/node"}}},
+                           "required": ["value"], "additionalProperties": False},
+                  "a/b~c": {"type": "boolean"}},
+        "type": "object",
+        "properties": {"tree": {"$ref": "#/$defs/node"}, "flag": {"$ref": "#/$defs/a~1b~0c"}},
+        "additionalProperties": False,
+    }
+    g = G(schema)
+    check(g, yes=['{"tree":{"value":1,"children":[{"value":2,"children":[]}]},"flag":true}'],
+          no=['{"tree":{"children":[]}}', '{"flag":1}'])
+    assert "node ::=" in g.to_ebnf()
+
+
+def test_anchor_ref():
+    g = G({"$defs": {"x": {"$anchor": "num", "type": "integer"}}, "$ref": "#num"})
+    check(g, yes=["1"], no=['"a"'])
+
+
+def test_remote_ref_is_refused():
+    with pytest.raises(UnsupportedSchemaError) as info:
+        G({"$ref": "https://example.com/schema.json"})
+    assert "remote $ref" in info.value.message
+    assert info.value.pointer == "#/$ref"
+
+
+def test_unresolvable_ref_is_an_error():
+    with pytest.raises(SchemaError) as info:
+        G({"properties": {"a": {"$ref": "#/$defs/missing"}}})
+    assert info.value.pointer == "#/properties/a/$ref"
+
+
+# -- layout ---------------------------------------------------------------------------------
+
+def test_whitespace_modes():
+    schema = {"type": "object", "properties": {"a": {"type": "array", "items": {"type": "integer"}}}, "required": ["a"],
+              "additionalProperties": False}
+    value = {"a": [1, 2]}
+    compact = G(schema, whitespace="compact")
+    check(compact, yes=[json.dumps(value, separators=(",", ":"))], no=[json.dumps(value)])
+    bounded = G(schema)
+    check(bounded, yes=[json.dumps(value), json.dumps(value, indent=4), json.dumps(value, indent=2).replace("\n", "\r\n")],
+          no=[" " + json.dumps(value), '{"a":[1,' + " " * 80 + "2]}"])
+    unbounded = G(schema, whitespace="unbounded")
+    check(unbounded, yes=['{"a":[1,' + " " * 80 + "2]}"])
+    indented = G(schema, indent=2)
+    check(indented, yes=[json.dumps(value, indent=2)], no=[json.dumps(value), json.dumps(value, indent=4)])
+    seps = G(schema, separators=(", ", ": "))
+    check(seps, yes=[json.dumps(value)], no=[json.dumps(value, separators=(",", ":"))])
+
+
+def test_bounded_whitespace_allows_deep_pretty_printing():
+    schema = {"$defs": {"n": {"type": "array", "items": {"$ref": "#/$defs/n"}}}, "$ref": "#/$defs/n"}
+    value: list = []
+    for _ in range(10):
+        value = [value]
+    check(G(schema), yes=[json.dumps(value, indent=4)])
+
+
+def test_ebnf_is_readable_and_round_trips():
+    g = G({"$defs": {"Person": {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer", "minimum": 0}},
+                                "required": ["name"], "additionalProperties": False}},
+           "type": "array", "items": {"$ref": "#/$defs/Person"}})
+    text = g.to_ebnf()
+    assert "Person ::=" in text and "Person_age ::=" in text
+    assert Grammar.from_ebnf(text, start=g.start) == g
+
+
+def test_schema_as_json_text_and_booleans():
+    check(G('{"type": "boolean"}'), yes=["true", "false"], no=["1"])
+    check(G(True), yes=["1", '{"a":[null]}'], no=[""])
+    with pytest.raises(SchemaError):
+        G(False)
+
+
+def test_string_excluding_is_exact():
+    pattern = re.compile(jf.string_excluding(["a", "ab", ""]))
+    for s in ["a", "ab", ""]:
+        for text in {json.dumps(s), "".join(['"'] + [f"\\u{ord(c):04x}" for c in s] + ['"'])}:
+            assert not pattern.fullmatch(text), text
+    for s in ["b", "abc", "aa", "é", "ba"]:
+        assert pattern.fullmatch(json.dumps(s)), s
+
+
+# -- not, if/then/else, dependencies, maxContains (rewritten to anyOf of exact complements) ---
+
+def test_not_type_and_non_integer_numbers():
+    check(G({"not": {"type": "integer"}}), yes=['"a"', "1.5", "-0.25", "null", "[]", "{}", "true"],
+          no=["1", "1.0", "-3", "0"])
+    check(G({"not": {"type": ["integer", "boolean"]}}), yes=['"a"', "1.5"], no=["1", "true", "false"])
+    check(G({"not": {"type": "number"}}), yes=['"1"', "null"], no=["1", "1.5"])
+
+
+def test_not_const_and_enum_over_scalars():
+    g = G({"not": {"enum": [1, "a", True, None]}})
+    check(g, yes=["2", "0.5", "1.01", '"b"', '"aa"', '""', "false", "[]", '{"a":1}'],
+          no=["1", "1.0", '"a"', '"\\u0061"', "true", "null"])
+    check(G({"type": "string", "not": {"const": "x"}}), yes=['"y"', '"xx"'], no=['"x"', "1"])
+    with pytest.raises(UnsupportedSchemaError):
+        G({"not": {"const": [1]}})
+
+
+def test_not_of_keywords_is_scoped_to_their_type():
+    # non-numbers satisfy minimum, so they fail not: {minimum}
+    check(G({"not": {"minimum": 3}}), yes=["2", "-5.5", "2.999"], no=["3", "3.0", "4", '"a"', "null"])
+    check(G({"not": {"maxLength": 2}}), yes=['"abc"'], no=['"ab"', "1"])
+    check(G({"not": {"required": ["a"]}}), yes=["{}", '{"b":1}'], no=['{"a":1}', "1"])
+    check(G({"not": {"type": "object", "properties": {"foo": {"type": "string"}}}}),
+          yes=["1", '{"foo":1}'], no=['{"foo":"a"}', "{}", '{"bar":1}'])
+    check(G({"not": {"items": {"type": "integer"}}}), yes=['[1,"a"]', '["a"]'], no=["[]", "[1,2]", "1"])
+    check(G({"not": {"anyOf": [{"type": "string"}, {"minimum": 0}]}}), yes=["-1", "-0.5"], no=['"a"', "0", "5", "null"])
+
+
+def test_not_boolean_and_double_negation():
+    check(G({"not": False}), yes=["1", '"x"', "{}"])
+    check(G({"not": {"not": {"type": "string"}}}), yes=['"x"'], no=["1"])
+    check(G({"properties": {"foo": {"not": {}}}}), yes=["{}", '{"bar":1}'], no=['{"foo":1}'])
+    with pytest.raises(SchemaError):
+        G({"not": {}})
+
+
+def test_not_of_a_pattern_is_refused():
+    with pytest.raises(UnsupportedSchemaError) as info:
+        G({"properties": {"a": {"not": {"pattern": "x"}}}})
+    assert info.value.pointer == "#/properties/a/not"
+
+
+def test_if_then_else():
+    g = G({"if": {"exclusiveMaximum": 0}, "then": {"minimum": -10}, "else": {"multipleOf": 2}})
+    check(g, yes=["-1", "-10", "0", "4", '"x"'], no=["-11", "3", "0.5"])
+    check(G({"if": {"const": 1}, "then": False}), yes=["2", '"a"'], no=["1"])
+    check(G({"if": {"type": "string"}}), yes=["1", '"a"'])  # if alone asserts nothing
+    check(G({"then": {"const": 0}}), yes=["1"])
+
+
+def test_dependent_required_and_schemas():
+    g = G({"dependentRequired": {"bar": ["foo"]}})
+    check(g, yes=["{}", '{"foo":1}', '{"foo":1,"bar":2}', "1", "[]"], no=['{"bar":2}'])
+    g = G({"dependentSchemas": {"bar": {"properties": {"foo": {"type": "integer"}}}}})
+    check(g, yes=['{"foo":"q"}', '{"foo":1,"bar":2}'], no=['{"foo":"q","bar":2}'])
+    g7 = G({"dependencies": {"bar": ["foo"], "baz": False}}, draft="7")
+    check(g7, yes=['{"foo":1,"bar":2}', "{}"], no=['{"bar":2}', '{"baz":1}'])
+
+
+def test_max_contains_counts_matches_exactly():
+    g = G({"contains": {"const": 1}, "minContains": 2, "maxContains": 3})
+    for items in ([1, 1], [2, 1, 1, 2], [1, 2, 1, 1], [1], [1, 1, 1, 1], [2, 2], []):
+        assert g.accepts(json.dumps(items)) == (2 <= items.count(1) <= 3), items
+    check(G({"contains": {"const": 1}, "minContains": 0, "maxContains": 0}), yes=["[]", "[2]"], no=["[1]", "[2,1]"])
+
+
+def test_decimal_multiple_of_is_exact():
+    for step in ("1.5", "0.25", "0.3"):
+        g = G({"multipleOf": float(step)})
+        for k in range(-200, 200, 3):
+            v = Decimal(k) / 100
+            text = format(v, "f")
+            assert g.accepts(text) == (v % Decimal(step) == 0), (step, text)
+    check(G({"multipleOf": 1.5}), yes=["4.5", "-1.50", "3", "0"], no=["4.", "4.55", "1", "01.5"])
+
+
+def test_any_of_through_a_ref_with_siblings():
+    g = G({"$ref": "#/$defs/a", "type": "integer", "$defs": {"a": {"anyOf": [{"minimum": 1}, {"maximum": -1}]}}})
+    check(g, yes=["5", "-3"], no=["0", "1.5"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.one_of(st.none(), st.decimals(-30, 30, places=2)),
+    st.booleans(),
+    st.one_of(st.none(), st.decimals(-30, 30, places=2)),
+    st.booleans(),
+)
+def test_fraction_range_regex_differential(lo, lo_strict, hi, hi_strict):
+    pattern = nr.fraction_range_regex(lo, lo_strict, hi, hi_strict)
+    compiled = re.compile(pattern) if pattern is not None else None
+    for k in range(-3200, 3200, 7):
+        v = Decimal(k) / 100
+        want = (v != v.to_integral_value() and (lo is None or (v > lo if lo_strict else v >= lo))
+                and (hi is None or (v < hi if hi_strict else v <= hi)))
+        plain = format(v, "f")
+        for text in {plain, plain + "0", format(v.normalize(), "f")}:
+            assert bool(compiled is not None and compiled.fullmatch(text)) == want, (lo, lo_strict, hi, hi_strict, text)
