@@ -7,6 +7,9 @@ grammarc's dialect, defined here so that no third-party lexer is needed.
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 from pygments.lexer import RegexLexer
 from pygments.token import Comment, Keyword, Name, Number, Operator, Punctuation, String, Text, Whitespace
 
@@ -16,7 +19,7 @@ copyright = "the grammarc authors"
 release = "0.1.0"
 
 extensions: list[str] = []
-exclude_patterns = ["_build"]
+exclude_patterns = ["_build", "_generated"]
 html_theme = "alabaster"
 highlight_language = "none"
 pygments_style = "sphinx"
@@ -59,4 +62,8 @@ class GrammarcLexer(RegexLexer):
 
 def setup(app):
     app.add_lexer("grammarc", GrammarcLexer)
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import schema_gallery  # the schema page's gallery is compiled now, never pasted by hand
+
+    schema_gallery.write()
     return {"parallel_read_safe": True, "parallel_write_safe": True}

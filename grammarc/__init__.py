@@ -16,6 +16,8 @@ from .ir import Grammar
 from .vocabulary import Vocabulary, VocabularyError
 from .engine import Engine, TokenRejected
 from .compiler import CompiledGrammar
+from .hf import GrammarLogitsProcessor
+from .generate import generate
 from .constrain import Constraint, constrain, constraint_of
 
 __all__ = [
@@ -24,6 +26,8 @@ __all__ = [
     "constrain",
     "constraint_of",
     "Engine",
+    "GrammarLogitsProcessor",
+    "generate",
     "TokenRejected",
     "Vocabulary",
     "VocabularyError",

@@ -118,6 +118,53 @@ def cmd_compile(args) -> int:
     return 0
 
 
+def _write_ebnf(grammar: Grammar, out: str | None) -> int:
+    text = grammar.to_ebnf()
+    if out is None or out == "-":
+        sys.stdout.write(text)
+    else:
+        try:
+            Path(out).write_text(text, encoding="utf-8")
+        except OSError as error:
+            raise GrammarcError(f"cannot write {out}: {error.strerror}") from None
+    return 0
+
+
+def _layout_options(args) -> dict:
+    options = {"whitespace": args.whitespace}
+    if args.indent is not None:
+        options["indent"] = args.indent
+    return options
+
+
+def cmd_from_schema(args) -> int:
+    from .frontends.jsonschema import schema_to_grammar
+
+    schema = _read_text(args.schema).decode("utf-8")
+    return _write_ebnf(schema_to_grammar(schema, lenient=args.lenient, **_layout_options(args)), args.output)
+
+
+def cmd_from_model(args) -> int:
+    import importlib
+
+    from .frontends.pydantic_model import model_to_grammar
+
+    module_name, _, attribute = args.target.partition(":")
+    if not module_name or not attribute:
+        raise GrammarcError(f"expected module:Class, not {args.target!r}")
+    if "" not in sys.path:
+        sys.path.insert(0, "")  # like `python -m`: modules in the current directory are found
+    try:
+        target = importlib.import_module(module_name)
+    except ImportError as error:
+        raise GrammarcError(f"cannot import {module_name}: {error}") from None
+    for part in attribute.split("."):
+        if not hasattr(target, part):
+            raise GrammarcError(f"{module_name} has no attribute {attribute!r}")
+        target = getattr(target, part)
+    return _write_ebnf(model_to_grammar(target, **_layout_options(args)), args.output)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="grammarc", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -135,6 +182,18 @@ def build_parser() -> argparse.ArgumentParser:
     compile_ = grammar_command("compile", "compile and print sizes: rules, terminals, DFA and LR states")
     compile_.add_argument("-v", "--verbose", action="store_true", help="also list the terminals")
     compile_.set_defaults(run=cmd_compile)
+    for name, what, run in (("from-schema", "schema", cmd_from_schema), ("from-model", "target", cmd_from_model)):
+        command = sub.add_parser(name, help=f"print the .ebnf grammar of a {'JSON Schema file' if what == 'schema' else 'Pydantic model, dataclass or type'}")
+        if what == "schema":
+            command.add_argument("schema", help="a JSON Schema file ('-': standard input)")
+            command.add_argument("--lenient", action="store_true", help="ignore keywords that cannot be expressed, with a warning")
+        else:
+            command.add_argument("target", help="module:Class (the module is imported; the current directory is searched)")
+        command.add_argument("-o", "--output", help="write the grammar here instead of standard output")
+        command.add_argument("--whitespace", choices=("bounded", "compact", "unbounded"), default="bounded",
+                             help="whitespace the model may write between JSON tokens (default: bounded)")
+        command.add_argument("--indent", type=int, help="the fixed layout of json.dumps(x, indent=N) instead")
+        command.set_defaults(run=run)
     demo = sub.add_parser("demo", help="generate documents with a tiny random Llama (or --model DIR) under stdlib grammars")
     from . import demo as demo_module
 

@@ -1,0 +1,151 @@
+"""``@grammarc.constrain``: a Pydantic model (or dataclass, or typing type) as a generation target.
+
+The decorator returns the class *unchanged*: a model's namespace belongs to its fields, and
+any attribute we added (``grammar``, ``parse``, ...) could collide with a field of that name
+or shadow one. Instead the class is recorded in a registry, and `constraint_of` hands back a
+frozen `Constraint` holding everything grammarc derives from it::
+
+    @grammarc.constrain                      # or @grammarc.constrain(whitespace="compact")
+    class Person(BaseModel):
+        name: str
+        age: int
+
+    c = grammarc.constraint_of(Person)
+    c.grammar                                # the Grammar (Grammar.from_model(Person))
+    c.ebnf                                   # its canonical .ebnf text
+    c.parse('{"name": "Ada", "age": 36}')    # -> Person(name='Ada', age=36), validated
+    c.engine(vocab)                          # an Engine for one sequence
+    c.generate(model, tokenizer, prompt)     # -> Person, generated under the constraint
+
+The grammar is built when the class is decorated, so an unsupported field type fails at
+import time with `UnsupportedSchemaError`, not in the middle of generation.
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from .ir import Grammar
+
+_registry: "weakref.WeakKeyDictionary[type, Constraint]" = weakref.WeakKeyDictionary()
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """What grammarc derives from one target type; immutable and shareable across threads."""
+
+    target: Any
+    grammar: Grammar = field(repr=False)
+    options: tuple[tuple[str, Any], ...] = ()
+
+    @classmethod
+    def build(cls, target: Any, **options) -> "Constraint":
+        from .frontends.pydantic_model import model_to_grammar
+
+        grammar = model_to_grammar(target, **options)
+        return cls(target, grammar, tuple(sorted(options.items())))
+
+    @cached_property
+    def ebnf(self) -> str:
+        """The grammar as canonical ``.ebnf`` text."""
+        return self.grammar.to_ebnf()
+
+    @cached_property
+    def _adapter(self):
+        import pydantic
+
+        if isinstance(self.target, type) and issubclass(self.target, pydantic.BaseModel):
+            return None
+        return pydantic.TypeAdapter(self.target)
+
+    def parse(self, text: str | bytes) -> Any:
+        """Validate generated JSON text into an instance of the target (pydantic's errors on failure)."""
+        if self._adapter is None:
+            return self.target.model_validate_json(text)
+        return self._adapter.validate_json(text)
+
+    def engine(self, vocab: Any) -> "Engine":
+        """A fresh `Engine` for one sequence; `vocab` is a `Vocabulary` or a transformers tokenizer."""
+        from .engine import Engine
+        from .vocabulary import Vocabulary
+
+        if not isinstance(vocab, Vocabulary):
+            vocab = Vocabulary.from_tokenizer(vocab)
+        return Engine(self.grammar.compile(), vocab)
+
+    def generate(self, model: Any, tokenizer: Any, prompt: str, *, max_new_tokens: int = 512,
+                 vocab: Any = None) -> Any:
+        """Greedy constrained decoding with a transformers causal LM; returns the parsed instance.
+
+        A minimal single-sequence loop (with the model's KV cache); batching and sampling
+        belong to grammarc's transformers integration. Raises `GrammarcError` when the token
+        budget runs out before the text is complete.
+        """
+        import torch
+
+        from .errors import GrammarcError
+
+        engine = self.engine(vocab if vocab is not None else tokenizer)
+        ids = tokenizer(prompt, return_tensors="pt")["input_ids"]
+        device = getattr(model, "device", None)
+        if device is not None:
+            ids = ids.to(device)
+        generated: list[int] = []
+        past, step_input = None, ids
+        with torch.no_grad():
+            for _ in range(max_new_tokens):
+                out = model(input_ids=step_input, past_key_values=past, use_cache=True)
+                past = getattr(out, "past_key_values", None)
+                logits = out.logits[0, -1].float()
+                engine.mask_logits(logits)
+                token = int(torch.argmax(logits))
+                finished = engine.advance(token)
+                generated.append(token)
+                if finished:
+                    break
+                step_input = torch.tensor([[token]], device=ids.device)
+        if not engine.is_finished() and not engine.accepts_eos():
+            raise GrammarcError(f"generation stopped after {max_new_tokens} tokens before the JSON was complete")
+        return self.parse(engine.vocab.decode(generated))
+
+
+def constrain(target: Any = None, /, **options):
+    """Register a model class for constrained generation; returns the class unchanged.
+
+    Use as ``@constrain``, ``@constrain(**options)`` or ``constrain(Model)``. `options` go to
+    `Grammar.from_model` (``whitespace``, ``indent``, ``separators``, ...). The grammar is built
+    now, so unsupported field types raise `UnsupportedSchemaError` here.
+    """
+    if target is None:
+        return lambda cls: constrain(cls, **options)
+    constraint = Constraint.build(target, **options)
+    try:
+        _registry[target] = constraint
+    except TypeError:
+        raise TypeError(f"@constrain needs a class; for {target!r} use constraint_of({target!r})") from None
+    return target
+
+
+def constraint_of(target: Any, **options) -> Constraint:
+    """The `Constraint` of `target`: the registered one, else built now with `options`.
+
+    Works for undecorated models and for typing types such as ``list[int]`` too. Passing
+    `options` for a decorated class builds a new constraint with those options instead.
+    """
+    if not options:
+        try:
+            found = _registry.get(target)
+        except TypeError:  # not weak-referenceable (list[int], Literal[...]): build afresh
+            found = None
+        if found is not None:
+            return found
+    constraint = Constraint.build(target, **options)
+    if not options:
+        try:
+            _registry[target] = constraint
+        except TypeError:
+            pass
+    return constraint
