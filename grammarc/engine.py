@@ -14,6 +14,7 @@ and no other. Masks are memoized per state: constrained generation revisits stat
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import numpy as np
@@ -48,7 +49,7 @@ class Engine:
         self._terminals = compiled.terminals
         self._eos = np.array(sorted(vocab.eos_token_ids), dtype=np.int32)
         self._initial: State = frozenset((r, t, 0, 0) for r, t in self.core.openings(self.core.root))
-        self._memo: dict[State, np.ndarray] = _shared_memo(self.index)
+        self._memo: dict[tuple[State, bool], np.ndarray] = _shared_memo(self.index)
         self.reset()
 
     # -- lifecycle --------------------------------------------------------------------
@@ -107,7 +108,11 @@ class Engine:
         """Bool array over the vocabulary (read-only): token i may come next."""
         if self._finished:
             return np.zeros(self.vocab.size, dtype=bool)
-        mask = self._memo.get(self._state)
+        # The EOS bit depends on the state and, for a grammar that accepts the empty text,
+        # on whether the text is empty: a non-empty text can lead back to the very items
+        # of the start (e.g. 'a' under (a*ba)*), where EOS is not allowed.
+        key = (self._state, self._text_len == 0 and self.compiled.accepts_empty)
+        mask = self._memo.get(key)
         if mask is None:
             mask = self._compute_mask(self._state)
             if self._eos.size and self.accepts_eos():
@@ -115,7 +120,7 @@ class Engine:
             mask.flags.writeable = False
             if len(self._memo) > _MEMO_LIMIT:
                 self._memo.clear()
-            self._memo[self._state] = mask
+            self._memo[key] = mask
         return mask
 
     def allowed_token_ids(self) -> np.ndarray:
@@ -167,7 +172,10 @@ class Engine:
     # -- advancing --------------------------------------------------------------------
     def advance(self, token_id: int) -> bool:
         """Consume one token; True when the engine is finished. Raises TokenRejected."""
-        token_id = int(token_id)
+        try:
+            token_id = operator.index(token_id)  # ints and numpy/torch integers; never 1.5 or "1"
+        except TypeError:
+            raise TokenRejected(f"token id {token_id!r} is not an integer") from None
         if self._finished:
             raise TokenRejected(f"token {token_id} after the end: the engine is finished")
         if not 0 <= token_id < self.vocab.size:
@@ -216,15 +224,19 @@ class Engine:
         """Items after `data`. With `token_boundary`, `data` is one whole token: ``any!``
         takes it whole and ``except!(X, n)`` counts it."""
         core, terminals = self.core, self._terminals
+        # any! takes the whole token, so what follows it starts after the token: its items
+        # go straight to the result and never see the token's bytes.
+        after_any: set[Item] = set()
         current: set[tuple[Stack, int, int, int, bool]] = set()  # ..., touched in this token
         for node, t, q, k in state:
             terminal = terminals[t]
             if terminal.any_token:
                 if token_boundary and q == 0 and data:
-                    self._add_completed(current, node, t, 1, 1)
+                    after_any.add((node, t, 1, 1))
+                    after_any.update((r, u, 0, 0) for r, u in core.openings(core.shift(node, t)))
                 continue
             current.add((node, t, q, k, False))
-        for position, byte in enumerate(data):
+        for byte in data:
             nxt: set[tuple[Stack, int, int, int, bool]] = set()
             for node, t, q, k, touched in current:
                 terminal = terminals[t]
@@ -243,13 +255,8 @@ class Engine:
                         nxt.add((r, u, 0, 0, False))
             current = nxt
             if not current:
-                return frozenset()
-        return frozenset((node, t, q, k) for node, t, q, k, _ in current)
-
-    def _add_completed(self, out: set, node: Stack, t: int, q: int, k: int) -> None:
-        out.add((node, t, q, k, True))
-        for r, u in self.core.openings(self.core.shift(node, t)):
-            out.add((r, u, 0, 0, False))
+                break
+        return frozenset((node, t, q, k) for node, t, q, k, _ in current) | after_any
 
     def _compute_mask(self, state: State) -> np.ndarray:
         # A state holds an opening item for every terminal that may start where an item's
