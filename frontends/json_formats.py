@@ -17,7 +17,9 @@ decode to no Unicode character, and allowing them would make character counting 
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass
+from functools import lru_cache
 
 MAX_CP = 0x10FFFF
 Ranges = tuple[tuple[int, int], ...]
@@ -705,3 +707,264 @@ def match_regex_unanchored(pattern: str) -> str | None:
 def literal_regex(text: str) -> str:
     """A regex matching exactly `text` (characters as classes, safe in both engines)."""
     return "".join(class_regex(((ord(c), ord(c)),)) for c in text)
+
+
+# -- intersections: patterns, a format and a length range ------------------------------------
+#
+# JSON Schema conjoins `pattern`, `format`, `minLength` and `maxLength` on one string. Each is a
+# regular language over *decoded* characters, so their intersection is regular too. Two exact
+# constructions, both on the syntax trees above (characters, not bytes, so counting lengths is
+# counting tree leaves and the JSON encodings of each character are rendered at the very end):
+#
+# - `restrict_length` pushes a length range into a tree whose concatenations have at most one
+#   part of variable length (``^[a-z0-9_]+$`` with maxLength 64 is ``[a-z0-9_]{1,64}``): a
+#   regex no larger than the pattern's own;
+# - `string_automaton` builds the product of the trees' automata with a character counter
+#   (a small DFA over code point sets) for everything else, within a state budget.
+
+ANY = Chars(ALL)
+
+
+class Hard(Exception):
+    """`restrict_length` cannot push the length range into this tree (use the automaton)."""
+
+
+def search_tree(pattern: str):
+    """The tree of the strings in which `pattern` finds a match (ECMA search semantics)."""
+    branches = []
+    for branch in _branches(parse_pattern(pattern)):
+        start, body, end = _strip_anchors(branch)
+        items = ([] if start else [Rep(ANY, 0, None)]) + [body] + ([] if end else [Rep(ANY, 0, None)])
+        branches.append(Seq(tuple(items)))
+    return branches[0] if len(branches) == 1 else Alt(tuple(branches))
+
+
+def format_tree(name: str):
+    """The tree of a known format's strings (None if the format is unknown)."""
+    return search_tree("^(?:" + FORMATS[name] + ")$") if name in FORMATS else None
+
+
+def lengths(node) -> tuple[int, int | None]:
+    """Shortest and longest length the tree's strings can have (None: unbounded)."""
+    if isinstance(node, Chars):
+        return 1, 1
+    if isinstance(node, Anchor):
+        return 0, 0
+    if isinstance(node, Seq):
+        lo, hi = 0, 0
+        for item in node.items:
+            a, b = lengths(item)
+            lo += a
+            hi = None if hi is None or b is None else hi + b
+        return lo, hi
+    if isinstance(node, Alt):
+        pairs = [lengths(i) for i in node.items]
+        his = [b for _, b in pairs]
+        return min(a for a, _ in pairs), (None if None in his else max(his))
+    if isinstance(node, Rep):
+        a, b = lengths(node.item)
+        if b == 0:
+            return 0, 0
+        return node.min * a, (None if node.max is None or b is None else node.max * b)
+    raise TypeError(node)
+
+
+def restrict_length(node, a: int, b: int | None):
+    """A tree for the strings of `node` whose length lies in [a, b] (None: there is none).
+
+    Raises `Hard` where a concatenation has two parts of variable length (the split of the
+    length between them is not a regex of the same shape).
+    """
+    lo, hi = lengths(node)
+    if b is not None and (lo > b or b < 0):
+        return None
+    if hi is not None and hi < a:
+        return None
+    if lo >= a and (b is None or (hi is not None and hi <= b)):
+        return node
+    if isinstance(node, Alt):
+        kept = [r for r in (restrict_length(i, a, b) for i in node.items) if r is not None]
+        return None if not kept else (kept[0] if len(kept) == 1 else Alt(tuple(kept)))
+    if isinstance(node, Seq):
+        spans = [lengths(i) for i in node.items]
+        variable = [j for j, (x, y) in enumerate(spans) if x != y]
+        if len(variable) != 1:
+            raise Hard("two parts of variable length")
+        j = variable[0]
+        fixed = sum(x for k, (x, _) in enumerate(spans) if k != j)
+        inner = restrict_length(node.items[j], max(0, a - fixed), None if b is None else b - fixed)
+        if inner is None:
+            return None
+        return Seq(node.items[:j] + (inner,) + node.items[j + 1:])
+    if isinstance(node, Rep):
+        x, y = lengths(node.item)
+        if x == y:  # every repetition adds x characters
+            if x == 0:
+                return node if a <= 0 else None
+            n_lo = max(node.min, -(-a // x))
+            n_hi = b // x if b is not None else None
+            if node.max is not None:
+                n_hi = node.max if n_hi is None else min(n_hi, node.max)
+            if n_hi is not None and n_lo > n_hi:
+                return None
+            return Rep(node.item, n_lo, n_hi)
+        if node.max == 1:
+            inner = restrict_length(node.item, a, b)
+            parts = ([Seq(())] if node.min == 0 and a <= 0 else []) + ([inner] if inner is not None else [])
+            return None if not parts else (parts[0] if len(parts) == 1 else Alt(tuple(parts)))
+        raise Hard("a repetition of a part of variable length")
+    raise Hard(type(node).__name__)
+
+
+def render_tree(node, *, escapes: bool = True) -> str | None:
+    """Regex of a complete JSON string (quotes included) whose contents `node` describes."""
+    body = _render(node, escapes, False)
+    return None if body is None else '"' + body + '"'
+
+
+@dataclass(frozen=True)
+class CharDFA:
+    """A DFA over characters: state 0 starts; `edges[q]` = ((code point ranges, target), ...)."""
+
+    edges: tuple[tuple[tuple[Ranges, int], ...], ...]
+    accept: tuple[bool, ...]
+
+
+class _CharNFA:
+    """Thompson automaton of a tree: edges carry code point ranges, plus empty moves."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.eps: list[list[int]] = []
+        self.edges: list[list[tuple[Ranges, int]]] = []
+
+    def new(self) -> int:
+        if len(self.eps) >= self.limit:
+            raise PatternError(f"the intersection needs more than {self.limit} automaton states")
+        self.eps.append([])
+        self.edges.append([])
+        return len(self.eps) - 1
+
+    def build(self, node, s: int) -> int:
+        if isinstance(node, Chars):
+            t = self.new()
+            if node.ranges:
+                self.edges[s].append((node.ranges, t))
+            return t
+        if isinstance(node, Seq):
+            for item in node.items:
+                s = self.build(item, s)
+            return s
+        if isinstance(node, Alt):
+            t = self.new()
+            for item in node.items:
+                self.eps[self.build(item, s)].append(t)
+            return t
+        if isinstance(node, Rep):
+            for _ in range(node.min):
+                s = self.build(node.item, s)
+            if node.max is None:
+                h = self.new()
+                self.eps[s].append(h)
+                self.eps[self.build(node.item, h)].append(h)
+                return h
+            end = self.new()
+            self.eps[s].append(end)
+            for _ in range(node.max - node.min):
+                s = self.build(node.item, s)
+                self.eps[s].append(end)
+            return end
+        if isinstance(node, Anchor):
+            raise PatternError(f"anchor {node.kind!r} inside a pattern (only at its start or end) is not supported")
+        raise TypeError(node)
+
+    def closure(self, states) -> frozenset:
+        seen = set(states)
+        todo = list(states)
+        while todo:
+            for t in self.eps[todo.pop()]:
+                if t not in seen:
+                    seen.add(t)
+                    todo.append(t)
+        return frozenset(seen)
+
+
+def string_automaton(trees: list, min_len: int, max_len: int | None, *, max_states: int = 2000) -> CharDFA | None:
+    """The DFA of the strings every tree matches with a length in [min_len, max_len].
+
+    Subset construction over the product of the trees' automata and a character counter
+    (the counter saturates at min_len when there is no maximum); dead states are dropped.
+    None when no string qualifies; PatternError past `max_states` states.
+    """
+    nfas, starts, finals = [], [], []
+    for tree in trees:
+        nfa = _CharNFA(20 * max_states)
+        s0 = nfa.new()
+        finals.append(nfa.build(tree, s0))
+        nfas.append(nfa)
+        starts.append(nfa.closure([s0]))
+    bounds = sorted({lo for nfa in nfas for out in nfa.edges for rs, _ in out for lo, _ in rs}
+                    | {hi + 1 for nfa in nfas for out in nfa.edges for rs, _ in out for _, hi in rs})
+    cap = max_len if max_len is not None else min_len
+    start = (tuple(starts), 0)
+    index = {start: 0}
+    order = [start]
+    raw_edges: list[dict] = []
+    for state in order:
+        comps, count = state
+        if max_len is not None and count >= max_len:
+            raw_edges.append({})
+            continue
+        per: list[dict] = []
+        for nfa, comp in zip(nfas, comps):
+            moves: dict[int, set] = {}
+            for q in comp:
+                for rs, t in nfa.edges[q]:
+                    for lo, hi in rs:
+                        i = bisect_left(bounds, lo)
+                        while i < len(bounds) - 1 and bounds[i] <= hi:
+                            moves.setdefault(i, set()).add(t)
+                            i += 1
+            per.append(moves)
+        out: dict[int, int] = {}
+        for i in per[0]:
+            if not all(i in moves for moves in per):
+                continue
+            nxt = (tuple(nfa.closure(moves[i]) for nfa, moves in zip(nfas, per)), min(count + 1, cap) if max_len is None else count + 1)
+            if nxt not in index:
+                if len(order) >= max_states:
+                    raise PatternError(f"the intersection needs more than {max_states} automaton states")
+                index[nxt] = len(order)
+                order.append(nxt)
+            out[i] = index[nxt]
+        raw_edges.append(out)
+    accept = [all(f in comp for f, comp in zip(finals, comps)) and count >= min_len for comps, count in order]
+    # drop states from which no accepting state is reachable
+    live = {q for q, ok in enumerate(accept) if ok}
+    changed = True
+    while changed:
+        changed = False
+        for q, out in enumerate(raw_edges):
+            if q not in live and any(t in live for t in out.values()):
+                live.add(q)
+                changed = True
+    if 0 not in live:
+        return None
+    renumber = {q: k for k, q in enumerate(sorted(live))}
+    edges = []
+    for q in sorted(live):
+        by_target: dict[int, list] = {}
+        for i, t in raw_edges[q].items():
+            if t in live:
+                by_target.setdefault(renumber[t], []).append((bounds[i], bounds[i + 1] - 1))
+        edges.append(tuple((normalize(rs), t) for t, rs in sorted(by_target.items())))
+    return CharDFA(tuple(edges), tuple(accept[q] for q in sorted(live)))
+
+
+@lru_cache(maxsize=4096)
+def char_label(ranges: Ranges, escapes: bool = True) -> str:
+    """`char_regex` of non-empty ranges, cached (automaton edges repeat their labels)."""
+    out = char_regex(ranges, escapes=escapes)
+    if out is None:
+        raise ValueError("empty character set")
+    return out

@@ -11,7 +11,8 @@ would be needlessly large (the grammar is then a *subset*, which keeps generatio
 
 - properties appear in the schema's order, additional properties after the named ones;
 - numbers under `minimum`/`maximum`/`multipleOf` and `integer` values are written without an
-  exponent (``1e3``); integers may carry a zero fraction (``1.0``) as JSON Schema allows;
+  exponent (``1e3``); integers may carry a zero fraction (``1.0``) as JSON Schema allows
+  (``integer_fraction=False`` leaves it out: pydantic reads ``1.0`` as a float);
 - `const`/`enum` numbers are matched in plain notation with optional trailing zeros; strings in
   `const`/`enum` and property names are matched as written by ``json.dumps`` (raw, or with
   ``ensure_ascii``), not in every escape spelling;
@@ -30,6 +31,13 @@ Keywords rewritten into exact equivalents (see `_Builder._expansions` and `_nega
 - ``dependentRequired``/``dependentSchemas``/``dependencies``: per key, "absent, or the
   dependency holds" (an anyOf);
 - ``maxContains``: each item is a hit (contains) or a miss (not contains), hits counted;
+- ``oneOf`` whose branches are not provably disjoint: branch i becomes ``allOf: [A_i, not A_j
+  for every j != i]`` (exact wherever each branch can be negated; at most 64 alternatives each);
+- ``pattern`` with ``minLength``/``maxLength``, several patterns, ``format`` with either: the
+  length range is pushed into the pattern's repetition counts where a concatenation has one
+  part of variable length (``^[a-z0-9_]+$`` + maxLength 64 is ``[a-z0-9_]{1,64}``), else the
+  product automaton of the patterns, the format and a character counter, emitted as
+  right-linear rules (at most 1,500 states; ``format: email`` with a length is refused);
 - ``multipleOf`` a/10**s: a divisibility automaton over the digits of x*10**s; with bounds,
   the multiples are listed (at most 256) or, for a half-open range around 0, the unsigned
   automaton plus the listed multiples between 0 and the bound.
@@ -70,6 +78,8 @@ DEFAULT_BASE = "https://grammarc.invalid/schema.json"
 MAX_INDENT_DEPTH = 32
 MAX_COUNT_STATES = 4000
 MAX_MODULUS = 2000
+MAX_ONE_OF_PRODUCT = 64  # alternatives per exclusive oneOf branch
+MAX_STRING_STATES = 1500  # character automaton for pattern & format & length
 
 NUMBER_RFC = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
 WS_BOUNDED = r"[ \t]{1,2}(?:\r?\n[ \t]{0,64})?|\r?\n[ \t]{0,64}"
@@ -109,13 +119,16 @@ def schema_to_grammar(
     draft: str | None = None,
     registry: dict[str, Any] | None = None,
     start: str = "start",
+    integer_fraction: bool = True,
 ) -> Grammar:
     """The grammar of the JSON texts that validate against `schema` (see the module docstring).
 
     `schema` is a dict, a boolean, or JSON text. `draft` is ``"2020-12"`` or ``"7"`` (default:
     from ``$schema``, else 2020-12). `registry` maps absolute URIs to schema documents that
     ``$ref`` may use (nothing is ever fetched). `close_objects=True` treats a missing
-    `additionalProperties` as false.
+    `additionalProperties` as false. `integer_fraction=False` writes integers (``type:
+    integer`` and integer `const`/`enum` values) without a zero fraction: ``1``, never ``1.0``
+    (JSON Schema counts ``1.0`` as an integer, but e.g. pydantic's strict mode does not).
     """
     if isinstance(schema, str):
         try:
@@ -129,7 +142,8 @@ def schema_to_grammar(
     if indent is not None and (not isinstance(indent, int) or indent < 0):
         raise ValueError("indent must be a non-negative integer")
     builder = _Builder(schema, lenient=lenient, layout=_Layout.make(whitespace, indent, separators),
-                       close_objects=close_objects, draft=draft, registry=registry or {})
+                       close_objects=close_objects, draft=draft, registry=registry or {},
+                       integer_fraction=integer_fraction)
     return builder.build(start)
 
 
@@ -402,7 +416,7 @@ class _Merged:
 
 
 class _Builder:
-    def __init__(self, schema, *, lenient, layout, close_objects, draft, registry):
+    def __init__(self, schema, *, lenient, layout, close_objects, draft, registry, integer_fraction=True):
         if draft is None:
             uri = schema.get("$schema", "") if isinstance(schema, dict) else ""
             draft = "7" if isinstance(uri, str) and "draft-07" in uri else "2020-12"
@@ -412,6 +426,7 @@ class _Builder:
         self.lenient = lenient
         self.layout = layout
         self.close_objects = close_objects
+        self.int_tail = r"(?:\.0+)?" if integer_fraction else ""  # after an integer numeral
         self.index = _Index(schema, draft, registry)
         self.rules: dict[str, Expr] = {}
         self.internal: set[str] = set()
@@ -573,12 +588,38 @@ class _Builder:
                     parent = _Node(rest, node.ptr, node.base)
                     branches = [_Node(sub, f"{node.ptr}/{word}/{j}", node.base) for j, sub in enumerate(subs)]
                     if word == "oneOf" and not self._disjoint(branches):
-                        self.unsupported("oneOf", node.ptr, "its branches are not provably disjoint")
+                        branches = self._exclusive(node, subs, branches)
                     return self._union(conj[:i] + (parent,) + conj[i + 1:], None, branches, depth, hint, extra_index=i)
         merged = _Merged(types=set(TYPES))
         for node in conj:
             self._merge_one(merged, node)
         return self._emit(merged, conj, depth, hint)
+
+    def _exclusive(self, node: _Node, subs: list, branches: list[_Node]) -> list[_Node]:
+        """oneOf with overlapping branches: branch i is ``allOf: [A_i, not A_j for j != i]``.
+
+        Exact when every branch can be negated (see `_negate`); otherwise refused (lenient:
+        the branches are kept as an anyOf, which is wider, as the warning says). The
+        negations multiply out, so large products are refused too.
+        """
+        sizes = []
+        for branch in branches:
+            try:
+                negated, _ = self._negate(branch)
+            except _CannotNegate as exc:
+                self.unsupported("oneOf", node.ptr, f"its branches are not provably disjoint, and {exc.why}")
+                return branches
+            sizes.append(len(negated["anyOf"]) if isinstance(negated, dict) and "anyOf" in negated else 1)
+        if max(math.prod(sizes[:i] + sizes[i + 1:]) for i in range(len(sizes))) > MAX_ONE_OF_PRODUCT:
+            self.unsupported("oneOf", node.ptr, "its branches are not provably disjoint, and excluding "
+                             f"each from the others needs more than {MAX_ONE_OF_PRODUCT} alternatives")
+            return branches
+
+        def exclusive(i: int) -> dict:
+            return {"allOf": [subs[i]] + [{"not": sub} for j, sub in enumerate(subs) if j != i]}
+
+        return [_Node(self._synth(f"oneOf/{i}", subs, lambda i=i: exclusive(i)), b.ptr, node.base)
+                for i, b in enumerate(branches)]
 
     def _union(self, conj, drop_index, branches, depth, hint, extra_index=None):
         base = conj if drop_index is None else conj[:drop_index] + conj[drop_index + 1:]
@@ -1081,8 +1122,7 @@ class _Builder:
         if isinstance(v, bool):
             return Literal("true" if v else "false")
         if isinstance(v, (int, float)):
-            d = _dec(v)
-            return Regex(nr.decimal_range_regex(d, False, d, False))
+            return Regex(self._numeral(_dec(v)))
         if isinstance(v, str):
             return _string_literal(v)
         if isinstance(v, list):
@@ -1113,19 +1153,25 @@ class _Builder:
         raise SchemaError(f"not a JSON value: {v!r}")
 
     # numbers
+    def _numeral(self, d: Decimal) -> str:
+        """Every plain numeral of the number `d` (integers: with a zero fraction if allowed)."""
+        if not self.int_tail and d == d.to_integral_value():
+            return nr.integer_range_regex(int(d), int(d))
+        return nr.decimal_range_regex(d, False, d, False)
+
     def _number(self, m: _Merged, fractions: bool) -> Expr | None:
         integer_only = not fractions
         if m.multiple_of:
             return self._multiple_of(m, integer_only)
         if m.lo is None and m.hi is None:
             if integer_only:
-                return Regex(r"-?(?:0|[1-9][0-9]*)(?:\.0+)?")
+                return Regex(r"-?(?:0|[1-9][0-9]*)" + self.int_tail)
             return Regex(NUMBER_RFC)
         if integer_only:
             a, b = nr.integer_bounds(m.lo, m.lo_strict, m.hi, m.hi_strict)
             if a is not None and b is not None and a > b:
                 return None
-            return Regex(_group(nr.integer_range_regex(a, b)) + r"(?:\.0+)?")
+            return Regex(_group(nr.integer_range_regex(a, b)) + self.int_tail)
         pattern = nr.decimal_range_regex(m.lo, m.lo_strict, m.hi, m.hi_strict)
         return None if pattern is None else Regex(pattern)
 
@@ -1154,14 +1200,14 @@ class _Builder:
             return self._bounded_multiples(m, step, integer_only, ptr, a, s)
         if a == 1:
             if s == 0:
-                return Regex(r"-?(?:0|[1-9][0-9]*)(?:\.0+)?")
+                return Regex(r"-?(?:0|[1-9][0-9]*)" + (self.int_tail if integer_only else r"(?:\.0+)?"))
             return Regex(rf"-?(?:0|[1-9][0-9]*)(?:\.[0-9]{{1,{s}}}0*)?")
         if a > MAX_MODULUS:
             self.unsupported("multipleOf", ptr.rsplit("/", 1)[0], f"divisibility by {a} needs too many states")
             return self._number(_replace(m, multiple_of=None), not integer_only)
         if s > 0:
             return self._divisible_decimal(a, s)
-        return self._divisible(a)
+        return self._divisible(a, tail=self.int_tail if integer_only else r"(?:\.0+)?")
 
     def _divisible_decimal(self, a: int, s: int, signed: bool = True) -> Expr:
         """Plain numerals that are multiples of a/10**s (a > 1): x*10**s is divisible by a.
@@ -1220,13 +1266,12 @@ class _Builder:
             self.rules[name] = choice(edges[q], final[q])
         return choice(starts, False)
 
-    def _divisible(self, a: int, signed: bool = True) -> Expr:
-        """Canonical integers divisible by `a` (optional .0+ suffix): a DFA as right-linear rules."""
-        key = ("divisible", a, signed)
+    def _divisible(self, a: int, signed: bool = True, tail: str = r"(?:\.0+)?") -> Expr:
+        """Canonical integers divisible by `a` (then `tail`): a DFA as right-linear rules."""
+        key = ("divisible", a, signed, tail)
         if key in self.memo:
             return self.memo[key]
         names = [self.fresh(f"mod{a}_r{r}") for r in range(a)]
-        suffix = Repeat(Regex(r"\.0+"), 0, 1)
         for r in range(a):
             by_target: dict[int, list[int]] = {}
             for d in range(10):
@@ -1244,7 +1289,8 @@ class _Builder:
         for t, d in start:
             by_target.setdefault(t, []).append(d)
         first = [Seq((Regex(_digit_set(ds)), Ref(names[t]))) for t, ds in by_target.items()]
-        body = Seq(((Repeat(Literal("-"), 0, 1),) if signed else ()) + (Alt((Literal("0"), *first)), suffix))
+        body = Seq(((Repeat(Literal("-"), 0, 1),) if signed else ()) + (Alt((Literal("0"), *first)),)
+                   + ((Regex(tail),) if tail else ()))
         expr = self.define(f"multiple_of_{a}", body)
         self.memo[key] = expr
         return expr
@@ -1263,7 +1309,7 @@ class _Builder:
                 v = k * step
                 ok = (v > a_ or (v == a_ and not a_strict)) and (v < b_ or (v == b_ and not b_strict))
                 if ok and (not integer_only or v == v.to_integral_value()):
-                    parts.append(Regex(nr.decimal_range_regex(v, False, v, False)))
+                    parts.append(Regex(self._numeral(v) if integer_only else nr.decimal_range_regex(v, False, v, False)))
                 k += 1
             return parts
 
@@ -1275,7 +1321,7 @@ class _Builder:
                 if abs(near) / step <= 256:
                     unsigned = self._unsigned_multiples(a, s, integer_only)
         if unsigned is not None:
-            zero = Regex(nr.decimal_range_regex(Decimal(0), False, Decimal(0), False))
+            zero = Regex(self._numeral(Decimal(0)) if integer_only else nr.decimal_range_regex(Decimal(0), False, Decimal(0), False))
             if hi is None:  # x >= lo with lo <= 0: every non-negative multiple, listed negatives
                 parts = [unsigned] + listed(lo, m.lo_strict, Decimal(0), True)
             else:  # x <= hi with hi >= 0: every non-positive multiple, listed positives
@@ -1291,12 +1337,13 @@ class _Builder:
 
     def _unsigned_multiples(self, a: int, s: int, integer_only: bool) -> Expr:
         """Numerals without a sign of the non-negative multiples of a/10**s."""
+        tail = self.int_tail if integer_only else r"(?:\.0+)?"
         if a == 1 and s == 0:
-            return Regex(r"(?:0|[1-9][0-9]*)(?:\.0+)?")
+            return Regex(r"(?:0|[1-9][0-9]*)" + tail)
         if a == 1:
             return Regex(rf"(?:0|[1-9][0-9]*)(?:\.[0-9]{{1,{s}}}0*)?")
         if s == 0:
-            return self._divisible(a, signed=False)
+            return self._divisible(a, signed=False, tail=tail)
         return self._divisible_decimal(a, s, signed=False)
 
     # strings
@@ -1310,12 +1357,8 @@ class _Builder:
             if not (patterns or formats or length_limited):
                 return Regex(jf.string_excluding(sorted(set(m.not_strings))))
             self.unsupported("not", m.not_strings_ptr, "excluded strings together with pattern, format or length")
-        if formats:
+        if formats and not patterns and len(formats) == 1 and not length_limited:
             ptr = m.formats[-1][1]
-            if len(formats) > 1 or patterns or length_limited:
-                self.unsupported("format", ptr.rsplit("/", 1)[0], "format combined with pattern, length or another format")
-                if len(formats) > 1 or patterns:
-                    return Regex(jf.string_regex(m.min_len, m.max_len))
             name = formats[0]
             if not isinstance(name, str):
                 raise SchemaError("format must be a string", ptr)
@@ -1324,18 +1367,75 @@ class _Builder:
                 self.unsupported("format", ptr.rsplit("/", 1)[0], f"unknown format {name!r}")
                 return Regex(jf.string_regex(m.min_len, m.max_len))
             return Regex(pattern)
-        if patterns:
+        if patterns and not formats and len(patterns) == 1 and not length_limited:
             ptr = m.patterns[-1][1]
-            if len(patterns) > 1 or length_limited:
-                self.unsupported("pattern", ptr.rsplit("/", 1)[0], "pattern combined with minLength/maxLength or another pattern")
-                return Regex(jf.string_regex(m.min_len, m.max_len))
             try:
                 body = jf.search_regex(patterns[0])
             except jf.PatternError as exc:
                 self.unsupported("pattern", ptr.rsplit("/", 1)[0], str(exc))
                 return Regex(jf.string_regex(m.min_len, m.max_len))
             return None if body is None else Regex('"' + body + '"')
+        if patterns or formats:
+            return self._string_intersection(m)
         return Regex(jf.string_regex(m.min_len, m.max_len))
+
+    def _string_intersection(self, m: _Merged) -> Expr | None:
+        """Strings under several of pattern/format/minLength/maxLength: exact (see json_formats)."""
+        trees = []
+        escapes = True
+        for name, ptr in m.formats or []:
+            if not isinstance(name, str):
+                raise SchemaError("format must be a string", ptr)
+            tree = jf.format_tree(name)
+            if tree is None:
+                self.unsupported("format", ptr.rsplit("/", 1)[0], f"unknown format {name!r}")
+                continue
+            if tree not in trees:
+                trees.append(tree)
+            # formats match raw characters only (a narrowing shared with the format alone)
+            escapes = escapes and name in ("json-pointer", "relative-json-pointer")
+        for pattern, ptr in m.patterns or []:
+            try:
+                tree = jf.search_tree(pattern)
+            except jf.PatternError as exc:
+                self.unsupported("pattern", ptr.rsplit("/", 1)[0], str(exc))
+                continue
+            if tree not in trees:
+                trees.append(tree)
+        plain = Regex(jf.string_regex(m.min_len, m.max_len))
+        if not trees:
+            return plain
+        word, ptr = ("format", m.formats[-1][1]) if m.formats else ("pattern", m.patterns[-1][1])
+        try:
+            if len(trees) == 1:
+                try:
+                    tree = jf.restrict_length(trees[0], m.min_len, m.max_len)
+                except jf.Hard:
+                    pass
+                else:
+                    rendered = None if tree is None else jf.render_tree(tree, escapes=escapes)
+                    return None if rendered is None else Regex(rendered)
+            dfa = jf.string_automaton(trees, m.min_len, m.max_len, max_states=MAX_STRING_STATES)
+        except jf.PatternError as exc:
+            what = "pattern, format, minLength and maxLength together"
+            self.unsupported(word, ptr.rsplit("/", 1)[0], f"{what}: {exc}")
+            return plain
+        return None if dfa is None else self._char_dfa(dfa, escapes)
+
+    def _char_dfa(self, dfa, escapes: bool) -> Expr:
+        """A JSON string whose decoded contents `dfa` accepts, as right-linear rules."""
+        key = ("chardfa", dfa, escapes)
+        if key in self.memo:
+            return self.memo[key]
+        names = [self.fresh(f"chars_{len(self.memo)}_q{q}") for q in range(len(dfa.accept))]
+        for q, name in enumerate(names):
+            alts: list[Expr] = [Literal("")] if dfa.accept[q] else []
+            alts += [Seq((Regex(jf.char_label(ranges, escapes)), Ref(names[t]))) for ranges, t in dfa.edges[q]]
+            self.rules[name] = alts[0] if len(alts) == 1 else Alt(tuple(alts))
+            self.internal.add(name)
+        expr = Seq((Literal('"'), Ref(names[0]), Literal('"')))
+        self.memo[key] = expr
+        return expr
 
     # arrays
     def _array(self, m: _Merged, depth: int, hint: str) -> Expr | None:

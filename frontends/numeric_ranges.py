@@ -63,32 +63,53 @@ def _same_length(x: str, y: str) -> str:
     return _alt(parts)
 
 
+def _lengths_run(first: int, last: int | None) -> str:
+    """Every canonical numeral of `first` to `last` digits (None: no limit), 0 excluded."""
+    a = first - 1
+    if last is None:
+        return f"[1-9]{DIGIT}" + ("*" if a == 0 else "+" if a == 1 else f"{{{a},}}")
+    b = last - 1
+    if a == b:
+        return "[1-9]" + ("" if a == 0 else DIGIT if a == 1 else f"{DIGIT}{{{a}}}")
+    return f"[1-9]{DIGIT}" + ("?" if (a, b) == (0, 1) else f"{{{a},{b}}}")
+
+
 def natural_range_regex(lo: int, hi: int | None) -> str:
-    """Canonical numerals (no leading zeros) of the integers in [lo, hi]; hi=None: no upper bound."""
+    """Canonical numerals (no leading zeros) of the integers in [lo, hi]; hi=None: no upper bound.
+
+    Runs of complete lengths (every numeral of 2 to 18 digits, say) become one counted
+    repetition, so ``[0, 10**18 - 1]`` is ``0|[1-9][0-9]{0,17}``, not 18 alternatives.
+    """
     if lo < 0 or (hi is not None and hi < lo):
         raise ValueError(f"bad natural range [{lo}, {hi}]")
+    if hi is not None and hi <= 9:
+        return _same_length(str(lo), str(hi))
     parts = []
+    if lo == 0:
+        parts.append("0")
+        lo = 1
     length = len(str(lo))
     cur = lo
+    run: int | None = None  # first length of the current run of complete lengths
     while True:
         top = 10**length - 1
+        complete = cur == 10 ** (length - 1) and (hi is None or hi >= top)
+        if complete and hi is None:
+            parts.append(_lengths_run(length if run is None else run, None))
+            break
+        if complete:
+            run = length if run is None else run
+        else:
+            if run is not None:
+                parts.append(_lengths_run(run, length - 1))
+                run = None
+            parts.append(_same_length(str(cur), str(top if hi is None else min(hi, top))))
         if hi is not None and hi <= top:
-            parts.append(_same_length(str(cur).rjust(length, "0"), str(hi)))
+            if run is not None:
+                parts.append(_lengths_run(run, length))
             break
-        if hi is None and cur == 10 ** (length - 1) and length > 1:
-            # every numeral of this length or longer
-            parts.append(f"[1-9]{DIGIT}{{{length - 1},}}")
-            break
-        if hi is None and cur == 0 and length == 1:
-            parts.append("0")
-            parts.append(f"[1-9]{DIGIT}*")
-            break
-        parts.append(_same_length(str(cur), str(top)))
         cur = top + 1
         length += 1
-        if hi is None:
-            parts.append(f"[1-9]{DIGIT}{{{length - 1},}}")
-            break
     return _alt(parts)
 
 
@@ -96,6 +117,10 @@ def integer_range_regex(lo: int | None, hi: int | None) -> str:
     """Canonical JSON integer numerals (``-0`` included when 0 is in range) of [lo, hi]."""
     if lo is not None and hi is not None and lo > hi:
         raise ValueError(f"empty integer range [{lo}, {hi}]")
+    if lo is not None and hi is not None and lo == -hi:  # symmetric: one optional sign
+        return "-?" + _group(natural_range_regex(0, hi))
+    if lo is None and hi is None:
+        return "-?" + _group(natural_range_regex(0, None))
     parts = []
     # negative side: "-" + magnitude in [max(-hi, 0), -lo]
     if lo is None or lo <= 0:
@@ -103,7 +128,10 @@ def integer_range_regex(lo: int | None, hi: int | None) -> str:
         mag_hi = None if lo is None else -lo
         parts.append("-" + _group(natural_range_regex(mag_lo, mag_hi)))
     if hi is None or hi >= 0:
-        parts.append(natural_range_regex(max(lo, 0) if lo is not None else 0, hi))
+        positive = natural_range_regex(max(lo, 0) if lo is not None else 0, hi)
+        if parts and positive.startswith("(?:") and _balanced_outer(positive):
+            positive = positive[3:-1]  # one flat alternation with the negative side
+        parts.append(positive)
     return _alt(parts)
 
 

@@ -23,10 +23,10 @@ Where pydantic's schema and its validator differ, and what we emit instead:
   ``uniqueItems`` is dropped (kept, and refused, where a minimum length makes duplicates matter);
 - ``dict[int, T]``: keys are integer texts (``propertyNames``); other non-string keys refused;
 - ``bytes``: any string (pydantic reads JSON strings as UTF-8 bytes);
-- integers are kept within 18 digits (``|n| < 10**18``): JSON Schema integers may carry a zero
-  fraction (``1.0``), which pydantic reads as a float, and such floats fail past ``2**63``;
-- strict integers are refused: JSON Schema integers may be written ``1.0``, which strict
-  mode rejects; temporal bounds (``gt=datetime(...)``, ``PastDate``) are refused.
+- integers are written without a zero fraction (``integer_fraction=False``): JSON Schema counts
+  ``1.0`` as an integer, but pydantic reads it as a float (rejected in strict mode and past
+  ``2**63``); plain integer numerals of any size validate exactly, strict or not;
+- temporal bounds (``gt=datetime(...)``, ``PastDate``) are refused.
 """
 
 from __future__ import annotations
@@ -49,8 +49,7 @@ DATE = (
 OFFSET = "(?:Z|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])"
 CLOCK = "(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\\.[0-9]{1,6})?"
 DURATION = "P(?:[0-9]{1,4}D|(?:[0-9]{1,4}D)?T[0-9]{1,2}H[0-9]{1,2}M[0-9]{1,2}(?:\\.[0-9]{1,6})?S)"
-INT_LIMIT = 10**18 - 1
-INT_KEY = "^-?(?:0|[1-9][0-9]{0,17})$"
+INT_KEY = "^-?(?:0|[1-9][0-9]*)$"
 
 # keys of temporal core schemas that our patterns account for; any other key is a constraint
 _TEMPORAL_KEYS = {"type", "ref", "metadata", "serialization", "microseconds_precision", "tz_constraint", "strict"}
@@ -74,21 +73,6 @@ def _make_generator():
 
     class PydanticSchema(GenerateJsonSchema):
         """pydantic's JSON Schema, rewritten where pydantic validates something else (see module doc)."""
-
-        def int_schema(self, schema):
-            if schema.get("strict") or self._config.config_dict.get("strict"):
-                _refuse("strict integers are not supported: JSON Schema integers may be written 1.0, "
-                        "which pydantic's strict mode rejects")
-            out = super().int_schema(schema)
-            # JSON Schema lets integers carry a zero fraction (1.0); pydantic reads those as
-            # floats, which fail past 2**63: keep every integer within 18 digits
-            if "multipleOf" in out:
-                return out  # the front-end needs narrow bounds or none with multipleOf
-            if "maximum" not in out and "exclusiveMaximum" not in out:
-                out["maximum"] = INT_LIMIT
-            if "minimum" not in out and "exclusiveMinimum" not in out:
-                out["minimum"] = -INT_LIMIT
-            return out
 
         def _temporal(self, schema, kind: str) -> dict:
             extra = sorted(set(schema) - _TEMPORAL_KEYS)
@@ -261,4 +245,5 @@ def model_to_grammar(target: Any, **options) -> Grammar:
     indent, separators, lenient); objects are closed unless a model allows extra fields.
     """
     options.setdefault("close_objects", True)
+    options.setdefault("integer_fraction", False)  # pydantic reads 1.0 as a float
     return schema_to_grammar(model_json_schema(target), **options)

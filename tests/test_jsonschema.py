@@ -57,6 +57,21 @@ def test_integer_type_accepts_zero_fraction():
     check(G({"type": "integer"}), yes=["1", "-5", "1.0", "0.00"], no=["1.5", "1.01", "a"])
 
 
+def test_integer_fraction_option():
+    for schema in ({"type": "integer"}, {"type": "integer", "minimum": -3, "maximum": 40},
+                   {"type": "integer", "multipleOf": 3}, {"type": "integer", "multipleOf": 3, "minimum": 0},
+                   {"const": 3}, {"enum": [3, "a"]}):
+        check(G(schema), yes=["3", "3.0"])
+        check(G(schema, integer_fraction=False), yes=["3"], no=["3.0", "3.00", "3e0"])
+    check(G({"type": "number", "multipleOf": 0.5}, integer_fraction=False), yes=["3", "3.5", "3.0"])
+
+
+def test_integer_ranges_are_compact():
+    assert nr.integer_range_regex(-(10**18 - 1), 10**18 - 1) == "-?(?:0|[1-9][0-9]{0,17})"
+    assert nr.integer_range_regex(7, 99999) == "(?:[7-9]|[1-9][0-9]{1,4})"
+    assert nr.integer_range_regex(100, None) == "[1-9][0-9]{2,}"
+
+
 def test_multiple_of_integer_is_exact():
     g = G({"type": "integer", "multipleOf": 7})
     for i in range(-50, 50):
@@ -136,10 +151,69 @@ def test_pattern_is_unanchored_and_sees_escapes():
     check(anchored, yes=['"a1"', '"\\u00611"'], no=['"ba1"', '"a12"', '"a"'])
 
 
-def test_pattern_with_length_is_refused():
-    with pytest.raises(UnsupportedSchemaError) as info:
-        G({"type": "string", "pattern": "a", "maxLength": 3})
-    assert info.value.pointer == "#/pattern"
+def test_pattern_with_length_is_exact():
+    # the common case: the length goes into the repetition count
+    g = G({"type": "string", "pattern": "^[a-z0-9_]+$", "maxLength": 5})
+    assert dict(g.rules)["root"].pattern.endswith("){1,5}\"")  # one counted repetition
+    check(g, yes=['"a"', '"abcde"', '"a\\u005f1"'], no=['""', '"abcdef"', '"A"'])
+    check(G({"type": "string", "pattern": "^[A-Z]{2}-[0-9]+$", "minLength": 5, "maxLength": 6}),
+          yes=['"AB-12"', '"AB-123"'], no=['"AB-1"', '"AB-1234"'])
+    # two parts of variable length: the automaton product
+    check(G({"type": "string", "pattern": "^[a-z]+(-[a-z]+)*$", "minLength": 3, "maxLength": 8}),
+          yes=['"ab-c"', '"abc"', '"a-b-c-de"'], no=['"ab"', '"a-b-c-def"', '"a--b"', '"-ab"'])
+    check(G({"type": "string", "pattern": "é", "maxLength": 2}),
+          yes=['"é"', '"\\u00e9x"', '"xé"'], no=['"xxé"', '""', '"e"'])
+    check(G({"allOf": [{"pattern": "a"}, {"pattern": "b"}], "type": "string"}),
+          yes=['"ab"', '"ba"', '"xaxb"'], no=['"aa"', '""'])
+
+
+def test_pattern_length_product_counts_characters():
+    # minLength 2 over a one-character pattern: the counter must see escapes as one character
+    g = G({"type": "string", "pattern": "^(ab|c)*$", "minLength": 2, "maxLength": 3})
+    check(g, yes=['"ab"', '"cc"', '"abc"', '"cab"', '"\\u0061b"'], no=['"c"', '"abab"', '"ccab"', '"a"'])
+
+
+PATTERNS = ["^[a-c]+$", "a", "^(ab|b)*$", "b$", "^a.c", "^[ab]{2}-?[0-9]*$", "ab|^c"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(PATTERNS), st.integers(0, 4), st.one_of(st.none(), st.integers(0, 6)),
+       st.lists(st.text("abc-1é", max_size=8), min_size=8, max_size=8))
+def test_pattern_and_length_differential(pattern, lo, hi, texts):
+    schema = {"type": "string", "pattern": pattern, "minLength": lo}
+    if hi is not None:
+        schema["maxLength"] = hi
+    if hi is not None and hi < lo:
+        return
+    try:
+        g = G(schema)
+    except UnsupportedSchemaError:
+        pytest.fail(f"refused {schema}")
+    except SchemaError:  # no string qualifies
+        g = None
+    for text in texts + ["", "abc", "ab-12", "c", "ab"]:
+        want = re.search(pattern, text) is not None and lo <= len(text) and (hi is None or len(text) <= hi)
+        if g is None:
+            assert not want, (schema, text)
+            continue
+        assert g.accepts(json.dumps(text)) == want, (schema, text)
+        assert g.accepts(json.dumps(text, ensure_ascii=False)) == want, (schema, text)
+
+
+def test_format_with_pattern_or_length():
+    check(G({"type": "string", "format": "date", "pattern": "^2020"}),
+          yes=['"2020-01-31"'], no=['"2021-01-31"', '"2020-02-30"'])
+    check(G({"type": "string", "format": "date-time", "maxLength": 22}),
+          yes=['"2020-01-01T00:00:00Z"', '"2020-01-01T00:00:00.1Z"'], no=['"2020-01-01T00:00:00.12Z"'])
+    check(G({"type": "string", "format": "uuid", "maxLength": 36}),
+          yes=['"2eb8aa08-aa98-11ea-b4aa-73b441d16380"'], no=['"x"'])
+    check(G({"type": "string", "format": "ipv4", "pattern": "^10\\."}), yes=['"10.0.0.1"'], no=['"11.0.0.1"'])
+
+
+def test_too_large_intersection_is_refused_with_pointer():
+    with pytest.raises(UnsupportedSchemaError, match="more than .* automaton states") as info:
+        G({"properties": {"e": {"type": "string", "format": "email", "maxLength": 40}}})
+    assert info.value.pointer == "#/properties/e/format"
 
 
 def test_lookahead_pattern_is_refused_with_pointer():
@@ -276,9 +350,17 @@ def test_one_of_with_disjoint_branches():
     check(tagged, yes=['{"kind":"a","x":1}', '{"kind":"b","y":"s"}'], no=['{"kind":"c"}'])
 
 
-def test_one_of_with_overlapping_branches_is_refused():
-    with pytest.raises(UnsupportedSchemaError) as info:
-        G({"oneOf": [{"type": "integer"}, {"minimum": 2}]})
+def test_one_of_with_overlapping_branches_is_exclusive():
+    # exactly one: (integer and not >= 2) or (>= 2 and not integer)
+    g = G({"oneOf": [{"type": "integer"}, {"minimum": 2}]})
+    check(g, yes=["1", "-1", "2.5", '"a"', "null"], no=["2", "3", "1.5", "2.0"])
+    g = G({"oneOf": [{"type": "object", "required": ["a"]}, {"type": "object", "required": ["b"]}]})
+    check(g, yes=['{"a":1}', '{"b":1}'], no=['{"a":1,"b":2}', "{}", "1"])
+
+
+def test_one_of_that_cannot_be_made_exclusive_is_refused():
+    with pytest.raises(UnsupportedSchemaError, match="not provably disjoint") as info:
+        G({"oneOf": [{"type": "string", "pattern": "a"}, {"type": "string", "pattern": "b"}]})
     assert info.value.pointer == "#/oneOf"
 
 

@@ -348,8 +348,7 @@ class Site(BaseModel):
     [
         (WithCallable, "#/properties/fn: WithCallable.fn (Callable[[], int]): not supported: "
                        "Cannot generate a JsonSchema for core_schema.CallableSchema"),
-        (StrictModel, "#/properties/n: StrictModel.n (int): strict integers are not supported: JSON Schema "
-                      "integers may be written 1.0, which pydantic's strict mode rejects"),
+        (StrictModel, None),  # supported: integers are written without a fraction for pydantic
         (PastModel, "#/properties/when: PastModel.when (PastDate): date constraints (now_op) are not supported"),
         (FloatKeys, "#/properties/weights: FloatKeys.weights (dict[float, int]): dict keys of type 'float' are "
                     "not supported (only str and int)"),
@@ -382,11 +381,17 @@ def test_arbitrary_objects_are_refused():
 
 
 def test_constrain_fails_at_decoration_time():
-    with pytest.raises(UnsupportedSchemaError, match="strict integers"):
+    with pytest.raises(UnsupportedSchemaError, match="date constraints"):
         @grammarc.constrain
         class Bad(BaseModel):
-            model_config = ConfigDict(strict=True)
-            n: int
+            when: pydantic.PastDate
+
+
+def test_strict_integers_are_exact():
+    grammar = Grammar.from_model(StrictModel)
+    assert grammar.accepts('{"n":1}')
+    assert grammar.accepts('{"n":123456789012345678901234567890}')
+    assert not grammar.accepts('{"n":1.0}')
 
 
 # ------------------------------------------------------------------------------ @constrain
