@@ -23,10 +23,10 @@ from .compiler import CompiledGrammar
 from .errors import GrammarcError
 from .index import Tree, token_index
 from .ir import Grammar
-from .recognizer import Stack, parser_core
+from .recognizer import Level, Node, parser_core
 from .vocabulary import Vocabulary
 
-Item = tuple[Stack, int, int, int]  # (stack ready to shift terminal, terminal, dfa state, tokens used)
+Item = tuple[Node, int, int, int]  # (GSS vertex that can shift the terminal, terminal, dfa state, tokens used)
 State = frozenset[Item]
 
 _MEMO_LIMIT = 20_000
@@ -48,7 +48,7 @@ class Engine:
         self.max_rollback = max_rollback
         self._terminals = compiled.terminals
         self._eos = np.array(sorted(vocab.eos_token_ids), dtype=np.int32)
-        self._initial: State = frozenset((r, t, 0, 0) for r, t in self.core.openings(self.core.root))
+        self._initial: State = frozenset((r, t, 0, 0) for r, t in self.core.root_level.openings())
         self._memo: dict[tuple[State, bool], np.ndarray] = _shared_memo(self.index)
         self.reset()
 
@@ -83,13 +83,7 @@ class Engine:
         """Whether the text so far is a complete string of the language."""
         if self._finished:
             return False
-        if self._text_len == 0 and self.compiled.accepts_empty:
-            return True
-        core = self.core
-        return any(
-            self._terminals[t].dfa.accept[q] and core.accepts_eof(core.shift(node, t))
-            for node, t, q, _ in self._state
-        )
+        return self._complete(self._state, self._text_len)
 
     def _extendable(self) -> bool:
         for node, t, q, k in self._state:
@@ -131,10 +125,17 @@ class Engine:
         """Write the mask into int32[ceil(V/32)]: bit i % 32 of word i // 32 = token i."""
         words = _pack(self.allowed_mask())
         target = _as_numpy(buf)
-        if target.shape[-1] < len(words):
-            raise ValueError(f"bitmask buffer has {target.shape[-1]} words; {len(words)} needed")
-        target.reshape(-1)[: len(words)] = words.view(np.int32)
-        target.reshape(-1)[len(words) :] = 0
+        if target.ndim == 2 and target.shape[0] == 1:
+            target = target[0]
+        if target.ndim != 1 or target.dtype != np.int32:
+            raise ValueError(
+                f"fill_bitmask takes a 1-D int32 buffer (for a batch, pass one row: buf[i]); "
+                f"got shape {tuple(target.shape)} of {target.dtype}"
+            )
+        if target.shape[0] < len(words):
+            raise ValueError(f"bitmask buffer has {target.shape[0]} words; {len(words)} needed")
+        target[: len(words)] = words.view(np.int32)  # writes through strided views too
+        target[len(words) :] = 0
 
     def mask_logits(self, logits: Any) -> Any:
         """Set disallowed logits to -inf in place (numpy or torch; 1-D or one row)."""
@@ -227,17 +228,21 @@ class Engine:
         # any! takes the whole token, so what follows it starts after the token: its items
         # go straight to the result and never see the token's bytes.
         after_any: set[Item] = set()
-        current: set[tuple[Stack, int, int, int, bool]] = set()  # ..., touched in this token
+        any_ended: set[tuple[Node, int]] = set()
+        current: set[tuple[Node, int, int, int, bool]] = set()  # ..., touched in this token
         for node, t, q, k in state:
             terminal = terminals[t]
             if terminal.any_token:
                 if token_boundary and q == 0 and data:
                     after_any.add((node, t, 1, 1))
-                    after_any.update((r, u, 0, 0) for r, u in core.openings(core.shift(node, t)))
+                    any_ended.add((node, t))
                 continue
             current.add((node, t, q, k, False))
+        if any_ended:
+            after_any.update((r, u, 0, 0) for r, u in core.level(frozenset(any_ended)).openings())
         for byte in data:
-            nxt: set[tuple[Stack, int, int, int, bool]] = set()
+            nxt: set[tuple[Node, int, int, int, bool]] = set()
+            ended: set[tuple[Node, int]] = set()
             for node, t, q, k, touched in current:
                 terminal = terminals[t]
                 if terminal.any_token:
@@ -251,8 +256,9 @@ class Engine:
                     continue
                 nxt.add((node, t, q2, k, touched))
                 if terminal.dfa.accept[q2]:
-                    for r, u in core.openings(core.shift(node, t)):
-                        nxt.add((r, u, 0, 0, False))
+                    ended.add((node, t))
+            if ended:  # every terminal ending here is shifted into one GSS level
+                nxt.update((r, u, 0, 0, False) for r, u in core.level(frozenset(ended)).openings())
             current = nxt
             if not current:
                 break
@@ -264,37 +270,39 @@ class Engine:
         # items' own `inside` and `mid` parts: no separate "after" tree is needed.
         index, core = self.index, self.core
         mask = np.zeros(self.vocab.size, dtype=bool)
-        walked: set[tuple[int, Stack]] = set()
+        groups: dict[tuple[int, int], set[Node]] = {}  # items of one (terminal, state)
         for node, t, q, k in state:
             limit = self._terminals[t].token_limit
             if limit is not None and k >= limit:
                 continue  # no token may touch this terminal any more; it can only end
+            groups.setdefault((t, q), set()).add(node)
+        walked: set[tuple[int, Level]] = set()
+        for (t, q), nodes in groups.items():
             np.logical_or(mask, index.inside(t, q), out=mask)
             tree = index.mid(t, q)
             if not tree.is_empty():
-                self._walk(tree, core.shift(node, t), mask, walked)
+                self._walk(tree, core.level(frozenset((node, t) for node in nodes)), mask, walked)
         return mask
 
-    def _walk(self, tree: Tree, stack: Stack, mask: np.ndarray, walked: set) -> None:
-        key = (id(tree), stack)
+    def _walk(self, tree: Tree, level: Level, mask: np.ndarray, walked: set) -> None:
+        key = (id(tree), level)
         if key in walked:
             return
         walked.add(key)
-        core = self.core
+        by_terminal = level.by_terminal
         for u, ids in tree.open.items():
-            if core.ready(stack, u):
+            if u in by_terminal:
                 mask[ids] = True
         for u, child in tree.children.items():
-            for r in core.ready(stack, u):
-                self._walk(child, core.shift(r, u), mask, walked)
+            nodes = by_terminal.get(u)
+            if nodes:
+                self._walk(child, self.core.level(frozenset((node, u) for node in nodes)), mask, walked)
 
     def _complete(self, state: State, text_len: int) -> bool:
         if text_len == 0 and self.compiled.accepts_empty:
             return True
-        core = self.core
-        return any(
-            self._terminals[t].dfa.accept[q] and core.accepts_eof(core.shift(node, t)) for node, t, q, _ in state
-        )
+        ended = frozenset((node, t) for node, t, q, _ in state if self._terminals[t].dfa.accept[q])
+        return bool(ended) and self.core.level(ended).accepting
 
     def _next_bytes(self, state: State) -> set[int]:
         out: set[int] = set()

@@ -77,6 +77,33 @@ def follows(bnf: Bnf) -> list[frozenset[int]]:
     return [frozenset(s) for s in out]
 
 
+_matrices: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+
+
+def token_matrix(vocab: Vocabulary) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The normal tokens as a zero-padded byte matrix, shared by every grammar's index.
+
+    Returns (ids, lengths, matrix): row r is token ``ids[r]``, whose ``lengths[r]`` bytes
+    fill ``matrix[r, :lengths[r]]``; the matrix has one spare zero column.
+    """
+    cached = _matrices.get(vocab.key)
+    if cached is not None:
+        return cached
+    ids = np.array([i for i in vocab.normal_ids() if vocab.tokens[i]], dtype=np.int32)
+    pieces = [vocab.tokens[i] for i in ids]
+    lengths = np.fromiter(map(len, pieces), dtype=np.int32, count=len(pieces))
+    width = int(lengths.max()) if len(ids) else 0
+    matrix = np.zeros((len(ids), width + 1), dtype=np.uint8)
+    if len(ids):
+        rows = np.repeat(np.arange(len(ids)), lengths)
+        starts = np.repeat(np.cumsum(lengths) - lengths, lengths)
+        matrix[rows, np.arange(len(rows)) - starts] = np.frombuffer(b"".join(pieces), dtype=np.uint8)
+    for array in (ids, lengths, matrix):
+        array.flags.writeable = False
+    _matrices[vocab.key] = (ids, lengths, matrix)
+    return ids, lengths, matrix
+
+
 class TokenIndex:
     """The per-(grammar, vocabulary) index; immutable in meaning, built lazily."""
 
@@ -85,19 +112,10 @@ class TokenIndex:
         self.vocab = vocab
         self.follows = follows(compiled.bnf)
         self.terminals = compiled.terminals
-        ids = np.array([i for i in vocab.normal_ids() if vocab.tokens[i]], dtype=np.int32)
-        self.token_ids = ids  # row -> token id
-        lengths = np.array([len(vocab.tokens[i]) for i in ids], dtype=np.int32)
-        width = int(lengths.max()) if len(ids) else 1
-        matrix = np.zeros((len(ids), width + 1), dtype=np.uint8)
-        for row, token_id in enumerate(ids):
-            data = vocab.tokens[token_id]
-            matrix[row, : len(data)] = np.frombuffer(data, dtype=np.uint8)
-        self.lengths = lengths
-        self.matrix = matrix
+        self.token_ids, self.lengths, self.matrix = token_matrix(vocab)  # row -> token id, length, bytes
         self.size = vocab.size
         self._all = np.zeros(self.size, dtype=bool)
-        self._all[ids] = True
+        self._all[self.token_ids] = True
         self._inside: dict[tuple[int, int], np.ndarray] = {}
         self._mid: dict[tuple[int, int], Tree] = {}
 

@@ -1,125 +1,141 @@
 """A scannerless GLR recognizer over bytes: the reference semantics of a compiled grammar.
 
-A configuration is an *item* ``(stack, terminal, dfa_state)``: the LR stack is ready to
-shift `terminal` (every reduction for that lookahead done), and the lexer is part way
-through it. Each byte advances every item's DFA; an item whose DFA accepts may also end
-its terminal — shift it, then open an item for each terminal the new stack can take next.
+A configuration is an *item* ``(node, terminal, dfa_state)``: `node` is a vertex of the
+graph-structured stack (GSS) whose LR state can shift `terminal`, and the lexer is part
+way through that terminal. Each byte advances every item's DFA; the items whose DFA
+accepts may also end their terminal there. All the terminals that end at one position are
+shifted together into one GSS *level* — the vertices of that position, after every
+reduction — and each level opens an item for every terminal one of its vertices can shift.
 Nothing is ever disambiguated: every split of the text into terminals that the grammar
 allows stays alive, so membership is exactly the language of DESIGN.md §4.
 
-Stacks are interned linked nodes, so equal stacks are the same object and the set of
-items deduplicates; `ParserCore` memoizes reductions per (stack, lookahead).
+Because a level has at most one vertex per LR state, the work per byte is bounded by the
+grammar, not by the number of parses: ambiguous grammars stay polynomial (Tomita's GLR).
+Reductions follow the LR(0) automaton (every completed item, whatever the lookahead):
+that is exact for GLR, and the grammar is ε-free and free of unit cycles (compiler.py),
+so every reduction pops at least one vertex and each level is finite.
 """
 
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass
 
 from .compiler import CompiledGrammar
 from .lr import EOF
 
 
-class Stack:
-    """An interned LR stack: `state` on top of `parent`. Compare by identity."""
+class Node:
+    """A GSS vertex: an LR state at one text position, above every stack that reaches it."""
 
-    __slots__ = ("state", "parent", "depth", "__weakref__")
+    __slots__ = ("state", "parents", "depth", "__weakref__")
 
-    def __init__(self, state: int, parent: "Stack | None"):
+    def __init__(self, state: int, depth: int = 0):
         self.state = state
-        self.parent = parent
-        self.depth = 0 if parent is None else parent.depth + 1
-
-    def states(self) -> list[int]:
-        out, node = [], self
-        while node is not None:
-            out.append(node.state)
-            node = node.parent
-        return out[::-1]
+        self.parents: list[Node] = []
+        self.depth = depth  # the shortest stack through this vertex (a search heuristic)
 
     def __repr__(self) -> str:
-        return f"Stack({self.states()})"
+        return f"Node({self.state})"
+
+
+
+@dataclass(frozen=True, eq=False)
+class Level:
+    """The GSS vertices of one text position, after all shifts and reductions there.
+
+    ``by_terminal[t]`` holds the vertices that can shift terminal `t` next; `accepting`
+    says whether the text up to this position is a complete string of the language.
+    """
+
+    by_terminal: dict[int, tuple[Node, ...]]
+    accepting: bool
+
+    def openings(self):
+        """Every (vertex, terminal) pair a new terminal may start from."""
+        return [(node, t) for t, nodes in self.by_terminal.items() for node in nodes]
+
+
+_LEVEL_MEMO_LIMIT = 200_000
 
 
 class ParserCore:
-    """GLR stack operations over one compiled grammar's tables, memoized.
+    """GSS construction over one compiled grammar's tables, memoized per set of completions.
 
-    Shared by every recognizer and engine of that grammar (one per CompiledGrammar); it
-    only grows caches, so sharing it never changes an answer.
+    Shared by every recognizer and engine of that grammar. Equal completion sets give the
+    same `Level` object while it stays in the memo; a level built again after the memo was
+    cleared is equal in meaning, so dropping the memo never changes an answer.
     """
 
     def __init__(self, compiled: CompiledGrammar):
         self.compiled = compiled
-        self.action = compiled.tables.action
-        self.goto = compiled.tables.goto
+        tables = compiled.tables
+        self.goto = tables.goto
         self.rhs_len = [len(p.rhs) for p in compiled.bnf.productions]
         self.lhs = [p.lhs for p in compiled.bnf.productions]
-        self._nodes: dict[tuple[int, int], Stack] = {}
-        self.root = self.push(None, 0)
-        self._ready: dict[tuple[Stack, int], tuple[Stack, ...]] = {}
-        self._expected: dict[Stack, tuple[int, ...]] = {}
-        self._shift: dict[tuple[Stack, int], Stack] = {}
+        self.shift_to = [{t: a for t, acts in row.items() if t != EOF for a in acts if a >= 0} for row in tables.action]
+        self.reduces = [
+            tuple(sorted({~a for acts in row.values() for a in acts if a < -1})) for row in tables.action
+        ]
+        self.accept_state = tables.goto[0].get(1)  # goto(0, S) for the augmented S' -> S
+        self.root = Node(0)
+        self.root_level = self._level_of({0: self.root})
+        self._levels: dict[frozenset, Level] = {}
 
-    def push(self, parent: Stack | None, state: int) -> Stack:
-        key = (state, id(parent))
-        node = self._nodes.get(key)
-        if node is None:
-            node = self._nodes[key] = Stack(state, parent)
-        return node
+    def level(self, completions: frozenset) -> Level:
+        """The level after shifting each ``(node, terminal)`` of `completions` at one position."""
+        level = self._levels.get(completions)
+        if level is None:
+            if len(self._levels) > _LEVEL_MEMO_LIMIT:
+                self._levels.clear()
+            level = self._levels[completions] = self._build(completions)
+        return level
 
-    def ready(self, node: Stack, terminal: int) -> tuple[Stack, ...]:
-        """The stacks reachable from `node` by reductions on lookahead `terminal` that can
-        shift it (for `EOF`: that accept)."""
-        key = (node, terminal)
-        cached = self._ready.get(key)
-        if cached is not None:
-            return cached
-        result: list[Stack] = []
-        seen = {node}
-        work = [node]
+    def _build(self, completions) -> Level:
+        nodes: dict[int, Node] = {}
+        work: list[tuple[Node, Node]] = []  # (vertex, new edge below it) to reduce through
+
+        def link(state: int, parent: Node) -> None:
+            node = nodes.get(state)
+            if node is None:
+                node = nodes[state] = Node(state, parent.depth + 1)
+            elif any(p is parent for p in node.parents):
+                return
+            node.depth = min(node.depth, parent.depth + 1)
+            node.parents.append(parent)
+            work.append((node, parent))
+
+        for parent, t in completions:
+            link(self.shift_to[parent.state][t], parent)
         while work:
-            top = work.pop()
-            for act in self.action[top.state].get(terminal, ()):
-                if act >= 0 or act == -1:  # shift, or reduce production 0 = accept
-                    if top not in result:
-                        result.append(top)
-                    continue
-                prod = ~act
-                base = top
-                for _ in range(self.rhs_len[prod]):
-                    base = base.parent
-                reduced = self.push(base, self.goto[base.state][self.lhs[prod]])
-                if reduced not in seen:
-                    seen.add(reduced)
-                    work.append(reduced)
-        out = tuple(result)
-        self._ready[key] = out
-        return out
+            node, parent = work.pop()
+            for prod in self.reduces[node.state]:
+                lhs = self.lhs[prod]
+                for base in _ancestors(parent, self.rhs_len[prod] - 1):
+                    link(self.goto[base.state][lhs], base)
+        return self._level_of(nodes)
 
-    def shift(self, node: Stack, terminal: int) -> Stack:
-        """Push the shift target of `terminal` (the caller got `node` from `ready`)."""
-        key = (node, terminal)
-        pushed = self._shift.get(key)
-        if pushed is None:
-            target = next(a for a in self.action[node.state][terminal] if a >= 0)
-            pushed = self._shift[key] = self.push(node, target)
-        return pushed
+    def _level_of(self, nodes: dict[int, Node]) -> Level:
+        by_terminal: dict[int, list[Node]] = {}
+        for state, node in nodes.items():
+            for t in self.shift_to[state]:
+                by_terminal.setdefault(t, []).append(node)
+        accepting = self.accept_state is not None and self.accept_state in nodes
+        return Level({t: tuple(ns) for t, ns in by_terminal.items()}, accepting)
 
-    def expected(self, node: Stack) -> tuple[int, ...]:
-        """Terminals that can come next after the text that built `node`."""
-        cached = self._expected.get(node)
-        if cached is None:
-            cached = tuple(t for t in self.action[node.state] if t != EOF and self.ready(node, t))
-            self._expected[node] = cached
-        return cached
 
-    def accepts_eof(self, node: Stack) -> bool:
-        return bool(self.ready(node, EOF))
+def _ancestors(node: Node, depth: int) -> list[Node]:
+    """The vertices exactly `depth` edges below `node` (each once)."""
+    frontier = [node]
+    for _ in range(depth):
+        seen: dict[int, Node] = {}
+        for n in frontier:
+            for p in n.parents:
+                seen.setdefault(id(p), p)
+        frontier = list(seen.values())
+    return frontier
 
-    def openings(self, node: Stack) -> list[tuple[Stack, int]]:
-        """Every (ready stack, terminal) pair a new terminal may start from."""
-        return [(r, t) for t in self.expected(node) for r in self.ready(node, t)]
 
+import weakref  # noqa: E402
 
 _cores: "weakref.WeakKeyDictionary[CompiledGrammar, ParserCore]" = weakref.WeakKeyDictionary()
 
@@ -132,7 +148,7 @@ def parser_core(compiled: CompiledGrammar) -> ParserCore:
     return core
 
 
-Item = tuple[Stack, int, int]  # (stack ready to shift terminal, terminal, dfa state)
+Item = tuple[Node, int, int]  # (GSS vertex that can shift the terminal, terminal, dfa state)
 
 
 @dataclass(frozen=True)
@@ -155,7 +171,7 @@ class Recognizer:
         self.consumed = 0
 
     def _initial(self) -> frozenset[Item]:
-        return frozenset((r, t, 0) for r, t in self.core.openings(self.core.root))
+        return frozenset((r, t, 0) for r, t in self.core.root_level.openings())
 
     def reset(self) -> None:
         self.items = self._initial()
@@ -171,7 +187,7 @@ class Recognizer:
     def step(self, items: frozenset[Item], byte: int) -> frozenset[Item]:
         """The items after one more byte (empty: the byte cannot continue the text)."""
         out: set[Item] = set()
-        core = self.core
+        ended: set[tuple[Node, int]] = set()
         for node, t, q in items:
             dfa = self._dfas[t]
             q2 = int(dfa.trans[q, byte])
@@ -179,8 +195,9 @@ class Recognizer:
                 continue
             out.add((node, t, q2))
             if dfa.accept[q2]:
-                for r, t2 in core.openings(core.shift(node, t)):
-                    out.add((r, t2, 0))
+                ended.add((node, t))
+        if ended:
+            out.update((r, t2, 0) for r, t2 in self.core.level(frozenset(ended)).openings())
         return frozenset(out)
 
     def feed(self, data: bytes | str) -> bool:
@@ -200,12 +217,8 @@ class Recognizer:
         """Whether the text fed so far is a string of the language."""
         if self.consumed == 0 and self.compiled.accepts_empty:
             return True
-        core = self.core
-        return any(
-            self._dfas[t].accept[q] and core.accepts_eof(core.shift(node, t))
-            for node, t, q in self.items
-            if q != 0 or self._dfas[t].accept[0]
-        )
+        ended = frozenset((node, t) for node, t, q in self.items if self._dfas[t].accept[q])
+        return bool(ended) and self.core.level(ended).accepting
 
     def next_bytes(self) -> set[int]:
         """The bytes that keep the text a viable prefix."""

@@ -482,6 +482,21 @@ def test_fill_bitmask_wider_buffer_and_too_small():
         engine.fill_bitmask(np.zeros(1, dtype=np.int32))
 
 
+def test_fill_bitmask_batch_rows_and_bad_buffers():
+    engine = Engine(LETTERS, LETTER_VOCAB)
+    batch = np.full((3, 2), -1, dtype=np.int32)
+    engine.fill_bitmask(batch[1])  # one row of a batch, written in place
+    assert batch[0].tolist() == [-1, -1] and batch[2].tolist() == [-1, -1]
+    assert bits_of(batch[1], 64) == engine.allowed_token_ids().tolist()
+    column = np.full((2, 3), -1, dtype=np.int32)
+    engine.fill_bitmask(column[:, 0])  # a strided view is written through
+    assert bits_of(column[:, 0], 64) == engine.allowed_token_ids().tolist()
+    with pytest.raises(ValueError, match=r"1-D int32 buffer \(for a batch, pass one row: buf\[i\]\); got shape \(3, 2\) of int32"):
+        engine.fill_bitmask(batch)
+    with pytest.raises(ValueError, match=r"got shape \(2,\) of int64"):
+        engine.fill_bitmask(np.zeros(2, dtype=np.int64))
+
+
 def test_fill_bitmask_against_allowed_ids_on_json():
     engine = Engine(JSON, JSON_VOCAB)
     buf = np.zeros(-(-JSON_VOCAB.size // 32), dtype=np.int32)
