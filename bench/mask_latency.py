@@ -14,12 +14,15 @@ figure means.
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import math
 import random
+import resource
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Callable, Iterable
 
 import numpy as np
@@ -40,6 +43,8 @@ class Workload:
     name: str
     grammar: Callable[[], Grammar]
     documents: Callable[[int], list[str]]
+    schema: dict | None = None  # JSON Schema workloads: the schema (peers compile it themselves)
+    layout: str | None = None  # ... and its layout: "compact", "pretty" (indent 2) or "indent2"
 
 
 WORDS = ["alpha", "beta", "gamma", "delta", "Zoë", "naïve café", "日本語", "emoji 😀", "tab\there",
@@ -126,10 +131,184 @@ def _schema_grammar() -> Grammar:
     return Grammar.from_json_schema(SCHEMA, indent=2)
 
 
+def _closed(properties: dict) -> dict:
+    """An object schema with every property required and no other property: the same
+    language under every engine's reading (xgrammar's strict mode, llguidance's default)."""
+    return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
+
+
+CLASSES = ["warrior", "mage", "rogue", "cleric", "ranger"]
+ITEM_KINDS = ["weapon", "armor", "potion", "scroll", "misc"]
+SKILLS = ["stealth", "arcana", "athletics", "persuasion", "perception"]
+
+RPG_SCHEMA = _closed({
+    "name": {"type": "string", "maxLength": 32},
+    "class": {"enum": CLASSES},
+    "alignment": {"enum": ["lawful good", "neutral", "chaotic evil"]},
+    "level": {"type": "integer", "minimum": 1, "maximum": 20},
+    "hit_points": {"type": "integer", "minimum": 0},
+    "inventory": {"type": "array", "items": _closed({
+        "item": {"type": "string"}, "kind": {"enum": ITEM_KINDS},
+        "quantity": {"type": "integer", "minimum": 1, "maximum": 99},
+    })},
+    "skills": {"type": "array", "items": _closed({"skill": {"enum": SKILLS},
+                                                  "rank": {"type": "integer", "minimum": 0, "maximum": 5}})},
+})
+
+GSM8K_SCHEMA = _closed({
+    "thoughts": {"type": "array", "items": _closed({
+        "step": {"type": "string"}, "calculation": {"type": "string"}, "result": {"type": "string"},
+    })},
+    "answer": {"type": "string"},
+})
+
+# the layouts: grammarc keyword arguments and the matching json.dumps ones
+LAYOUTS = {"compact": ({"whitespace": "compact"}, {"separators": (",", ":")}),
+           "pretty": ({"indent": 2}, {"indent": 2})}
+
+NAMES = ["Aria", "Borin Ironfoot", "Zoë", "Ł'ukasz", "Kael \"the Quick\"", "影丸", "Mira 🌙", ""]
+
+
+def rpg_records(n: int) -> list[dict]:
+    rng = random.Random(4)
+    return [{
+        "name": rng.choice(NAMES),
+        "class": rng.choice(CLASSES),
+        "alignment": rng.choice(["lawful good", "neutral", "chaotic evil"]),
+        "level": rng.randint(1, 20),
+        "hit_points": rng.randint(0, 500),
+        "inventory": [{"item": rng.choice(["longsword", "healing potion", "rope (50 ft)", "épée", "lute"]),
+                       "kind": rng.choice(ITEM_KINDS), "quantity": rng.randint(1, 99)}
+                      for _ in range(rng.randint(0, 4))],
+        "skills": [{"skill": s, "rank": rng.randint(0, 5)} for s in rng.sample(SKILLS, rng.randint(0, 3))],
+    } for _ in range(n)]
+
+
+def gsm8k_records(n: int) -> list[dict]:
+    rng = random.Random(5)
+    records = []
+    for _ in range(n):
+        a, b, c = rng.randint(2, 99), rng.randint(2, 99), rng.randint(2, 9)
+        thoughts = [
+            {"step": f"Natalia sold {a} clips in April and {b} in May.", "calculation": f"{a} + {b}",
+             "result": str(a + b)},
+            {"step": "Each clip costs the same; multiply by the price.", "calculation": f"({a} + {b}) * {c}",
+             "result": str((a + b) * c)},
+            {"step": "Half of it goes to savings.", "calculation": f"{(a + b) * c} / 2",
+             "result": f"{(a + b) * c / 2:g}"},
+        ][: rng.randint(1, 3)]
+        records.append({"thoughts": thoughts, "answer": thoughts[-1]["result"]})
+    return records
+
+
+def _schema_workload(name: str, schema: dict, records: Callable[[int], list[dict]], layout: str) -> Workload:
+    grammar_kw, dumps_kw = LAYOUTS[layout]
+
+    def documents(n: int) -> list[str]:
+        return [json.dumps(r, ensure_ascii=i % 2 == 1, **dumps_kw) for i, r in enumerate(records(n))]
+
+    return Workload(f"{name}-{layout}", lambda: Grammar.from_json_schema(schema, **grammar_kw), documents,
+                    schema=schema, layout=layout)
+
+
+C_TYPES = ["int", "char", "float"]
+
+
+def _c_expr(rng: random.Random, names: list[str], depth: int = 0) -> str:
+    if depth > 2 or rng.random() < 0.35:
+        return rng.choice([*names, str(rng.randint(0, 999)), "1.5f", ".5", "'a'", "'\\n'", "2e3"])
+    pick = rng.random()
+    if pick < 0.5:
+        op = rng.choice(["+", "-", "*", "/", "%", "<", ">=", "==", "!=", "&&", "||"])
+        space = rng.choice([" ", ""])
+        return f"{_c_expr(rng, names, depth + 1)}{space}{op}{space}{_c_expr(rng, names, depth + 1)}"
+    if pick < 0.65:
+        return f"({_c_expr(rng, names, depth + 1)})"
+    if pick < 0.8:
+        return f"f{rng.randint(0, 3)}({_c_expr(rng, names, depth + 1)}, {_c_expr(rng, names, depth + 1)})"
+    return rng.choice(["-", "!"]) + _c_expr(rng, names, depth + 1)
+
+
+def _c_statements(rng: random.Random, names: list[str], indent: str, depth: int) -> list[str]:
+    lines = []
+    for _ in range(rng.randint(1, 4)):
+        pick = rng.random()
+        if pick < 0.3:
+            name = f"v{len(names)}"
+            lines.append(f"{indent}{rng.choice(C_TYPES)} {name} = {_c_expr(rng, names)};")
+            names = [*names, name]
+        elif pick < 0.45 and depth < 2:
+            lines.append(f"{indent}if ({_c_expr(rng, names)}) {{")
+            lines += _c_statements(rng, names, indent + "    ", depth + 1)
+            lines.append(f"{indent}}} else {{")
+            lines += _c_statements(rng, names, indent + "    ", depth + 1)
+            lines.append(f"{indent}}}")
+        elif pick < 0.6 and depth < 2:
+            lines.append(f"{indent}for (int i = 0; i < {rng.randint(1, 64)}; i += 1) {{")
+            lines += _c_statements(rng, [*names, "i"], indent + "    ", depth + 1)
+            lines.append(f"{indent}}}")
+        elif pick < 0.7 and depth < 2:
+            lines.append(f"{indent}while ({_c_expr(rng, names)}) {{  /* loop */")
+            lines += _c_statements(rng, names, indent + "    ", depth + 1)
+            lines.append(f"{indent}}}")
+        elif pick < 0.85 and names:
+            lines.append(f"{indent}{rng.choice(names)} = {_c_expr(rng, names)};  // update")
+        else:
+            lines.append(f'{indent}puts("value: {rng.randint(0, 99)}\\n");')
+    return lines
+
+
+def c_documents(n: int) -> list[str]:
+    """Small programs: globals, prototypes, functions with nested control flow and comments."""
+    rng = random.Random(6)
+    docs = []
+    for _ in range(n):
+        lines = ["/* generated */", "int puts(char *s);", f"char buf[{rng.randint(1, 64)}];", ""]
+        for f in range(rng.randint(1, 3)):
+            t = rng.choice(C_TYPES)
+            lines.append(f"{t} f{f}({t} a, {t} b) {{")
+            lines += _c_statements(rng, ["a", "b"], "    ", 0)
+            lines.append("    return a + b;")
+            lines.append("}")
+            lines.append("")
+        docs.append("\n".join(lines))
+    return docs
+
+
+def xml_documents(n: int) -> list[str]:
+    """Book catalogs: declaration, attributes in both quotes, references, unicode text."""
+    rng = random.Random(7)
+    titles = ["Dune", "Les Misérables", "War &amp; Peace", "The &lt;Tag&gt; Book", "三体", "Don Quixote",
+              "It&#39;s &#x263A;"]
+    authors = ["Frank Herbert", "Victor Hugo", "Лев Толстой", "刘慈欣", "Miguel de Cervantes"]
+    docs = []
+    for _ in range(n):
+        parts = ['<?xml version="1.0" encoding="UTF-8"?>\n' if rng.random() < 0.7 else "", "<catalog>\n"]
+        for b in range(rng.randint(1, 4)):
+            q = rng.choice(['"', "'"])
+            lang = f" lang={q}{rng.choice(['en', 'fr', 'ru'])}{q}" if rng.random() < 0.5 else ""
+            parts.append(f"  <book id={q}bk{len(docs)}-{b}{q}{lang}>\n    <title>{rng.choice(titles)}</title>\n")
+            for _ in range(rng.randint(1, 3)):
+                parts.append(f"    <author>{rng.choice(authors)}</author>\n")
+            if rng.random() < 0.6:
+                parts.append(f"    <year>{rng.randint(1600, 2024)}</year>\n")
+            currency = f' currency="{rng.choice(["EUR", "USD", "JPY"])}"' if rng.random() < 0.5 else ""
+            parts.append(f"    <price{currency}>{rng.randint(1, 99)}.{rng.randint(0, 99):02d}</price>\n  </book>\n")
+        parts.append("</catalog>\n")
+        docs.append("".join(parts))
+    return docs
+
+
 WORKLOADS = {
     "json": Workload("json", lambda: grammarc.stdlib("json"), json_documents),
     "arithmetic": Workload("arithmetic", lambda: grammarc.stdlib("arithmetic"), arithmetic_documents),
-    "json-schema": Workload("json-schema", _schema_grammar, schema_documents),
+    "json-schema": Workload("json-schema", _schema_grammar, schema_documents, schema=SCHEMA, layout="indent2"),
+    "rpg-compact": _schema_workload("rpg", RPG_SCHEMA, rpg_records, "compact"),
+    "rpg-pretty": _schema_workload("rpg", RPG_SCHEMA, rpg_records, "pretty"),
+    "gsm8k-compact": _schema_workload("gsm8k", GSM8K_SCHEMA, gsm8k_records, "compact"),
+    "gsm8k-pretty": _schema_workload("gsm8k", GSM8K_SCHEMA, gsm8k_records, "pretty"),
+    "c": Workload("c", lambda: grammarc.stdlib("c"), c_documents),
+    "xml": Workload("xml", lambda: grammarc.stdlib("xml"), xml_documents),
 }
 
 
@@ -199,6 +378,11 @@ class Result:
     mask_us: list[float]
     memo_mask_us: list[float]
     advance_us: list[float]
+    index_bytes: int | None = None  # the grammar's own index parts (inside masks + trees)
+    memo_bytes: int | None = None  # memoized masks after the replays
+    shared_bytes: int | None = None  # per-vocabulary data the index holds (byte matrix)
+    disk_bytes: int | None = None  # the on-disk scan cache, None: disk caching is off
+    peak_rss_mb: float = 0.0  # the process's peak RSS after this workload (cumulative)
 
 
 def _ms(seconds: float) -> float:
@@ -267,6 +451,51 @@ def _replay(
             raise AssertionError(f"document {number}: EOS did not finish the engine")
 
 
+def _array_bytes(value, seen: set[int]) -> int:
+    if isinstance(value, np.ndarray) and id(value) not in seen:
+        seen.add(id(value))
+        return value.nbytes
+    return 0
+
+
+def _tree_bytes(tree, seen: set[int]) -> int:
+    total = sys.getsizeof(tree.open) + sys.getsizeof(tree.children)
+    total += sum(_array_bytes(ids, seen) for ids in tree.open.values())
+    return total + sum(_tree_bytes(child, seen) for child in tree.children.values())
+
+
+def index_memory(index, memo: dict | None) -> tuple[int | None, int | None, int | None]:
+    """(index bytes, memo bytes, shared per-vocabulary bytes) of a token index, measured on
+    its numpy arrays and containers; None where the index does not expose the part."""
+    seen: set[int] = set()
+    try:
+        shared = sum(_array_bytes(getattr(index, name), seen) for name in ("matrix", "lengths", "token_ids", "_all"))
+        own = sys.getsizeof(index._inside) + sys.getsizeof(index._mid)
+        own += sum(_array_bytes(mask, seen) for mask in index._inside.values())
+        own += sum(_tree_bytes(tree, seen) for tree in index._mid.values())
+    except AttributeError:
+        return None, None, None
+    memo_bytes = None if memo is None else sum(_array_bytes(m, seen) for m in memo.values()) + sys.getsizeof(memo)
+    return own, memo_bytes, shared
+
+
+def index_disk_bytes(index) -> int | None:
+    """Bytes on disk of the terminal scans this index uses (grammarc/scan_cache.py), after
+    writing them; None when disk caching is off."""
+    from grammarc import scan_cache
+
+    scan_cache.save_all()
+    stores = [scan_cache.terminal_scans(t.dfa.key, index.vocab.key, len(index.token_ids)) for t in index.terminals]
+    paths = {s.path for s in stores if s.path is not None and s.path.exists()}
+    return sum(p.stat().st_size for p in paths) if paths else None
+
+
+def peak_rss_mb() -> float:
+    """Peak resident set size of this process so far (ru_maxrss is KiB on Linux)."""
+    scale = 1 if sys.platform == "darwin" else 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale / 2**20
+
+
 class Unavailable(Exception):
     """A workload's grammar cannot be built in this checkout (e.g. a missing frontend)."""
 
@@ -312,10 +541,11 @@ def run_workload(workload: Workload, vocab: Vocabulary, encode: Encoder, n_docs:
     mask_us, advance_us = _best_of(repeat, lambda m, a: _replay(engine, encoded, buf, m, a, compute=True))
     # Pass 3: the same states again -- every mask is a memo hit.
     memo_us, _ = _best_of(repeat, lambda m, a: _replay(engine, encoded, buf, m, a))
+    own, memo, shared = index_memory(engine.index, getattr(engine, "_memo", None))
     return Result(
         workload.name, len(documents), sum(len(ids) + 1 for ids in encoded), _ms(parse), _ms(cold),
         _ms(warm), _ms(engine_init), len(builds), _ms(sum(builds)), _ms(first_pass), mask_us, memo_us,
-        advance_us,
+        advance_us, own, memo, shared, index_disk_bytes(engine.index), peak_rss_mb(),
     )
 
 
@@ -337,28 +567,70 @@ def _table(headers: list[str], rows: Iterable[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def report(results: list[Result], vocab_name: str, vocab: Vocabulary, repeat: int) -> str:
-    setup = _table(
-        ["workload", "docs", "tokens", "parse ms", "compile cold ms", "compile warm ms",
-         "engine init ms", "index states", "index build ms", "first pass ms"],
-        [[r.workload, str(r.documents), str(r.tokens), f"{r.parse_ms:.1f}", f"{r.compile_cold_ms:.1f}",
-          f"{r.compile_warm_ms:.1f}", f"{r.engine_init_ms:.1f}", str(r.index_states),
-          f"{r.index_build_ms:.1f}", f"{r.first_pass_ms:.1f}"] for r in results],
-    )
+def _mb(n: int | None, missing: str = "n/a") -> str:
+    return missing if n is None else f"{n / 2**20:.2f}"
 
+
+def tables(results: list[Result]) -> dict[str, tuple[list[str], list[list[str]]]]:
+    """The report's tables as (headers, rows) of strings: printed, and saved as CSV for docs."""
     def stats(values: list[float]) -> list[str]:
         return [f"{percentile(values, 50):.1f}", f"{percentile(values, 99):.1f}",
                 f"{sum(values) / len(values):.1f}", f"{max(values):.1f}"]
 
-    latency = _table(
-        ["workload", "mask p50 us", "p99", "mean", "max", "memo hit p50 us", "p99", "mean", "max",
-         "advance p50 us", "p99", "mean", "max"],
-        [[r.workload, *stats(r.mask_us), *stats(r.memo_mask_us), *stats(r.advance_us)] for r in results],
-    )
+    return {
+        "setup": (
+            ["workload", "docs", "tokens", "parse ms", "compile cold ms", "compile warm ms",
+             "engine init ms", "index states", "index build ms", "first pass ms"],
+            [[r.workload, str(r.documents), str(r.tokens), f"{r.parse_ms:.1f}", f"{r.compile_cold_ms:.1f}",
+              f"{r.compile_warm_ms:.1f}", f"{r.engine_init_ms:.1f}", str(r.index_states),
+              f"{r.index_build_ms:.1f}", f"{r.first_pass_ms:.1f}"] for r in results],
+        ),
+        "latency": (
+            ["workload", "mask p50 us", "p99", "mean", "max", "memo hit p50 us", "p99", "mean", "max",
+             "advance p50 us", "p99", "mean", "max"],
+            [[r.workload, *stats(r.mask_us), *stats(r.memo_mask_us), *stats(r.advance_us)] for r in results],
+        ),
+        "memory": (
+            ["workload", "index MB", "memo MB", "shared vocab MB", "on disk MB", "peak RSS MB"],
+            [[r.workload, _mb(r.index_bytes), _mb(r.memo_bytes), _mb(r.shared_bytes),
+              _mb(r.disk_bytes, "disk cache off"), f"{r.peak_rss_mb:.0f}"] for r in results],
+        ),
+    }
+
+
+def report(results: list[Result], vocab_name: str, vocab: Vocabulary, repeat: int) -> str:
+    text = "\n\n".join(_table(headers, rows) for headers, rows in tables(results).values())
     return (
-        f"vocabulary: {vocab_name} ({vocab!r}); per-token times are the best of {repeat} replays\n\n"
-        f"{setup}\n\n{latency}\n"
+        f"vocabulary: {vocab_name} ({vocab!r}); per-token times are the best of {repeat} replays; "
+        f"peak RSS is the process's, cumulative over the workloads run before\n\n{text}\n"
     )
+
+
+def save(results: list[Result], directory: Path, vocab_name: str, repeat: int, command: str) -> None:
+    """Write ``<vocab>.json`` (every figure, per-token times summarized) and one CSV per table
+    (``<vocab>-<table>.csv``), which docs/performance.rst renders at build time."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for name, (headers, rows) in tables(results).items():
+        with open(directory / f"{vocab_name}-{name}.csv", "w", newline="", encoding="utf-8") as f:
+            csv.writer(f).writerows([headers, *rows])
+    summary = []
+    for r in results:
+        entry = {k: v for k, v in asdict(r).items() if not k.endswith("_us")}
+        for k in ("mask_us", "memo_mask_us", "advance_us"):
+            values = getattr(r, k)
+            entry[k] = {"p50": percentile(values, 50), "p99": percentile(values, 99),
+                        "mean": sum(values) / len(values), "max": max(values)}
+        summary.append(entry)
+    meta = {"command": command, "vocabulary": vocab_name, "repeat": repeat, "python": sys.version.split()[0],
+            "machine": _machine()}
+    (directory / f"{vocab_name}.json").write_text(json.dumps({"meta": meta, "results": summary}, indent=1) + "\n")
+
+
+def _machine() -> str:
+    import os
+    import platform
+
+    return f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.system()}"
 
 
 def main(argv: list[str] | None = None) -> list[Result]:
@@ -369,6 +641,8 @@ def main(argv: list[str] | None = None) -> list[Result]:
                         help="timed replays per pass; each token keeps its fastest time (default 3)")
     parser.add_argument("--workload", action="append", choices=sorted(WORKLOADS),
                         help="run only this workload (repeatable; default: all)")
+    parser.add_argument("--save", type=Path, metavar="DIR",
+                        help="also write DIR/<vocab>.json and DIR/<vocab>-<table>.csv (docs use bench/results)")
     args = parser.parse_args(argv)
     start = time.perf_counter()
     vocab, encode = VOCABS[args.vocab]()
@@ -383,6 +657,9 @@ def main(argv: list[str] | None = None) -> list[Result]:
         print(f"{name}: done", flush=True)
     print()
     print(report(results, args.vocab, vocab, max(1, args.repeat)))
+    if args.save is not None:
+        command = "python bench/mask_latency.py " + " ".join(argv if argv is not None else sys.argv[1:])
+        save(results, args.save, args.vocab, max(1, args.repeat), command.strip())
     return results
 
 

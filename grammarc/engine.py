@@ -29,7 +29,7 @@ from .vocabulary import Vocabulary
 Item = tuple[Node, int, int, int]  # (GSS vertex that can shift the terminal, terminal, dfa state, tokens used)
 State = frozenset[Item]
 
-_MEMO_LIMIT = 20_000
+_MEMO_BYTES = 256 << 20  # masks kept per index: one bool per token each
 
 
 class TokenRejected(GrammarcError, ValueError):
@@ -112,7 +112,7 @@ class Engine:
             if self._eos.size and self.accepts_eos():
                 mask[self._eos] = True
             mask.flags.writeable = False
-            if len(self._memo) > _MEMO_LIMIT:
+            if len(self._memo) * self.vocab.size > _MEMO_BYTES:
                 self._memo.clear()
             self._memo[key] = mask
         return mask

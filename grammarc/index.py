@@ -27,6 +27,7 @@ import numpy as np
 
 from .compiler import CompiledGrammar
 from .lr import Bnf
+from .scan_cache import Scan, terminal_scans
 from .vocabulary import Vocabulary
 
 
@@ -147,14 +148,25 @@ class TokenIndex:
                 mask = self._all
             tree = Tree()
         else:
-            rows = np.arange(len(self.token_ids), dtype=np.int32)
-            start = np.zeros(len(rows), dtype=np.int32)
-            end_rows, split_rows, split_pos = self._scan(t, rows, start, q)
-            mask[self.token_ids[end_rows]] = True
-            tree = self._tree(t, split_rows, split_pos)
+            scan = self._terminal_scan(t, q)
+            mask[self.token_ids[scan.inside]] = True
+            tree = self._tree(t, scan.split_rows, scan.split_pos)
         mask.flags.writeable = False
         self._inside[(t, q)] = mask
         self._mid[(t, q)] = tree
+
+    def _terminal_scan(self, t: int, q: int) -> Scan:
+        """The whole vocabulary through terminal `t` from state `q` (shared and cached)."""
+        store = terminal_scans(self.terminals[t].dfa.key, self.vocab.key, len(self.token_ids))
+        scan = store.get(q)
+        if scan is None:
+            rows = np.arange(len(self.token_ids), dtype=np.int32)
+            end_rows, split_rows, split_pos = self._scan(t, rows, np.zeros(len(rows), dtype=np.int32), q)
+            inside = np.zeros(len(rows), dtype=bool)
+            inside[end_rows] = True
+            scan = Scan(inside, split_rows, split_pos)
+            store.put(q, scan)
+        return scan
 
     def _scan(self, t: int, rows: np.ndarray, pos: np.ndarray, q: int):
         """Walk terminal `t`'s DFA from state `q` over each token row from `pos`.
