@@ -675,9 +675,13 @@ class _Builder:
                 sub = props.get(key)
                 if isinstance(sub, dict) and ("const" in sub or "enum" in sub):
                     discriminators[key] = [sub["const"]] if "const" in sub else list(sub["enum"])
+        parts = []  # the branches this one is the conjunction of: its $ref and its allOf
         if "$ref" in schema:
-            target = self.index.resolve(schema["$ref"], node)
-            inner = self._signature(target, seen)
+            parts.append(self.index.resolve(schema["$ref"], node))
+        for j, sub in enumerate(schema.get("allOf", []) or []):
+            parts.append(node.child("allOf", None).child(j, sub))
+        for part in parts:
+            inner = self._signature(part, seen)
             if inner is None:
                 return None
             types &= inner[0]
@@ -685,16 +689,6 @@ class _Builder:
                 values = inner[1] if values is None else [v for v in values if any(_json_equal(v, e) for e in inner[1])]
             for k, v in inner[2].items():
                 discriminators.setdefault(k, v)
-        for word in ("allOf",):
-            for j, sub in enumerate(schema.get(word, []) or []):
-                inner = self._signature(node.child(word, None).child(j, sub), seen)
-                if inner is None:
-                    return None
-                types &= inner[0]
-                if inner[1] is not None:
-                    values = inner[1] if values is None else [v for v in values if any(_json_equal(v, e) for e in inner[1])]
-                for k, v in inner[2].items():
-                    discriminators.setdefault(k, v)
         if values is not None:
             types &= {_kind(v) for v in values}
             values = [v for v in values if _kind(v) in types]
