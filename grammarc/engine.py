@@ -29,7 +29,7 @@ from .vocabulary import Vocabulary
 Item = tuple[Node, int, int, int]  # (GSS vertex that can shift the terminal, terminal, dfa state, tokens used)
 State = frozenset[Item]
 
-_MEMO_BYTES = 256 << 20  # masks kept per index: one bool per token each
+_MEMO_BYTES = 64 << 20  # memoized masks kept per index (packed: one bit per token)
 
 
 class TokenRejected(GrammarcError, ValueError):
@@ -98,24 +98,30 @@ class Engine:
                 return True
         return False
 
-    def allowed_mask(self) -> np.ndarray:
-        """Bool array over the vocabulary (read-only): token i may come next."""
+    def packed_mask(self) -> np.ndarray:
+        """The allowed tokens as uint32 words (read-only): bit i % 32 of word i // 32."""
         if self._finished:
-            return np.zeros(self.vocab.size, dtype=bool)
+            return np.zeros(self.index.n_words, dtype=np.uint32)
         # The EOS bit depends on the state and, for a grammar that accepts the empty text,
         # on whether the text is empty: a non-empty text can lead back to the very items
         # of the start (e.g. 'a' under (a*ba)*), where EOS is not allowed.
         key = (self._state, self._text_len == 0 and self.compiled.accepts_empty)
-        mask = self._memo.get(key)
-        if mask is None:
-            mask = self._compute_mask(self._state)
-            if self._eos.size and self.accepts_eos():
-                mask[self._eos] = True
-            mask.flags.writeable = False
-            if len(self._memo) * self.vocab.size > _MEMO_BYTES:
+        words = self._memo.get(key)
+        if words is None:
+            words = self._compute_mask(self._state)
+            if self.accepts_eos():
+                for eos in self._eos.tolist():
+                    words[eos >> 5] |= np.uint32(1 << (eos & 31))
+            words.flags.writeable = False
+            if len(self._memo) * words.nbytes > _MEMO_BYTES:
                 self._memo.clear()
-            self._memo[key] = mask
-        return mask
+            self._memo[key] = words
+        return words
+
+    def allowed_mask(self) -> np.ndarray:
+        """Bool array over the vocabulary: token i may come next."""
+        words = self.packed_mask()
+        return np.unpackbits(words.view(np.uint8), count=self.vocab.size, bitorder="little").view(bool)
 
     def allowed_token_ids(self) -> np.ndarray:
         """Sorted int32 ids of the allowed tokens (EOS included when allowed)."""
@@ -123,7 +129,7 @@ class Engine:
 
     def fill_bitmask(self, buf: Any) -> None:
         """Write the mask into int32[ceil(V/32)]: bit i % 32 of word i // 32 = token i."""
-        words = _pack(self.allowed_mask())
+        words = self.packed_mask()
         target = _as_numpy(buf)
         if target.ndim == 2 and target.shape[0] == 1:
             target = target[0]
@@ -269,7 +275,7 @@ class Engine:
         # terminal can end, so tokens that start a new terminal are covered by those
         # items' own `inside` and `mid` parts: no separate "after" tree is needed.
         index, core = self.index, self.core
-        mask = np.zeros(self.vocab.size, dtype=bool)
+        mask = np.zeros(index.n_words, dtype=np.uint32)  # packed, like fill_bitmask
         groups: dict[tuple[int, int], set[Node]] = {}  # items of one (terminal, state)
         for node, t, q, k in state:
             limit = self._terminals[t].token_limit
@@ -278,7 +284,7 @@ class Engine:
             groups.setdefault((t, q), set()).add(node)
         walked: set[tuple[int, Level]] = set()
         for (t, q), nodes in groups.items():
-            np.logical_or(mask, index.inside(t, q), out=mask)
+            index.inside(t, q).or_into(mask)
             tree = index.mid(t, q)
             if not tree.is_empty():
                 self._walk(tree, core.level(frozenset((node, t) for node in nodes)), mask, walked)
@@ -290,9 +296,9 @@ class Engine:
             return
         walked.add(key)
         by_terminal = level.by_terminal
-        for u, ids in tree.open.items():
+        for u, tokens in tree.open.items():
             if u in by_terminal:
-                mask[ids] = True
+                tokens.or_into(mask)
         for u, child in tree.children.items():
             nodes = by_terminal.get(u)
             if nodes:
@@ -318,13 +324,6 @@ class Engine:
     def _expected_names(self) -> str:
         names = sorted({self._terminals[t].name for _, t, _, _ in self._state})
         return ", ".join(names) if names else "end of text"
-
-
-def _pack(mask: np.ndarray) -> np.ndarray:
-    """Bool mask -> uint32 words, little-endian bit order within each word."""
-    padded = np.zeros(-(-len(mask) // 32) * 32, dtype=bool)
-    padded[: len(mask)] = mask
-    return np.packbits(padded, bitorder="little").view(np.uint32)
 
 
 def _as_numpy(buf: Any) -> np.ndarray:

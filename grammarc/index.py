@@ -31,6 +31,53 @@ from .scan_cache import Scan, terminal_scans
 from .vocabulary import Vocabulary
 
 
+@dataclass(frozen=True, eq=False)
+class TokenSet:
+    """A set of token ids laid out to be OR-ed into a packed bitmask (uint32 words, bit
+    i % 32 of word i // 32 = token i, the layout of `Engine.fill_bitmask`).
+
+    Dense sets keep every word (`words` is None); sparse ones keep only their non-zero
+    words, so OR-ing a handful of tokens touches a handful of words, not the vocabulary.
+    """
+
+    bits: np.ndarray  # uint32: the whole bitmask, or the non-zero words listed in `words`
+    words: np.ndarray | None
+    count: int
+
+    @staticmethod
+    def of(ids: np.ndarray, n_words: int) -> "TokenSet":
+        ids = np.unique(np.asarray(ids, dtype=np.int64))
+        bits = (np.uint32(1) << (ids & 31).astype(np.uint32)).astype(np.uint32)
+        words, inverse = np.unique(ids >> 5, return_inverse=True)
+        packed = np.zeros(len(words), dtype=np.uint32)
+        np.bitwise_or.at(packed, inverse, bits)
+        if len(words) * 8 > n_words:  # OR-ing whole rows is cheaper than scattering
+            dense = np.zeros(n_words, dtype=np.uint32)
+            dense[words] = packed
+            return TokenSet(_frozen(dense), None, len(ids))
+        return TokenSet(_frozen(packed), _frozen(words.astype(np.intp)), len(ids))
+
+    def or_into(self, acc: np.ndarray) -> None:
+        if self.words is None:
+            np.bitwise_or(acc, self.bits, out=acc)
+        else:
+            acc[self.words] |= self.bits
+
+    def ids(self) -> np.ndarray:
+        """The token ids, sorted (for tests and reports)."""
+        if self.words is None:
+            words, bits = np.arange(len(self.bits)), self.bits
+        else:
+            words, bits = self.words, self.bits
+        out = [w * 32 + b for w, word in zip(words.tolist(), bits.tolist()) for b in range(32) if word >> b & 1]
+        return np.array(out, dtype=np.int64)
+
+
+def _frozen(array: np.ndarray) -> np.ndarray:
+    array.flags.writeable = False
+    return array
+
+
 @dataclass
 class Tree:
     """Tokens that cross terminal boundaries, keyed by the terminals after the current one.
@@ -40,7 +87,7 @@ class Tree:
     of tokens that complete `u` and go on.
     """
 
-    open: dict[int, np.ndarray] = field(default_factory=dict)
+    open: dict[int, TokenSet] = field(default_factory=dict)
     children: dict[int, "Tree"] = field(default_factory=dict)
 
     def is_empty(self) -> bool:
@@ -48,7 +95,7 @@ class Tree:
 
     def size(self) -> int:
         """Number of (node, terminal, token) entries, for reports."""
-        return sum(len(ids) for ids in self.open.values()) + sum(c.size() for c in self.children.values())
+        return sum(s.count for s in self.open.values()) + sum(c.size() for c in self.children.values())
 
 
 def follows(bnf: Bnf) -> list[frozenset[int]]:
@@ -115,14 +162,14 @@ class TokenIndex:
         self.terminals = compiled.terminals
         self.token_ids, self.lengths, self.matrix = token_matrix(vocab)  # row -> token id, length, bytes
         self.size = vocab.size
-        self._all = np.zeros(self.size, dtype=bool)
-        self._all[self.token_ids] = True
-        self._inside: dict[tuple[int, int], np.ndarray] = {}
+        self.n_words = -(-vocab.size // 32)
+        self._all = TokenSet.of(self.token_ids, self.n_words)
+        self._inside: dict[tuple[int, int], TokenSet] = {}
         self._mid: dict[tuple[int, int], Tree] = {}
 
     # -- the three parts --------------------------------------------------------------
-    def inside(self, t: int, q: int) -> np.ndarray:
-        """Bool mask over token ids: tokens whose bytes all stay inside `t` from state `q`."""
+    def inside(self, t: int, q: int) -> TokenSet:
+        """The tokens whose bytes all stay inside `t` from state `q`."""
         key = (t, q)
         if key not in self._inside:
             self._build_state(t, q)
@@ -135,24 +182,21 @@ class TokenIndex:
             self._build_state(t, q)
         return self._mid[key]
 
-    def all_tokens(self) -> np.ndarray:
-        """Bool mask of every normal (non-special, non-empty) token."""
+    def all_tokens(self) -> TokenSet:
+        """Every normal (non-special, non-empty) token."""
         return self._all
 
     # -- construction -----------------------------------------------------------------
     def _build_state(self, t: int, q: int) -> None:
         terminal = self.terminals[t]
-        mask = np.zeros(self.size, dtype=bool)
         if terminal.any_token:
-            if q == 0:
-                mask = self._all
+            inside = self._all if q == 0 else TokenSet.of(np.zeros(0, dtype=np.int64), self.n_words)
             tree = Tree()
         else:
             scan = self._terminal_scan(t, q)
-            mask[self.token_ids[scan.inside]] = True
+            inside = TokenSet.of(self.token_ids[scan.inside], self.n_words)
             tree = self._tree(t, scan.split_rows, scan.split_pos)
-        mask.flags.writeable = False
-        self._inside[(t, q)] = mask
+        self._inside[(t, q)] = inside
         self._mid[(t, q)] = tree
 
     def _terminal_scan(self, t: int, q: int) -> Scan:
@@ -212,7 +256,7 @@ class TokenIndex:
                 continue  # any! starts only at a token boundary, never inside a token
             end_rows, split_rows, split_pos = self._scan(u, rows, pos, 0)
             if len(end_rows):
-                tree.open[u] = np.unique(self.token_ids[end_rows])
+                tree.open[u] = TokenSet.of(self.token_ids[end_rows], self.n_words)
             if len(split_rows):
                 child = self._tree(u, split_rows, split_pos)
                 if not child.is_empty():

@@ -28,7 +28,7 @@ def _visit_all(index: TokenIndex) -> dict:
     out = {}
     for t, terminal in enumerate(index.terminals):
         for q in range(terminal.dfa.n_states):
-            out[(t, q)] = (index.inside(t, q).copy(), index.mid(t, q).size())
+            out[(t, q)] = (index.inside(t, q).ids(), index.mid(t, q).size())
     return out
 
 

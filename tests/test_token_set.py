@@ -1,0 +1,39 @@
+"""TokenSet: the packed layout the engine ORs masks in (sparse and dense forms)."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from grammarc.index import TokenSet
+
+
+def reference(ids, n_words: int) -> np.ndarray:
+    words = np.zeros(n_words, dtype=np.uint32)
+    for i in ids:
+        words[i // 32] |= np.uint32(1 << (i % 32))
+    return words
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    n_words=st.integers(1, 40),
+    data=st.data(),
+)
+def test_or_into_sets_exactly_the_ids_bits(n_words, data):
+    ids = data.draw(st.lists(st.integers(0, n_words * 32 - 1), max_size=n_words * 40))
+    before = np.array(data.draw(st.lists(st.integers(0, 2**32 - 1), min_size=n_words, max_size=n_words)), dtype=np.uint32)
+    tokens = TokenSet.of(np.array(ids, dtype=np.int64), n_words)
+    acc = before.copy()
+    tokens.or_into(acc)
+    assert np.array_equal(acc, before | reference(ids, n_words))
+    assert tokens.ids().tolist() == sorted(set(ids))
+    assert tokens.count == len(set(ids))
+
+
+def test_forms():
+    sparse = TokenSet.of(np.array([3, 35, 36, 4000]), 200)
+    assert sparse.words.tolist() == [0, 1, 125] and sparse.bits.tolist() == [1 << 3, (1 << 3) | (1 << 4), 1]
+    dense = TokenSet.of(np.arange(0, 200 * 32, 7), 200)
+    assert dense.words is None and len(dense.bits) == 200
