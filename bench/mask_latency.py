@@ -452,9 +452,12 @@ def _replay(
 
 
 def _array_bytes(value, seen: set[int]) -> int:
+    """Bytes of a numpy array, or of the arrays inside a token set, each counted once."""
     if isinstance(value, np.ndarray) and id(value) not in seen:
         seen.add(id(value))
         return value.nbytes
+    if hasattr(value, "bits"):  # grammarc.index.TokenSet
+        return _array_bytes(value.bits, seen) + _array_bytes(value.words, seen)
     return 0
 
 
