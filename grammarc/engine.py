@@ -49,7 +49,7 @@ class Engine:
         self._terminals = compiled.terminals
         self._eos = np.array(sorted(vocab.eos_token_ids), dtype=np.int32)
         self._initial: State = frozenset((r, t, 0, 0) for r, t in self.core.root_level.openings())
-        self._memo: dict[tuple[State, bool], np.ndarray] = _shared_memo(self.index)
+        self._memo: dict[tuple[State, bool], np.ndarray] = self.index.masks  # shared by its engines
         self.reset()
 
     # -- lifecycle --------------------------------------------------------------------
@@ -332,17 +332,3 @@ def _as_numpy(buf: Any) -> np.ndarray:
             raise ValueError("fill_bitmask needs a CPU buffer; copy it to the device afterwards")
         return buf.numpy()
     return buf
-
-
-_memos: dict[int, dict] = {}
-
-
-def _shared_memo(index) -> dict:
-    """Masks depend only on (index, state): engines of the same index share one memo."""
-    import weakref
-
-    memo = _memos.get(id(index))
-    if memo is None:
-        memo = _memos[id(index)] = {}
-        weakref.finalize(index, _memos.pop, id(index), None)
-    return memo

@@ -166,8 +166,9 @@ class TokenIndex:
         self._all = TokenSet.of(self.token_ids, self.n_words)
         self._inside: dict[tuple[int, int], TokenSet] = {}
         self._mid: dict[tuple[int, int], Tree] = {}
+        self.masks: dict = {}  # engine state -> packed mask, filled by every Engine of this index
 
-    # -- the three parts --------------------------------------------------------------
+    # -- the two parts ----------------------------------------------------------------
     def inside(self, t: int, q: int) -> TokenSet:
         """The tokens whose bytes all stay inside `t` from state `q`."""
         key = (t, q)
@@ -181,10 +182,6 @@ class TokenIndex:
         if key not in self._mid:
             self._build_state(t, q)
         return self._mid[key]
-
-    def all_tokens(self) -> TokenSet:
-        """Every normal (non-special, non-empty) token."""
-        return self._all
 
     # -- construction -----------------------------------------------------------------
     def _build_state(self, t: int, q: int) -> None:

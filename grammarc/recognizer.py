@@ -18,6 +18,7 @@ so every reduction pops at least one vertex and each level is finite.
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 
 from .compiler import CompiledGrammar
@@ -134,8 +135,6 @@ def _ancestors(node: Node, depth: int) -> list[Node]:
         frontier = list(seen.values())
     return frontier
 
-
-import weakref  # noqa: E402
 
 _cores: "weakref.WeakKeyDictionary[CompiledGrammar, ParserCore]" = weakref.WeakKeyDictionary()
 
