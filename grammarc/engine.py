@@ -9,21 +9,32 @@ A mask is the union, over items, of
   item's stack (walked to full depth),
 
 so it holds every token after which the text is still a prefix of the language (k = ∞)
-and no other. Masks are memoized per state: constrained generation revisits states.
+and no other.
+
+Three memos make that cheap, all exact:
+
+* masks per state: GSS vertices are hash-consed (recognizer.py), so a state recurs
+  whenever the stacks recur — across positions and documents, not only on replays;
+* walk summaries per (tree node, LR states) (`walk_summary`): the part of a tree walk that
+  the LR states alone decide — every shift after which no reduction can follow — merged
+  into one token set; only the rest (the frontier) is walked on real GSS levels. Long
+  chains such as a token of 16 unary minus signs cost one lookup instead of 16 levels;
+* level transitions (`ParserCore.shift`), for the frontier.
 """
 
 from __future__ import annotations
 
 import operator
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from .compiler import CompiledGrammar
 from .errors import GrammarcError
-from .index import Tree, token_index
+from .index import TokenSet, Tree, token_index
 from .ir import Grammar
-from .recognizer import Level, Node, parser_core
+from .recognizer import Level, Node, ParserCore, parser_core
 from .vocabulary import Vocabulary
 
 Item = tuple[Node, int, int, int]  # (GSS vertex that can shift the terminal, terminal, dfa state, tokens used)
@@ -48,7 +59,7 @@ class Engine:
         self.max_rollback = max_rollback
         self._terminals = compiled.terminals
         self._eos = np.array(sorted(vocab.eos_token_ids), dtype=np.int32)
-        self._initial: State = frozenset((r, t, 0, 0) for r, t in self.core.root_level.openings())
+        self._initial: State = frozenset((r, t, 0, 0) for r, t in self.core.openings(self.core.root_level))
         self._memo: dict[tuple[State, bool], np.ndarray] = self.index.masks  # shared by its engines
         self.reset()
 
@@ -245,7 +256,7 @@ class Engine:
                 continue
             current.add((node, t, q, k, False))
         if any_ended:
-            after_any.update((r, u, 0, 0) for r, u in core.level(frozenset(any_ended)).openings())
+            after_any.update((r, u, 0, 0) for r, u in core.openings(core.level(frozenset(any_ended))))
         for byte in data:
             nxt: set[tuple[Node, int, int, int, bool]] = set()
             ended: set[tuple[Node, int]] = set()
@@ -264,7 +275,7 @@ class Engine:
                 if terminal.dfa.accept[q2]:
                     ended.add((node, t))
             if ended:  # every terminal ending here is shifted into one GSS level
-                nxt.update((r, u, 0, 0, False) for r, u in core.level(frozenset(ended)).openings())
+                nxt.update((r, u, 0, 0, False) for r, u in core.openings(core.level(frozenset(ended))))
             current = nxt
             if not current:
                 break
@@ -282,27 +293,32 @@ class Engine:
             if limit is not None and k >= limit:
                 continue  # no token may touch this terminal any more; it can only end
             groups.setdefault((t, q), set()).add(node)
-        walked: set[tuple[int, Level]] = set()
         for (t, q), nodes in groups.items():
             index.inside(t, q).or_into(mask)
             tree = index.mid(t, q)
             if not tree.is_empty():
-                self._walk(tree, core.level(frozenset((node, t) for node in nodes)), mask, walked)
+                self._walk(tree, core.level(frozenset((node, t) for node in nodes)), mask)
         return mask
 
-    def _walk(self, tree: Tree, level: Level, mask: np.ndarray, walked: set) -> None:
-        key = (id(tree), level)
-        if key in walked:
-            return
-        walked.add(key)
-        by_terminal = level.by_terminal
-        for u, tokens in tree.open.items():
-            if u in by_terminal:
-                tokens.or_into(mask)
-        for u, child in tree.children.items():
-            nodes = by_terminal.get(u)
-            if nodes:
-                self._walk(child, self.core.level(frozenset((node, u) for node in nodes)), mask, walked)
+    def _walk(self, tree: Tree, level: Level, mask: np.ndarray) -> None:
+        """OR in the tokens of `tree` that the parser can take from `level`: the summary's
+        stack-independent part at once, then the frontier on real levels."""
+        summary = self._summary(tree, level.states)
+        if summary.tokens is not None:
+            summary.tokens.or_into(mask)
+        shift = self.core.shift
+        for path, child in summary.frontier:
+            reached = level
+            for u in path:
+                reached = shift(reached, u)
+            self._walk(child, reached, mask)
+
+    def _summary(self, tree: Tree, states: tuple[int, ...]) -> "WalkSummary":
+        key = (id(tree), states)
+        summary = self.index.summaries.get(key)
+        if summary is None:
+            summary = self.index.summaries[key] = walk_summary(self.core, tree, states, self.index.n_words)
+        return summary
 
     def _complete(self, state: State, text_len: int) -> bool:
         if text_len == 0 and self.compiled.accepts_empty:
@@ -324,6 +340,43 @@ class Engine:
     def _expected_names(self) -> str:
         names = sorted({self._terminals[t].name for _, t, _, _ in self._state})
         return ", ".join(names) if names else "end of text"
+
+
+@dataclass(frozen=True)
+class WalkSummary:
+    """A token tree walked from a set of LR states, as far as the states alone decide.
+
+    `tokens`: the tokens allowed whatever the stacks below those states (None: none).
+    `frontier`: ``(path, subtree)`` pairs where the walk needs real stacks: shift the
+    terminals of `path` from the real level, then walk `subtree` from there (the last
+    shift of each path may reduce, which reads the stacks).
+    """
+
+    tokens: TokenSet | None
+    frontier: tuple[tuple[tuple[int, ...], Tree], ...]
+
+
+def walk_summary(core: ParserCore, tree: Tree, states: tuple[int, ...], n_words: int) -> WalkSummary:
+    """Summarize `tree` from a level whose vertices have LR `states`: follow every shift
+    that cannot reduce (`ParserCore.pure_shift`) on states alone, and leave the others to
+    the frontier. Exact: such a shift's level is determined by the states it starts from."""
+    parts: list[TokenSet] = []
+    frontier: list[tuple[tuple[int, ...], Tree]] = []
+
+    def visit(node: Tree, current: tuple[int, ...], path: tuple[int, ...]) -> None:
+        allowed = core.shiftable(current)
+        parts.extend(tokens for u, tokens in node.open.items() if u in allowed)
+        for u, child in node.children.items():
+            if u not in allowed:
+                continue
+            nxt = core.pure_shift(current, u)
+            if nxt is None:
+                frontier.append((path + (u,), child))
+            else:
+                visit(child, nxt, path + (u,))
+
+    visit(tree, states, ())
+    return WalkSummary(TokenSet.union(parts, n_words), tuple(frontier))
 
 
 def _as_numpy(buf: Any) -> np.ndarray:

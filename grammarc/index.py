@@ -57,6 +57,23 @@ class TokenSet:
             return TokenSet(_frozen(dense), None, len(ids))
         return TokenSet(_frozen(packed), _frozen(words.astype(np.intp)), len(ids))
 
+    @staticmethod
+    def union(sets: list["TokenSet"], n_words: int) -> "TokenSet | None":
+        """One set holding every token of `sets` (None when there are none): OR-ing it
+        costs one operation instead of one per set."""
+        if not sets:
+            return None
+        if len(sets) == 1:
+            return sets[0]
+        acc = np.zeros(n_words, dtype=np.uint32)
+        for s in sets:
+            s.or_into(acc)
+        words = np.flatnonzero(acc)
+        count = int(np.unpackbits(acc.view(np.uint8)).sum())
+        if len(words) * 8 > n_words:
+            return TokenSet(_frozen(acc), None, count)
+        return TokenSet(_frozen(acc[words]), _frozen(words.astype(np.intp)), count)
+
     def or_into(self, acc: np.ndarray) -> None:
         if self.words is None:
             np.bitwise_or(acc, self.bits, out=acc)
@@ -167,6 +184,7 @@ class TokenIndex:
         self._inside: dict[tuple[int, int], TokenSet] = {}
         self._mid: dict[tuple[int, int], Tree] = {}
         self.masks: dict = {}  # engine state -> packed mask, filled by every Engine of this index
+        self.summaries: dict = {}  # (id(tree), LR states) -> engine.WalkSummary
 
     # -- the two parts ----------------------------------------------------------------
     def inside(self, t: int, q: int) -> TokenSet:

@@ -11,9 +11,16 @@ allows stays alive, so membership is exactly the language of DESIGN.md §4.
 
 Because a level has at most one vertex per LR state, the work per byte is bounded by the
 grammar, not by the number of parses: ambiguous grammars stay polynomial (Tomita's GLR).
+
 Reductions follow the LR(0) automaton (every completed item, whatever the lookahead):
 that is exact for GLR, and the grammar is ε-free and free of unit cycles (compiler.py),
 so every reduction pops at least one vertex and each level is finite.
+
+Vertices are hash-consed: a vertex *is* its LR state and its set of parent vertices, so two
+positions whose stacks hold the same LR states share one vertex, one level and, in the
+engine, one configuration. That is what lets masks, levels and level transitions be
+memoized across positions and documents (``"(1+2"`` and ``"(7*3+4"`` end in the same
+configuration), not only when one text repeats.
 """
 
 from __future__ import annotations
@@ -40,20 +47,22 @@ class Node:
 
 
 
-@dataclass(frozen=True, eq=False)
 class Level:
     """The GSS vertices of one text position, after all shifts and reductions there.
 
-    ``by_terminal[t]`` holds the vertices that can shift terminal `t` next; `accepting`
-    says whether the text up to this position is a complete string of the language.
+    `accepting` says whether the text up to this position is a complete string of the
+    language; `states` are the vertices' LR states (sorted). Levels are hash-consed by
+    their vertices (`ParserCore`), so identity is equality.
     """
 
-    by_terminal: dict[int, tuple[Node, ...]]
-    accepting: bool
+    __slots__ = ("vertices", "accepting", "states", "after", "openings", "__weakref__")
 
-    def openings(self):
-        """Every (vertex, terminal) pair a new terminal may start from."""
-        return [(node, t) for t, nodes in self.by_terminal.items() for node in nodes]
+    def __init__(self, vertices: tuple[Node, ...], accepting: bool, states: tuple[int, ...]):
+        self.vertices = vertices
+        self.accepting = accepting
+        self.states = states
+        self.after: dict[int, Level] = {}  # ParserCore.shift memo
+        self.openings: tuple[tuple[Node, int], ...] | None = None  # ParserCore.openings memo
 
 
 _LEVEL_MEMO_LIMIT = 200_000
@@ -79,17 +88,65 @@ class ParserCore:
         ]
         self.accept_state = tables.goto[0].get(1)  # goto(0, S) for the augmented S' -> S
         self.root = Node(0)
+        self._vertices: dict[tuple[int, ...], Node] = {}  # (state, *parent ids) -> vertex
+        self._by_vertices: dict[tuple[int, ...], Level] = {}  # vertex ids -> hash-consed level
+        self._levels: dict[frozenset, Level] = {}  # completions -> level
+        self._pure: dict[tuple[tuple[int, ...], int], tuple[int, ...] | None] = {}  # bounded by the tables
+        self._shiftable: dict[tuple[int, ...], frozenset[int]] = {}
         self.root_level = self._level_of({0: self.root})
-        self._levels: dict[frozenset, Level] = {}
 
     def level(self, completions: frozenset) -> Level:
         """The level after shifting each ``(node, terminal)`` of `completions` at one position."""
         level = self._levels.get(completions)
         if level is None:
             if len(self._levels) > _LEVEL_MEMO_LIMIT:
-                self._levels.clear()
+                self._forget()
             level = self._levels[completions] = self._build(completions)
         return level
+
+    def shift(self, level: Level, t: int) -> Level:
+        """The level after shifting `t` from every vertex of `level` that can shift it
+        (at least one must): the step of a token tree walk, memoized on `level`."""
+        nxt = level.after.get(t)
+        if nxt is None:
+            shift_to = self.shift_to
+            nxt = level.after[t] = self.level(frozenset((node, t) for node in level.vertices if t in shift_to[node.state]))
+        return nxt
+
+    def pure_shift(self, states: tuple[int, ...], t: int) -> tuple[int, ...] | None:
+        """The LR states after shifting `t` from vertices in `states`, when no reduction can
+        follow (the new states complete no item); None otherwise.
+
+        Such a shift depends on the states alone, never on the stacks below them: the
+        level it makes holds exactly one vertex per new state. Token tree walks use this to
+        summarize paths once per set of states instead of once per configuration.
+        """
+        key = (states, t)
+        if key not in self._pure:
+            nxt = tuple(sorted({self.shift_to[s][t] for s in states if t in self.shift_to[s]}))
+            self._pure[key] = None if any(self.reduces[s] for s in nxt) else nxt
+        return self._pure[key]
+
+    def shiftable(self, states: tuple[int, ...]) -> frozenset[int]:
+        """The terminals some state of `states` can shift."""
+        out = self._shiftable.get(states)
+        if out is None:
+            out = self._shiftable[states] = frozenset(t for s in states for t in self.shift_to[s])
+        return out
+
+    def openings(self, level: Level) -> tuple[tuple[Node, int], ...]:
+        """Every (vertex, terminal) pair of `level` a new terminal may start from (made on
+        first use: the levels of token tree walks never need them)."""
+        if level.openings is None:
+            level.openings = tuple((node, t) for node in level.vertices for t in self.shift_to[node.state])
+        return level.openings
+
+    def _forget(self) -> None:
+        """Drop the memos (bounded memory). Vertices and levels made later are equal in
+        meaning to the forgotten ones, only not identical: memos keyed on them miss."""
+        self._levels.clear()
+        self._vertices.clear()
+        self._by_vertices.clear()
 
     def _build(self, completions) -> Level:
         nodes: dict[int, Node] = {}
@@ -113,15 +170,25 @@ class ParserCore:
                 lhs = self.lhs[prod]
                 for base in _ancestors(parent, self.rhs_len[prod] - 1):
                     link(self.goto[base.state][lhs], base)
-        return self._level_of(nodes)
+        # Every parent lies at an earlier position (terminals are never empty), so it is
+        # already a hash-consed vertex and the new vertices can be interned bottom-up.
+        return self._level_of({state: self._intern(node) for state, node in nodes.items()})
+
+    # Memo keys are tuples of ints where they can be: the cyclic garbage collector stops
+    # tracking those, and with hundreds of thousands of memoized vertices its full passes
+    # otherwise cost hundreds of milliseconds. The ids stay valid: a memoized vertex keeps
+    # its parents alive, and a memoized level its vertices.
+    def _intern(self, node: Node) -> Node:
+        key = (node.state, *sorted(map(id, node.parents)))
+        return self._vertices.setdefault(key, node)
 
     def _level_of(self, nodes: dict[int, Node]) -> Level:
-        by_terminal: dict[int, list[Node]] = {}
-        for state, node in nodes.items():
-            for t in self.shift_to[state]:
-                by_terminal.setdefault(t, []).append(node)
-        accepting = self.accept_state is not None and self.accept_state in nodes
-        return Level({t: tuple(ns) for t, ns in by_terminal.items()}, accepting)
+        key = tuple(sorted(map(id, nodes.values())))
+        level = self._by_vertices.get(key)
+        if level is None:
+            accepting = self.accept_state is not None and self.accept_state in nodes
+            level = self._by_vertices[key] = Level(tuple(nodes.values()), accepting, tuple(sorted(nodes)))
+        return level
 
 
 def _ancestors(node: Node, depth: int) -> list[Node]:
@@ -170,7 +237,7 @@ class Recognizer:
         self.consumed = 0
 
     def _initial(self) -> frozenset[Item]:
-        return frozenset((r, t, 0) for r, t in self.core.root_level.openings())
+        return frozenset((r, t, 0) for r, t in self.core.openings(self.core.root_level))
 
     def reset(self) -> None:
         self.items = self._initial()
@@ -196,7 +263,7 @@ class Recognizer:
             if dfa.accept[q2]:
                 ended.add((node, t))
         if ended:
-            out.update((r, t2, 0) for r, t2 in self.core.level(frozenset(ended)).openings())
+            out.update((r, t2, 0) for r, t2 in self.core.openings(self.core.level(frozenset(ended))))
         return frozenset(out)
 
     def feed(self, data: bytes | str) -> bool:
