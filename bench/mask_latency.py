@@ -431,18 +431,20 @@ def _replay(
 ) -> None:
     """Feed every document: time fill_bitmask and advance per token; check as it goes.
 
-    With `compute`, the engine's mask memo is emptied before every mask, so each one is
-    computed from the index (OR of inside masks + parser walk of the trees). With `builds`
+    With `compute`, the engine's mask memo (and the index's memo of tree walks per GSS
+    level) is emptied before every mask, so each one is computed from the index: OR of
+    inside masks + walk summaries + the parser walk of the frontier. With `builds`
     (the list `_count_builds` fills), time spent building index entries for states seen
     for the first time is left out of the mask time: it is reported as index build time."""
     eos = min(engine.vocab.eos_token_ids)
     clock = time.perf_counter_ns
-    memo = engine._memo
+    memos = [engine._memo, getattr(engine.index, "walks", {})]  # masks, and tree walks per level
     for number, ids in enumerate(encoded):
         engine.reset()
         for token_id in [*ids, eos]:
             if compute:
-                memo.clear()
+                for memo in memos:
+                    memo.clear()
             built = len(builds) if builds is not None else 0
             start = clock()
             engine.fill_bitmask(buf)

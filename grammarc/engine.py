@@ -17,9 +17,12 @@ Three memos make that cheap, all exact:
   whenever the stacks recur — across positions and documents, not only on replays;
 * walk summaries per (tree node, LR states) (`walk_summary`): the part of a tree walk that
   the LR states alone decide — every shift after which no reduction can follow — merged
-  into one token set; only the rest (the frontier) is walked on real GSS levels. Long
-  chains such as a token of 16 unary minus signs cost one lookup instead of 16 levels;
-* level transitions (`ParserCore.shift`), for the frontier.
+  into one token set. Long chains such as a token of 16 unary minus signs cost one lookup
+  instead of 16 GSS levels. Only the rest (the frontier) is walked on GSS levels, built
+  afresh for the walk with just the reductions its next terminals need
+  (`ParserCore.shift`);
+* walks per (tree, GSS level) of an item group: states that share an item's vertices
+  share its walk (`TokenIndex.walks`).
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ Item = tuple[Node, int, int, int]  # (GSS vertex that can shift the terminal, te
 State = frozenset[Item]
 
 _MEMO_BYTES = 64 << 20  # memoized masks kept per index (packed: one bit per token)
+_WALK_MEMO_ENTRIES = 100_000  # memoized tree walks kept per index (most are a few words)
 
 
 class TokenRejected(GrammarcError, ValueError):
@@ -297,8 +301,25 @@ class Engine:
             index.inside(t, q).or_into(mask)
             tree = index.mid(t, q)
             if not tree.is_empty():
-                self._walk(tree, core.level(frozenset((node, t) for node in nodes)), mask)
+                tokens = self._walked(tree, core.level(frozenset((node, t) for node in nodes)))
+                if tokens is not None:
+                    tokens.or_into(mask)
         return mask
+
+    def _walked(self, tree: Tree, level: Level) -> TokenSet | None:
+        """The tokens of `tree` the parser can take from `level`, memoized per (tree, level):
+        states that share an item's vertices share its walk."""
+        walks = self.index.walks
+        key = (id(tree), level)
+        if key in walks:
+            return walks[key]
+        acc = np.zeros(self.index.n_words, dtype=np.uint32)
+        self._walk(tree, level, acc)
+        tokens = TokenSet.from_words(acc)
+        if len(walks) >= _WALK_MEMO_ENTRIES:
+            walks.clear()
+        walks[key] = tokens
+        return tokens
 
     def _walk(self, tree: Tree, level: Level, mask: np.ndarray) -> None:
         """OR in the tokens of `tree` that the parser can take from `level`: the summary's
@@ -309,8 +330,8 @@ class Engine:
         shift = self.core.shift
         for path, child in summary.frontier:
             reached = level
-            for u in path:
-                reached = shift(reached, u)
+            for u in path:  # every shift but the last is pure: `upcoming` changes nothing there
+                reached = shift(reached, u, child.keys)
             self._walk(child, reached, mask)
 
     def _summary(self, tree: Tree, states: tuple[int, ...]) -> "WalkSummary":
@@ -342,7 +363,7 @@ class Engine:
         return ", ".join(names) if names else "end of text"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class WalkSummary:
     """A token tree walked from a set of LR states, as far as the states alone decide.
 

@@ -31,7 +31,7 @@ from .scan_cache import Scan, terminal_scans
 from .vocabulary import Vocabulary
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, slots=True)
 class TokenSet:
     """A set of token ids laid out to be OR-ed into a packed bitmask (uint32 words, bit
     i % 32 of word i // 32 = token i, the layout of `Engine.fill_bitmask`).
@@ -68,9 +68,17 @@ class TokenSet:
         acc = np.zeros(n_words, dtype=np.uint32)
         for s in sets:
             s.or_into(acc)
+        return TokenSet.from_words(acc)
+
+    @staticmethod
+    def from_words(acc: np.ndarray) -> "TokenSet | None":
+        """The set of a packed bitmask (taken over, not copied); None when it is empty."""
         words = np.flatnonzero(acc)
-        count = int(np.unpackbits(acc.view(np.uint8)).sum())
-        if len(words) * 8 > n_words:
+        if not len(words):
+            return None
+        count = int(np.bitwise_count(acc[words]).sum()) if hasattr(np, "bitwise_count") else int(
+            np.unpackbits(acc[words].view(np.uint8)).sum())
+        if len(words) * 8 > len(acc):
             return TokenSet(_frozen(acc), None, count)
         return TokenSet(_frozen(acc[words]), _frozen(words.astype(np.intp)), count)
 
@@ -95,7 +103,7 @@ def _frozen(array: np.ndarray) -> np.ndarray:
     return array
 
 
-@dataclass
+@dataclass(slots=True)
 class Tree:
     """Tokens that cross terminal boundaries, keyed by the terminals after the current one.
 
@@ -106,6 +114,7 @@ class Tree:
 
     open: dict[int, TokenSet] = field(default_factory=dict)
     children: dict[int, "Tree"] = field(default_factory=dict)
+    keys: frozenset[int] = frozenset()  # the terminals of `open` and `children`
 
     def is_empty(self) -> bool:
         return not self.open and not self.children
@@ -185,6 +194,7 @@ class TokenIndex:
         self._mid: dict[tuple[int, int], Tree] = {}
         self.masks: dict = {}  # engine state -> packed mask, filled by every Engine of this index
         self.summaries: dict = {}  # (id(tree), LR states) -> engine.WalkSummary
+        self.walks: dict = {}  # (id(tree), Level) -> TokenSet | None, filled by engines
 
     # -- the two parts ----------------------------------------------------------------
     def inside(self, t: int, q: int) -> TokenSet:
@@ -276,6 +286,7 @@ class TokenIndex:
                 child = self._tree(u, split_rows, split_pos)
                 if not child.is_empty():
                     tree.children[u] = child
+        tree.keys = frozenset(tree.open) | frozenset(tree.children)
         return tree
 
 

@@ -51,17 +51,17 @@ class Level:
     """The GSS vertices of one text position, after all shifts and reductions there.
 
     `accepting` says whether the text up to this position is a complete string of the
-    language; `states` are the vertices' LR states (sorted). Levels are hash-consed by
-    their vertices (`ParserCore`), so identity is equality.
+    language; `states` are the vertices' LR states (sorted). The levels of texts are
+    hash-consed by their vertices (`ParserCore.level`), so for them identity is equality;
+    the hypothetical levels of token tree walks (`ParserCore.shift`) are not.
     """
 
-    __slots__ = ("vertices", "accepting", "states", "after", "openings", "__weakref__")
+    __slots__ = ("vertices", "accepting", "states", "openings", "__weakref__")
 
     def __init__(self, vertices: tuple[Node, ...], accepting: bool, states: tuple[int, ...]):
         self.vertices = vertices
         self.accepting = accepting
         self.states = states
-        self.after: dict[int, Level] = {}  # ParserCore.shift memo
         self.openings: tuple[tuple[Node, int], ...] | None = None  # ParserCore.openings memo
 
 
@@ -86,6 +86,7 @@ class ParserCore:
         self.reduces = [
             tuple(sorted({~a for acts in row.values() for a in acts if a < -1})) for row in tables.action
         ]
+        self.lookaheads = [_reduce_lookaheads(row) for row in tables.action]  # state -> prod -> LALR(1) set
         self.accept_state = tables.goto[0].get(1)  # goto(0, S) for the augmented S' -> S
         self.root = Node(0)
         self._vertices: dict[tuple[int, ...], Node] = {}  # (state, *parent ids) -> vertex
@@ -104,14 +105,22 @@ class ParserCore:
             level = self._levels[completions] = self._build(completions)
         return level
 
-    def shift(self, level: Level, t: int) -> Level:
-        """The level after shifting `t` from every vertex of `level` that can shift it
-        (at least one must): the step of a token tree walk, memoized on `level`."""
-        nxt = level.after.get(t)
-        if nxt is None:
-            shift_to = self.shift_to
-            nxt = level.after[t] = self.level(frozenset((node, t) for node in level.vertices if t in shift_to[node.state]))
-        return nxt
+    def shift(self, level: Level, t: int, upcoming: frozenset[int]) -> Level:
+        """The level after shifting `t` from every vertex of `level` that can shift it (at
+        least one must), for a token tree walk that goes on only with terminals of
+        `upcoming`.
+
+        Only the reductions whose LALR(1) lookahead meets `upcoming` are made: a reduction
+        after which a terminal v is eventually shifted has v in its LALR(1) lookahead (a
+        superset of the canonical LR(1) one), so the vertices that can shift a terminal of
+        `upcoming` are all there; the others may be missing. Built afresh, neither
+        memoized nor hash-consed: a walk's levels are hypothetical and die with the walk,
+        and keeping them would fill the memos with objects the garbage collector then
+        scans over and over.
+        """
+        shift_to = self.shift_to
+        completions = frozenset((node, t) for node in level.vertices if t in shift_to[node.state])
+        return self._build(completions, keep=False, upcoming=upcoming)
 
     def pure_shift(self, states: tuple[int, ...], t: int) -> tuple[int, ...] | None:
         """The LR states after shifting `t` from vertices in `states`, when no reduction can
@@ -148,7 +157,7 @@ class ParserCore:
         self._vertices.clear()
         self._by_vertices.clear()
 
-    def _build(self, completions) -> Level:
+    def _build(self, completions, *, keep: bool = True, upcoming: frozenset[int] | None = None) -> Level:
         nodes: dict[int, Node] = {}
         work: list[tuple[Node, Node]] = []  # (vertex, new edge below it) to reduce through
 
@@ -167,9 +176,14 @@ class ParserCore:
         while work:
             node, parent = work.pop()
             for prod in self.reduces[node.state]:
+                if upcoming is not None and upcoming.isdisjoint(self.lookaheads[node.state][prod]):
+                    continue
                 lhs = self.lhs[prod]
                 for base in _ancestors(parent, self.rhs_len[prod] - 1):
                     link(self.goto[base.state][lhs], base)
+        if not keep:
+            accepting = self.accept_state is not None and self.accept_state in nodes
+            return Level(tuple(nodes.values()), accepting, tuple(sorted(nodes)))
         # Every parent lies at an earlier position (terminals are never empty), so it is
         # already a hash-consed vertex and the new vertices can be interned bottom-up.
         return self._level_of({state: self._intern(node) for state, node in nodes.items()})
@@ -189,6 +203,16 @@ class ParserCore:
             accepting = self.accept_state is not None and self.accept_state in nodes
             level = self._by_vertices[key] = Level(tuple(nodes.values()), accepting, tuple(sorted(nodes)))
         return level
+
+
+def _reduce_lookaheads(row: dict[int, tuple[int, ...]]) -> dict[int, frozenset[int]]:
+    """Production -> the lookaheads (terminals, EOF) under which an ACTION row reduces it."""
+    out: dict[int, set[int]] = {}
+    for lookahead, actions in row.items():
+        for a in actions:
+            if a < -1:
+                out.setdefault(~a, set()).add(lookahead)
+    return {prod: frozenset(la) for prod, la in out.items()}
 
 
 def _ancestors(node: Node, depth: int) -> list[Node]:

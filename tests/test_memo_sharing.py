@@ -80,7 +80,12 @@ def _plain_walk(engine: Engine, tree, level, mask: np.ndarray) -> None:
             tokens.or_into(mask)
     for u, child in tree.children.items():
         if u in can_shift:
-            _plain_walk(engine, child, core.shift(level, u), mask)
+            _plain_walk(engine, child, _full_shift(core, level, u), mask)
+
+
+def _full_shift(core, level, u):
+    """A walk step with every reduction (LR(0)), as the recognizer makes them."""
+    return core._build(frozenset((node, u) for node in level.vertices if u in core.shift_to[node.state]), keep=False)
 
 
 def _check_walks(engine: Engine) -> int:
@@ -91,7 +96,9 @@ def _check_walks(engine: Engine) -> int:
         level = engine.core.level(frozenset({(node, t)}))
         ours = np.zeros(engine.index.n_words, dtype=np.uint32)
         plain = ours.copy()
-        engine._walk(tree, level, ours)
+        tokens = engine._walked(tree, level)
+        if tokens is not None:
+            tokens.or_into(ours)
         _plain_walk(engine, tree, level, plain)
         assert np.array_equal(ours, plain)
         checked += int(plain.any())
