@@ -189,11 +189,6 @@ def backoff(text: bytes, follow: Collection[int], vocab: Vocabulary) -> int:
     return len(text)
 
 
-def _next_bytes(engine: Engine) -> set[int]:
-    # Engine internals, as in hf.shortest_completion (a public Engine.next_bytes() would be neater).
-    return set(engine._next_bytes(engine._state))
-
-
 def _utf8_head(data: bytes) -> bytes:
     """`data` without an incomplete UTF-8 character at its end (tokenizers take text)."""
     for back in range(1, min(4, len(data)) + 1):
@@ -249,7 +244,7 @@ def jump_tokens(
     vocab = engine.vocab
     after = engine.clone()
     after.advance_bytes(forced)
-    follow = _next_bytes(after)
+    follow = after.next_bytes()
     head = vocab.tokens[last] if last is not None else b""
     if head and not _has_any_token(engine):  # first choice: the sampled token retokenized with the forced text
         base = engine.clone()

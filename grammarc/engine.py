@@ -176,6 +176,11 @@ class Engine:
             logits[..., ~keep] = -np.inf
         return logits
 
+    def next_bytes(self) -> frozenset[int]:
+        """The bytes that can come next in the text (every byte while ``any!`` may start):
+        what jump-forward needs to know about the text right after forced bytes."""
+        return frozenset(self._next_bytes(self._state))
+
     def forced_bytes(self, limit: int = 256) -> bytes:
         """The text every continuation must start with (for jump-forward decoding)."""
         out = bytearray()

@@ -314,9 +314,11 @@ def test_forced_bytes_exact():
     assert allowed(engine) == [b"name"]
     engine.advance_bytes(engine.forced_bytes())  # jump forward
     assert engine.forced_bytes() == b""  # any digit may come
+    assert engine.next_bytes() == frozenset(b"0123456789")
     assert allowed(engine) == [b"1", b"23"]
     feed(engine, "23")
     assert engine.forced_bytes() == b""  # more digits or '}'
+    assert engine.next_bytes() == frozenset(b"0123456789}")
     feed(engine, "}")
     assert engine.forced_bytes() == b"" and engine.is_finished()
 
