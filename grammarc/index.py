@@ -46,16 +46,12 @@ class TokenSet:
 
     @staticmethod
     def of(ids: np.ndarray, n_words: int) -> "TokenSet":
-        ids = np.unique(np.asarray(ids, dtype=np.int64))
-        bits = (np.uint32(1) << (ids & 31).astype(np.uint32)).astype(np.uint32)
-        words, inverse = np.unique(ids >> 5, return_inverse=True)
-        packed = np.zeros(len(words), dtype=np.uint32)
-        np.bitwise_or.at(packed, inverse, bits)
-        if len(words) * 8 > n_words:  # OR-ing whole rows is cheaper than scattering
-            dense = np.zeros(n_words, dtype=np.uint32)
-            dense[words] = packed
-            return TokenSet(_frozen(dense), None, len(ids))
-        return TokenSet(_frozen(packed), _frozen(words.astype(np.intp)), len(ids))
+        # One flag per token, packed: linear in the vocabulary, no sorting (an inside mask
+        # can hold 100k+ ids); as fast as sorting a few ids.
+        flags = np.zeros(n_words * 32, dtype=bool)
+        flags[np.asarray(ids, dtype=np.int64)] = True
+        dense = np.frombuffer(np.packbits(flags, bitorder="little"), dtype="<u4").astype(np.uint32)
+        return TokenSet.from_words(dense) or TokenSet(_frozen(dense[:0]), _frozen(np.zeros(0, dtype=np.intp)), 0)
 
     @staticmethod
     def union(sets: list["TokenSet"], n_words: int) -> "TokenSet | None":
@@ -273,13 +269,17 @@ class TokenIndex:
         tree = Tree()
         if not len(rows):
             return tree
-        key = np.unique(rows.astype(np.int64) * (self.matrix.shape[1] + 1) + pos)
-        rows = (key // (self.matrix.shape[1] + 1)).astype(np.int32)
-        pos = (key % (self.matrix.shape[1] + 1)).astype(np.int32)
+        # Each (row, pos) comes once (one scan makes it) and pos < the token's length (a
+        # split is strictly inside the token), so the next byte is there to look at: most
+        # terminals cannot start with it, and are skipped without a scan.
+        next_byte = self.matrix[rows, pos]
         for u in sorted(self.follows[previous]):
             if self.terminals[u].any_token:
                 continue  # any! starts only at a token boundary, never inside a token
-            end_rows, split_rows, split_pos = self._scan(u, rows, pos, 0)
+            starts = self.terminals[u].dfa.trans[0][next_byte] >= 0
+            if not starts.any():
+                continue
+            end_rows, split_rows, split_pos = self._scan(u, rows[starts], pos[starts], 0)
             if len(end_rows):
                 tree.open[u] = TokenSet.of(self.token_ids[end_rows], self.n_words)
             if len(split_rows):
