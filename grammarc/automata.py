@@ -127,14 +127,20 @@ class DFA:
     @cached_property
     def _runs(self) -> list[list[tuple[int, int, int]]]:
         """Per state, maximal byte runs (lo, hi, target) with the same live target."""
-        out = []
-        for row in self.trans:
-            change = np.flatnonzero(np.diff(row)) + 1
-            starts = np.concatenate(([0], change))
-            ends = np.concatenate((change, [256])) - 1
-            vals = row[starts]
-            keep = vals >= 0
-            out.append(list(zip(starts[keep].tolist(), ends[keep].tolist(), vals[keep].tolist())))
+        trans = self.trans
+        begins = np.ones(trans.shape, dtype=bool)  # where a run starts: byte 0, or a change
+        begins[:, 1:] = trans[:, 1:] != trans[:, :-1]
+        rows, starts = np.nonzero(begins)  # row-major: runs in order within each state
+        ends = np.empty_like(starts)
+        ends[:-1] = starts[1:] - 1
+        ends[np.flatnonzero(np.diff(rows))] = 255  # a state's last run ends at byte 255
+        ends[-1:] = 255
+        targets = trans[rows, starts]
+        live = targets >= 0
+        out: list[list[tuple[int, int, int]]] = [[] for _ in range(len(trans))]
+        for row, lo, hi, target in zip(rows[live].tolist(), starts[live].tolist(), ends[live].tolist(),
+                                       targets[live].tolist()):
+            out[row].append((lo, hi, target))
         return out
 
     def __eq__(self, other: object) -> bool:
