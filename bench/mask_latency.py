@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import gc
 import json
 import math
 import os
@@ -394,15 +395,18 @@ def _ms(seconds: float) -> float:
 
 def _timed_compile(grammar: Grammar):
     """First compile of `grammar` in this process, then a second one with the compile cache
-    cleared (imports, regex caches and the like already warm)."""
+    cleared (imports, regex caches and the like already warm). Each starts after a full
+    garbage collection, so that a pause owed to earlier workloads' objects is not counted."""
     from grammarc import compiler
 
+    gc.collect()
     start = time.perf_counter()
     compiled = grammar.compile()
     cold = time.perf_counter() - start
     clear = getattr(getattr(compiler, "_compile_cached", None), "cache_clear", None)
     if clear is not None:
         clear()
+    gc.collect()
     start = time.perf_counter()
     grammar.compile()
     warm = time.perf_counter() - start
