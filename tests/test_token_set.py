@@ -37,3 +37,18 @@ def test_forms():
     assert sparse.words.tolist() == [0, 1, 125] and sparse.bits.tolist() == [1 << 3, (1 << 3) | (1 << 4), 1]
     dense = TokenSet.of(np.arange(0, 200 * 32, 7), 200)
     assert dense.words is None and len(dense.bits) == 200
+
+
+@settings(max_examples=200, deadline=None)
+@given(n_words=st.integers(1, 40), data=st.data())
+def test_union_holds_every_token_of_its_parts(n_words, data):
+    parts = data.draw(st.lists(st.lists(st.integers(0, n_words * 32 - 1), min_size=1, max_size=n_words * 20), max_size=6))
+    union = TokenSet.union([TokenSet.of(np.array(p, dtype=np.int64), n_words) for p in parts], n_words)
+    everything = sorted({i for p in parts for i in p})
+    if not everything:
+        assert union is None
+        return
+    acc = np.zeros(n_words, dtype=np.uint32)
+    union.or_into(acc)
+    assert np.array_equal(acc, reference(everything, n_words))
+    assert union.ids().tolist() == everything and union.count == len(everything)
