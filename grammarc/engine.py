@@ -45,6 +45,7 @@ State = frozenset[Item]
 
 _MEMO_BYTES = 64 << 20  # memoized masks kept per index (packed: one bit per token)
 _WALK_MEMO_ENTRIES = 100_000  # memoized tree walks kept per index (most are a few words)
+_WALK_PARTS = 4  # a memoized walk keeps up to this many token sets unmerged
 
 
 class TokenRejected(GrammarcError, ValueError):
@@ -306,38 +307,39 @@ class Engine:
             index.inside(t, q).or_into(mask)
             tree = index.mid(t, q)
             if not tree.is_empty():
-                tokens = self._walked(tree, core.level(frozenset((node, t) for node in nodes)))
-                if tokens is not None:
+                for tokens in self._walked(tree, core.level(frozenset((node, t) for node in nodes))):
                     tokens.or_into(mask)
         return mask
 
-    def _walked(self, tree: Tree, level: Level) -> TokenSet | None:
-        """The tokens of `tree` the parser can take from `level`, memoized per (tree, level):
-        states that share an item's vertices share its walk."""
+    def _walked(self, tree: Tree, level: Level) -> tuple[TokenSet, ...]:
+        """The token sets of `tree` the parser can take from `level` (the index's own
+        sets, shared, not copied), memoized per (tree, level): states that share an item's
+        vertices share its walk."""
         walks = self.index.walks
         key = (id(tree), level)
-        if key in walks:
-            return walks[key]
-        acc = np.zeros(self.index.n_words, dtype=np.uint32)
-        self._walk(tree, level, acc)
-        tokens = TokenSet.from_words(acc)
-        if len(walks) >= _WALK_MEMO_ENTRIES:
-            walks.clear()
-        walks[key] = tokens
-        return tokens
+        parts = walks.get(key)
+        if parts is None:
+            found: list[TokenSet] = []
+            self._walk(tree, level, found)
+            # A few sets are OR-ed as they are; many are merged once (one OR per use).
+            parts = tuple(found) if len(found) <= _WALK_PARTS else (TokenSet.union(found, self.index.n_words),)
+            if len(walks) >= _WALK_MEMO_ENTRIES:
+                walks.clear()
+            walks[key] = parts
+        return parts
 
-    def _walk(self, tree: Tree, level: Level, mask: np.ndarray) -> None:
-        """OR in the tokens of `tree` that the parser can take from `level`: the summary's
-        stack-independent part at once, then the frontier on real levels."""
+    def _walk(self, tree: Tree, level: Level, parts: list[TokenSet]) -> None:
+        """Collect the token sets of `tree` that the parser can take from `level`: the
+        summary's stack-independent set, then the frontier's, walked on real levels."""
         summary = self._summary(tree, level.states)
         if summary.tokens is not None:
-            summary.tokens.or_into(mask)
+            parts.append(summary.tokens)
         shift = self.core.shift
         for path, child in summary.frontier:
             reached = level
             for u in path:  # every shift but the last is pure: `upcoming` changes nothing there
                 reached = shift(reached, u, child.keys)
-            self._walk(child, reached, mask)
+            self._walk(child, reached, parts)
 
     def _summary(self, tree: Tree, states: tuple[int, ...]) -> "WalkSummary":
         key = (id(tree), states)

@@ -190,7 +190,7 @@ class TokenIndex:
         self._mid: dict[tuple[int, int], Tree] = {}
         self.masks: dict = {}  # engine state -> packed mask, filled by every Engine of this index
         self.summaries: dict = {}  # (id(tree), LR states) -> engine.WalkSummary
-        self.walks: dict = {}  # (id(tree), Level) -> TokenSet | None, filled by engines
+        self.walks: dict = {}  # (id(tree), Level) -> tuple of TokenSets, filled by engines
 
     # -- the two parts ----------------------------------------------------------------
     def inside(self, t: int, q: int) -> TokenSet:

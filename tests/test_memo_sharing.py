@@ -96,8 +96,7 @@ def _check_walks(engine: Engine) -> int:
         level = engine.core.level(frozenset({(node, t)}))
         ours = np.zeros(engine.index.n_words, dtype=np.uint32)
         plain = ours.copy()
-        tokens = engine._walked(tree, level)
-        if tokens is not None:
+        for tokens in engine._walked(tree, level):
             tokens.or_into(ours)
         _plain_walk(engine, tree, level, plain)
         assert np.array_equal(ours, plain)
