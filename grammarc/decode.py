@@ -20,6 +20,11 @@ It is *not* exact with top-k or top-p: their truncation would be computed on the
 distribution, whose top tokens may all be forbidden, while mask-first truncates among
 the allowed ones. With ``top_k > 0`` or ``top_p < 1`` the loop therefore masks first.
 
+A rejected free draw costs a draw over the whole vocabulary on top of the mask, so after
+rejections the loop masks first for a while (1, 3, 7, then 7 steps between free draws;
+a hit resets it). Which way a step draws depends only on earlier steps, so every step
+still has the masked distribution.
+
 **Jump-forward.** When the grammar forces text (``engine.forced_bytes()``: every
 continuation starts with it) its tokens are appended without a forward pass each: they go
 into the model together with the token just sampled, in *one* forward pass, and decoding
@@ -288,6 +293,8 @@ def _jump_from(
 
 # ---------------------------------------------------------------------- the loop
 
+_MAX_WAIT = 7  # opportunistic back-off: at most this many mask-first steps between free draws
+
 
 @dataclass
 class DecodeStats:
@@ -504,6 +511,18 @@ class _Chooser:
     generator: Any
     opportunistic: bool
     stats: DecodeStats
+    misses: int = 0  # free draws rejected in a row
+    wait: int = 0  # steps to mask first before the next free draw
+
+    def _try_free_draw(self) -> bool:
+        """Back off after rejected free draws (1, 3, 7, then every 8th step): each costs a
+        draw over the whole vocabulary on top of the mask. Exact all the same: the choice
+        depends on earlier steps only, and each step's token has the masked distribution
+        whichever way it is drawn."""
+        if self.wait:
+            self.wait -= 1
+            return False
+        return True
 
     def draw(self, logits: Any) -> int:
         start = time.perf_counter()
@@ -524,16 +543,19 @@ class _Chooser:
                 return steer.eos
             if plan is None:
                 steer = None  # no completion found within the search budget: the plain mask
-        if self.opportunistic and (steer is None or steer.plan):
+        if self.opportunistic and (steer is None or steer.plan) and self._try_free_draw():
             token = self.draw(logits)
             stats.checks += 1
             if steer is None or steer.fits(engine, token):
                 try:
                     engine.advance(token)
                     stats.hits += 1
+                    self.misses = 0
                     return token
                 except TokenRejected:
                     pass
+            self.misses += 1
+            self.wait = min(2**self.misses - 1, _MAX_WAIT)
         stats.masks += 1
         allowed = np.flatnonzero(engine.allowed_mask())  # sorted int64 ids
         if len(allowed) and allowed[-1] >= logits.shape[-1]:

@@ -149,14 +149,28 @@ def test_opportunistic_greedy_skips_the_mask_when_the_argmax_is_allowed():
     result = decode(model, [0], engine, max_new_tokens=10, jump_forward=False)
     assert spell(vocab, result.ids) == ["a"] * 10 and result.stats.masks == 0
     assert result.stats.checks == result.stats.hits == 10
-    # the argmax 'x' is forbidden: one mask per step, and the masked argmax comes out
+    # the argmax 'x' is forbidden: one mask per step, and the masked argmax comes out;
+    # after a rejected free draw the next step masks first (back-off)
     model = FakeLM(lambda seq: fixed(vocab, {"x": 9, "b": 3, "a": 2}))
     result = decode(model, [0], engine, max_new_tokens=4, jump_forward=False)
     assert spell(vocab, result.ids) == ["b"] * 4
-    assert result.stats.masks == result.stats.checks == 4 and result.stats.hits == 0
+    assert result.stats.masks == 4 and result.stats.checks == 2 and result.stats.hits == 0
     # mask-first never checks
     result = decode(model, [0], engine, max_new_tokens=4, jump_forward=False, opportunistic=False)
     assert spell(vocab, result.ids) == ["b"] * 4 and result.stats.masks == 4 and result.stats.checks == 0
+
+
+def test_free_draws_back_off_after_rejections_and_resume_after_a_hit():
+    vocab = make_vocab()
+    engine = Engine(Grammar.from_ebnf(AB), vocab)
+    # 'x' (forbidden) wins the first 20 steps, then 'a' (allowed)
+    model = FakeLM(lambda seq: fixed(vocab, {"x": 9, "b": 3} if len(seq) <= 20 else {"a": 9}))
+    result = decode(model, [0], engine, max_new_tokens=24, jump_forward=False)
+    assert spell(vocab, result.ids) == ["b"] * 20 + ["a"] * 4
+    stats = result.stats
+    # free draws at steps 1, 3, 7, 15 (waits 1, 3, 7, 7); step 23 hits, and so does every
+    # step after it: 4 + 2 checks, 20 + 2 masks (steps 21 and 22 still wait)
+    assert stats.checks == 6 and stats.hits == 2 and stats.masks == 22
 
 
 def test_opportunistic_sampling_takes_the_free_draw_or_a_fresh_masked_one():
@@ -430,7 +444,7 @@ def test_greedy_opportunistic_equals_greedy_mask_first(tiny, name):
                    jump_forward=False) for o in (False, True)]
     assert runs[0].ids == runs[1].ids and runs[0].complete
     assert runs[0].stats.checks == 0 and runs[1].stats.checks > 0
-    assert runs[1].stats.masks == runs[1].stats.checks - runs[1].stats.hits <= runs[0].stats.masks
+    assert runs[1].stats.checks - runs[1].stats.hits <= runs[1].stats.masks <= runs[0].stats.masks
 
 
 def test_mask_first_equals_model_generate_with_the_processor(tiny):
