@@ -18,7 +18,7 @@ so every reduction pops at least one vertex and each level is finite.
 
 Vertices are hash-consed: a vertex *is* its LR state and its set of parent vertices, so two
 positions whose stacks hold the same LR states share one vertex, one level and, in the
-engine, one configuration. That is what lets masks, levels and level transitions be
+engine, one configuration. That is what lets levels, masks and token tree walks be
 memoized across positions and documents (``"(1+2"`` and ``"(7*3+4"`` end in the same
 configuration), not only when one text repeats.
 """
@@ -56,7 +56,7 @@ class Level:
     the hypothetical levels of token tree walks (`ParserCore.shift`) are not.
     """
 
-    __slots__ = ("vertices", "accepting", "states", "openings", "__weakref__")
+    __slots__ = ("vertices", "accepting", "states", "openings")
 
     def __init__(self, vertices: tuple[Node, ...], accepting: bool, states: tuple[int, ...]):
         self.vertices = vertices
@@ -83,10 +83,8 @@ class ParserCore:
         self.rhs_len = [len(p.rhs) for p in compiled.bnf.productions]
         self.lhs = [p.lhs for p in compiled.bnf.productions]
         self.shift_to = [{t: a for t, acts in row.items() if t != EOF for a in acts if a >= 0} for row in tables.action]
-        self.reduces = [
-            tuple(sorted({~a for acts in row.values() for a in acts if a < -1})) for row in tables.action
-        ]
         self.lookaheads = [_reduce_lookaheads(row) for row in tables.action]  # state -> prod -> LALR(1) set
+        self.reduces = [tuple(sorted(la)) for la in self.lookaheads]  # state -> every production it reduces
         self.accept_state = tables.goto[0].get(1)  # goto(0, S) for the augmented S' -> S
         self.root = Node(0)
         self._vertices: dict[tuple[int, ...], Node] = {}  # (state, *parent ids) -> vertex
@@ -182,8 +180,7 @@ class ParserCore:
                 for base in _ancestors(parent, self.rhs_len[prod] - 1):
                     link(self.goto[base.state][lhs], base)
         if not keep:
-            accepting = self.accept_state is not None and self.accept_state in nodes
-            return Level(tuple(nodes.values()), accepting, tuple(sorted(nodes)))
+            return self._new_level(nodes)
         # Every parent lies at an earlier position (terminals are never empty), so it is
         # already a hash-consed vertex and the new vertices can be interned bottom-up.
         return self._level_of({state: self._intern(node) for state, node in nodes.items()})
@@ -200,9 +197,12 @@ class ParserCore:
         key = tuple(sorted(map(id, nodes.values())))
         level = self._by_vertices.get(key)
         if level is None:
-            accepting = self.accept_state is not None and self.accept_state in nodes
-            level = self._by_vertices[key] = Level(tuple(nodes.values()), accepting, tuple(sorted(nodes)))
+            level = self._by_vertices[key] = self._new_level(nodes)
         return level
+
+    def _new_level(self, nodes: dict[int, Node]) -> Level:
+        accepting = self.accept_state is not None and self.accept_state in nodes
+        return Level(tuple(nodes.values()), accepting, tuple(sorted(nodes)))
 
 
 def _reduce_lookaheads(row: dict[int, tuple[int, ...]]) -> dict[int, frozenset[int]]:
