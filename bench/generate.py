@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import importlib.util
 import json
 import os
 import platform
@@ -39,14 +38,13 @@ MODES = {  # name: (opportunistic, jump_forward); "unconstrained" has no grammar
 
 
 def _mask_latency() -> Any:
-    """bench/mask_latency.py, read-only: its schemas and the tiny vocabulary."""
-    module = sys.modules.get("mask_latency")
-    if module is None:
-        spec = importlib.util.spec_from_file_location("mask_latency", HERE / "mask_latency.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["mask_latency"] = module  # dataclasses look their module up by name
-        spec.loader.exec_module(module)
-    return module
+    """bench/mask_latency.py, read-only: its schemas and the tiny vocabulary (imported from
+    this directory, as bench/peers.py does; bench/ is not a package)."""
+    if str(HERE) not in sys.path:
+        sys.path.insert(0, str(HERE))
+    import mask_latency
+
+    return mask_latency
 
 
 def _schema(name: str, layout: str) -> Callable[[], Grammar]:

@@ -7,12 +7,13 @@ checks the bookkeeping that does not depend on timing.
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+import bench_scripts
 
 pytest.importorskip("torch", reason="bench/generate.py needs torch")
 pytest.importorskip("transformers", reason="bench/generate.py needs transformers")
@@ -24,13 +25,8 @@ MODES = ["unconstrained", "mask-first", "opportunistic", "opp+jump"]
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_generate", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_generate"] = module  # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    yield module
-    sys.modules.pop("bench_generate", None)
-    sys.modules.pop("mask_latency", None)
+    yield bench_scripts.load("generate.py", "bench_generate")
+    bench_scripts.unload("bench_generate", "mask_latency")
 
 
 def test_every_workload_and_mode_runs_in_tiny_mode(bench, capsys, tmp_path):

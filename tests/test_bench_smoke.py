@@ -6,7 +6,6 @@ built-in checks (every replayed token allowed, EOS finishing each document) exer
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -14,22 +13,18 @@ from pathlib import Path
 
 import pytest
 
+import bench_scripts
 import grammarc
 
 BENCH = Path(__file__).resolve().parents[1] / "bench" / "mask_latency.py"
-PEERS = BENCH.with_name("peers.py")
 WORKLOADS = ["json", "arithmetic", "json-schema", "rpg-compact", "rpg-pretty", "gsm8k-compact", "gsm8k-pretty",
              "c", "xml"]
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("mask_latency", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["mask_latency"] = module  # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    yield module
-    sys.modules.pop("mask_latency", None)
+    yield bench_scripts.load("mask_latency.py", "mask_latency")
+    bench_scripts.unload("mask_latency")
 
 
 def test_every_workload_runs_on_the_tiny_vocabulary(bench, capsys, tmp_path):
@@ -110,12 +105,8 @@ def test_schema_workloads_carry_their_schema(bench):
 
 @pytest.fixture(scope="module")
 def peers(bench):
-    spec = importlib.util.spec_from_file_location("peers", PEERS)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["peers"] = module
-    spec.loader.exec_module(module)
-    yield module
-    sys.modules.pop("peers", None)
+    yield bench_scripts.load("peers.py", "peers")
+    bench_scripts.unload("peers")
 
 
 @pytest.mark.parametrize("name", ["json", "arithmetic", "c", "xml"])
