@@ -6,7 +6,7 @@
 
 A randomly initialised LlamaForCausalLM (default: hidden size 256, 4 layers, Mistral's
 Tekken vocabulary of 131,072 ids, one CPU thread) generates documents with
-`grammarc.decode.decode` in four modes: unconstrained (no grammar), mask-first (a mask at
+`grammarc.integrations.decode.decode` in four modes: unconstrained (no grammar), mask-first (a mask at
 every step), opportunistic (mask only when the freely drawn token is rejected) and
 opportunistic + jump-forward (forced text fed without per-token forward passes). Every
 constrained document is checked to be complete and in its grammar. See bench/README.md.
@@ -78,7 +78,7 @@ class Setup:
 
 
 def tekken_setup(hidden: int, layers: int) -> Setup:
-    from grammarc.demo import tekken_tokenizer, tiny_llama
+    from grammarc.integrations.demo import tekken_tokenizer, tiny_llama
 
     tokenizer, vocab = tekken_tokenizer()
     model = tiny_llama(vocab.size, seed=0, hidden=hidden, layers=layers)
@@ -88,7 +88,7 @@ def tekken_setup(hidden: int, layers: int) -> Setup:
 
 
 def tiny_setup() -> Setup:
-    from grammarc.demo import tiny_llama
+    from grammarc.integrations.demo import tiny_llama
 
     vocab, encode = _mask_latency().tiny_vocab()
     model = tiny_llama(vocab.size, seed=0, hidden=32, layers=1)
@@ -143,8 +143,8 @@ def run_workload(setup: Setup, workload: str, tokens: int, runs: int, greedy: bo
     unconstrained loop makes as many tokens."""
     import torch
 
-    from grammarc.decode import Sampling, decode
-    from grammarc.demo import LowerWhitespace
+    from grammarc.integrations.decode import Sampling, decode
+    from grammarc.integrations.demo import LowerWhitespace
 
     grammar = WORKLOADS[workload]()
     engine = Engine(grammar, setup.vocab)

@@ -471,7 +471,7 @@ def _array_bytes(value, seen: set[int]) -> int:
     if isinstance(value, np.ndarray) and id(value) not in seen:
         seen.add(id(value))
         return value.nbytes
-    if hasattr(value, "bits"):  # grammarc.index.TokenSet
+    if hasattr(value, "bits"):  # grammarc.tokens.index.TokenSet
         return _array_bytes(value.bits, seen) + _array_bytes(value.words, seen)
     return 0
 
@@ -501,7 +501,7 @@ def index_memory(index, memo: dict | None) -> tuple[int | None, int | None, int 
 
 
 def index_disk_bytes(index) -> int | None:
-    """Bytes on disk of the terminal scans this index uses (grammarc/scan_cache.py), after
+    """Bytes on disk of the terminal scans this index uses (grammarc/tokens/scan_cache.py), after
     writing them; None when disk caching is off."""
     from grammarc import scan_cache
 

@@ -13,7 +13,7 @@ The work is split in two so that every error points at the right column:
 The parse tree is then turned into IR nodes that carry their source spans. The structure
 is kept as written, with two simplifications: a one-item sequence is the item itself and
 a parenthesized group ``( x )`` is ``x``. Forms that exist so that every IR prints back
-exactly (see `grammarc.printer`):
+exactly (see `grammarc.ir.printer`):
 
 * ``()`` is the empty sequence ``Seq(())`` (``''`` is ``Literal('')``);
 * a trailing comma makes a sequence even of one item: ``(x,)`` is ``Seq((x,))``;
@@ -35,7 +35,7 @@ from typing import Iterator
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedToken
 
-from grammarc.check import check_grammar
+from grammarc.ir.check import check_grammar
 from grammarc.errors import GrammarError, Source, Span
 from grammarc.ir import Alt, AnyToken, Except, Expr, Grammar, Literal, Ref, Regex, Repeat, Seq, Substrings
 
@@ -631,7 +631,7 @@ def parse_ebnf(text: str, start: str = "start", *, name: str = "<string>") -> Gr
     """Parse `text` in grammarc's EBNF dialect into a checked `Grammar`.
 
     Raises `GrammarError` (``name:line:col: message`` with the source line and a caret)
-    for syntax errors and for the problems `grammarc.check.check_grammar` finds.
+    for syntax errors and for the problems `grammarc.ir.check.check_grammar` finds.
     """
     source = Source(text, name)
     pos = _Positions(source)

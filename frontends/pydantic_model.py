@@ -144,8 +144,9 @@ def _make_generator():
                 out.pop("uniqueItems", None)  # pydantic drops duplicates instead of rejecting them
             return out
 
-        def _common_dict_schema(self, schema):
-            out = super()._common_dict_schema(schema)
+        def dict_schema(self, schema):
+            # pydantic >= 2.12 builds dict schemas here (no `_common_dict_schema` any more)
+            out = super().dict_schema(schema)
             keys = schema.get("keys_schema", {"type": "any"})
             kind = keys.get("type")
             if kind == "int" and set(keys) <= {"type", "metadata", "strict"}:

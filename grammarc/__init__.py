@@ -3,7 +3,7 @@
 The public API lives here; every other module is private unless documented.
 """
 
-from .errors import (
+from grammarc.errors import (
     GrammarError,
     GrammarWarning,
     GrammarcError,
@@ -12,13 +12,13 @@ from .errors import (
     StateBudgetExceeded,
     UnsupportedSchemaError,
 )
-from .ir import Grammar
-from .vocabulary import Vocabulary, VocabularyError
-from .engine import Engine, TokenRejected
-from .compiler import CompiledGrammar
-from .hf import GrammarLogitsProcessor
-from .generate import generate
-from .constrain import Constraint, constrain, constraint_of
+from grammarc.grammar import Grammar
+from grammarc.tokens.vocabulary import Vocabulary, VocabularyError
+from grammarc.engine import Engine, TokenRejected
+from grammarc.lowering.compiler import CompiledGrammar
+from grammarc.integrations.transformers import GrammarLogitsProcessor
+from grammarc.integrations.generate import generate
+from grammarc.integrations.constrain import Constraint, constrain, constraint_of
 
 __all__ = [
     "CompiledGrammar",
@@ -47,6 +47,6 @@ __version__ = "0.1.0"
 
 def stdlib(name: str, start: str = "start") -> Grammar:
     """A grammar shipped with grammarc, by name: ``json``, ``arithmetic``, ``c``, ``xml``."""
-    from .stdlib_grammars import load
+    from grammarc.stdlib_grammars import load
 
     return load(name, start=start)

@@ -10,13 +10,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from .errors import GrammarcError
-from .ir import Grammar
+from grammarc.errors import GrammarcError
+from grammarc.grammar import Grammar
 
 
 def load_grammar(spec: str, start: str = "start") -> Grammar:
     """GRAMMAR on the command line: a path to an .ebnf file, or a stdlib grammar name."""
-    from . import stdlib_grammars
+    from grammarc import stdlib_grammars
 
     path = Path(spec)
     if path.is_file():
@@ -75,7 +75,7 @@ def describe_bytes(byte_set) -> str:
 
 
 def cmd_check(args) -> int:
-    from .recognizer import Recognizer
+    from grammarc.runtime.recognizer import Recognizer
 
     grammar = load_grammar(args.grammar, args.start)
     data = _read_text(args.file)
@@ -138,7 +138,7 @@ def _layout_options(args) -> dict:
 
 
 def cmd_from_schema(args) -> int:
-    from .frontends.jsonschema import schema_to_grammar
+    from grammarc.frontends.jsonschema import schema_to_grammar
 
     schema = _read_text(args.schema).decode("utf-8")
     return _write_ebnf(schema_to_grammar(schema, lenient=args.lenient, **_layout_options(args)), args.output)
@@ -147,7 +147,7 @@ def cmd_from_schema(args) -> int:
 def cmd_from_model(args) -> int:
     import importlib
 
-    from .frontends.pydantic_model import model_to_grammar
+    from grammarc.frontends.pydantic_model import model_to_grammar
 
     module_name, _, attribute = args.target.partition(":")
     if not module_name or not attribute:
@@ -195,7 +195,7 @@ def build_parser() -> argparse.ArgumentParser:
         command.add_argument("--indent", type=int, help="the fixed layout of json.dumps(x, indent=N) instead")
         command.set_defaults(run=run)
     demo = sub.add_parser("demo", help="generate documents with a tiny random Llama (or --model DIR) under stdlib grammars")
-    from . import demo as demo_module
+    from grammarc.integrations import demo as demo_module
 
     demo_module.add_arguments(demo)
     demo.set_defaults(run=demo_module.command)

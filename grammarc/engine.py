@@ -33,12 +33,12 @@ from typing import Any
 
 import numpy as np
 
-from .compiler import CompiledGrammar
-from .errors import GrammarcError
-from .index import TokenSet, Tree, token_index
-from .ir import Grammar
-from .recognizer import Level, Node, ParserCore, parser_core
-from .vocabulary import Vocabulary
+from grammarc.errors import GrammarcError
+from grammarc.ir import Grammar
+from grammarc.lowering.compiler import CompiledGrammar, compile_grammar
+from grammarc.runtime.recognizer import Level, Node, ParserCore, parser_core
+from grammarc.tokens.index import TokenSet, Tree, token_index
+from grammarc.tokens.vocabulary import Vocabulary
 
 Item = tuple[Node, int, int, int]  # (GSS vertex that can shift the terminal, terminal, dfa state, tokens used)
 State = frozenset[Item]
@@ -56,7 +56,7 @@ class Engine:
     """Constrains one sequence. Compiled grammar and index are shared; only state is owned."""
 
     def __init__(self, grammar: Grammar | CompiledGrammar, vocab: Vocabulary, *, max_rollback: int = 64):
-        compiled = grammar if isinstance(grammar, CompiledGrammar) else grammar.compile()
+        compiled = grammar if isinstance(grammar, CompiledGrammar) else compile_grammar(grammar)
         self.compiled = compiled
         self.vocab = vocab
         self.index = token_index(compiled, vocab)

@@ -19,6 +19,6 @@ def text(name: str) -> str:
 
 def load(name: str, start: str = "start"):
     """Parse the shipped grammar `name`."""
-    from grammarc.ir import Grammar
+    from grammarc.grammar import Grammar
 
     return Grammar.from_ebnf(text(name), start=start, name=f"<stdlib {name}.ebnf>")

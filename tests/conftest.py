@@ -7,7 +7,7 @@ _TESTS = str(Path(__file__).resolve().parent)
 if _TESTS not in sys.path:
     sys.path.insert(0, _TESTS)
 
-# Token-index scans are cached on disk (grammarc/scan_cache.py): keep test runs hermetic.
+# Token-index scans are cached on disk (grammarc/tokens/scan_cache.py): keep test runs hermetic.
 import os  # noqa: E402
 import tempfile  # noqa: E402
 

@@ -1,6 +1,6 @@
 """A brute-force recognizer over the IR: the independent oracle of every differential test.
 
-It shares no code with the compiler (no grammarc.automata, grammarc.regex, grammarc.compiler):
+It shares no code with the compiler (no grammarc.automata, grammarc.lowering):
 it enumerates the finite universe of strings over a small alphabet up to a length bound and
 computes, by monotone fixpoints, exactly which of them each rule derives. Recursion of any
 kind, epsilon rules, cycles and ambiguity need no special care, because nothing here parses.

@@ -1,4 +1,4 @@
-"""grammarc.decode: our own decode loop, opportunistic masking and jump-forward.
+"""grammarc.integrations.decode: our own decode loop, opportunistic masking and jump-forward.
 
 Unit tests use hand-made byte vocabularies, a greedy longest-match encoder and a fake
 model whose logits are fixed functions of the sequence, so which path is taken (mask or
@@ -23,8 +23,8 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import grammarc  # noqa: E402
 from grammarc import Engine, Grammar, TokenRejected, Vocabulary  # noqa: E402
-from grammarc import decode as dec  # noqa: E402
-from grammarc.decode import Sampling, backoff, decode, jump_tokens  # noqa: E402
+from grammarc.integrations import decode as dec  # noqa: E402
+from grammarc.integrations.decode import Sampling, backoff, decode, jump_tokens  # noqa: E402
 
 torch = pytest.importorskip("torch", reason="pip install torch (CPU build) for the decode loop")
 
@@ -91,7 +91,7 @@ def test_importing_the_decode_loop_does_not_import_torch():
     import subprocess
     import sys
 
-    code = "import sys, grammarc.decode\nassert 'torch' not in sys.modules and 'transformers' not in sys.modules\n"
+    code = "import sys, grammarc.integrations.decode\nassert 'torch' not in sys.modules and 'transformers' not in sys.modules\n"
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
@@ -371,7 +371,7 @@ def tiny():
     pytest.importorskip("transformers", reason="pip install transformers")
     pytest.importorskip("tokenizers", reason="pip install tokenizers for the demo tokenizer")
     pytest.importorskip("mistral_common", reason="pip install mistral-common for the Tekken tokenizer file")
-    from grammarc.demo import tekken_tokenizer, tiny_llama
+    from grammarc.integrations.demo import tekken_tokenizer, tiny_llama
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -406,7 +406,7 @@ GRAMMARS = {
 @pytest.mark.parametrize("name", sorted(GRAMMARS))
 @pytest.mark.parametrize("sampling", [False, True], ids=["greedy", "sampling"])
 def test_every_mode_ends_with_a_complete_text_of_the_grammar(tiny, name, sampling):
-    from grammarc.demo import LowerWhitespace
+    from grammarc.integrations.demo import LowerWhitespace
 
     model, _, vocab, encode = tiny
     grammar = GRAMMARS[name]()
@@ -449,7 +449,7 @@ def test_greedy_opportunistic_equals_greedy_mask_first(tiny, name):
 
 def test_mask_first_equals_model_generate_with_the_processor(tiny):
     """The loop (KV cache, steering, EOS) chooses what model.generate + the processor does."""
-    from grammarc.hf import GrammarLogitsProcessor
+    from grammarc.integrations.transformers import GrammarLogitsProcessor
 
     model, _, vocab, _ = tiny
     for name in sorted(GRAMMARS):

@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 import strategies
 from grammarc.engine import Engine
 from grammarc.ir import Except, Grammar, walk
-from grammarc.recognizer import Recognizer
-from grammarc.vocabulary import Vocabulary
+from grammarc.runtime.recognizer import Recognizer
+from grammarc.tokens.vocabulary import Vocabulary
 
 
 def _without_token_limits(grammar: Grammar) -> Grammar:

@@ -8,7 +8,7 @@ import warnings
 import pytest
 
 from grammarc import Grammar, GrammarError, GrammarWarning
-from grammarc.check import check_grammar
+from grammarc.ir.check import check_grammar
 from grammarc.errors import Source
 from grammarc.ir import Alt, AnyToken, Except, Literal, Ref, Regex, Repeat, Seq
 

@@ -11,7 +11,7 @@ import pytest
 
 import oracle
 from grammarc import Grammar
-from grammarc.recognizer import Recognizer
+from grammarc.runtime.recognizer import Recognizer
 
 AMBIGUOUS = {
     # chunks of text in right recursion, each chunk any of several overlapping terminals

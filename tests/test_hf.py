@@ -24,7 +24,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import grammarc  # noqa: E402
 from grammarc import Engine, Grammar, TokenRejected, Vocabulary  # noqa: E402
-from grammarc.hf import GrammarLogitsProcessor, resolve_grammar, shortest_completion  # noqa: E402
+from grammarc.integrations.transformers import GrammarLogitsProcessor, resolve_grammar, shortest_completion  # noqa: E402
 
 NEG = float("-inf")
 
@@ -40,7 +40,7 @@ def _transformers():
 
 def test_importing_grammarc_does_not_import_torch_or_transformers():
     code = (
-        "import sys, grammarc, grammarc.hf, grammarc.generate, grammarc.demo\n"
+        "import sys, grammarc, grammarc.integrations.transformers, grammarc.integrations.generate, grammarc.integrations.demo\n"
         "heavy = [m for m in ('torch', 'transformers', 'tokenizers') if m in sys.modules]\n"
         "assert not heavy, heavy\n"
         "assert callable(grammarc.generate) and grammarc.GrammarLogitsProcessor\n"
@@ -278,7 +278,7 @@ def tiny():
     _transformers()
     pytest.importorskip("tokenizers", reason="pip install tokenizers for the demo tokenizer")
     pytest.importorskip("mistral_common", reason="pip install mistral-common for the Tekken tokenizer file")
-    from grammarc.demo import tekken_tokenizer, tiny_llama
+    from grammarc.integrations.demo import tekken_tokenizer, tiny_llama
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # a tiny model: thread sync costs more than it saves
@@ -290,7 +290,7 @@ def tiny():
 def test_tekken_tokenizer_matches_mistral_common(tiny):
     from mistral_common.tokens.tokenizers.tekken import Tekkenizer
 
-    from grammarc.demo import _tekken_path
+    from grammarc.integrations.demo import _tekken_path
 
     _, tokenizer, vocab = tiny
     reference = Tekkenizer.from_file(_tekken_path())
@@ -377,7 +377,7 @@ def test_grammarc_generate(tiny):
 
 
 def test_demo_runs_and_every_document_is_valid(tiny):
-    from grammarc.demo import run
+    from grammarc.integrations.demo import run
 
     out = io.StringIO()
     documents = run(grammars=("json", "arithmetic"), max_new_tokens=32, finish_after=10, out=out)

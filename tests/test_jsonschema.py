@@ -14,11 +14,11 @@ from grammarc import Grammar
 from grammarc.errors import SchemaError, UnsupportedSchemaError
 from grammarc.frontends import json_formats as jf
 from grammarc.frontends import numeric_ranges as nr
-from grammarc.frontends.jsonschema import schema_to_grammar
+from grammarc import Grammar
 
 
 def G(schema, **options) -> Grammar:
-    return schema_to_grammar(schema, **options)
+    return Grammar.from_json_schema(schema, **options)
 
 
 def check(grammar: Grammar, yes=(), no=()):

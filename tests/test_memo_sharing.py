@@ -16,8 +16,8 @@ import pytest
 
 import grammarc
 from grammarc.engine import Engine
-from grammarc.recognizer import Recognizer
-from grammarc.vocabulary import Vocabulary
+from grammarc.runtime.recognizer import Recognizer
+from grammarc.tokens.vocabulary import Vocabulary
 from test_engine_oracle import brute_force_mask
 
 # Runs of one character are what make long terminal chains in a token tree (a Llama-3

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import oracle
 from grammarc.ir import Grammar
-from grammarc.recognizer import Recognizer
+from grammarc.runtime.recognizer import Recognizer
 from strategies import HAND_WRITTEN, grammars, strings
 
 MAX_LEN = 6

@@ -1,4 +1,4 @@
-"""Regex parser (grammarc.regex) and UTF-8 range encoding (grammarc.utf8)."""
+"""Regex parser (grammarc.automata.regex) and UTF-8 range encoding (grammarc.automata.utf8)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from grammarc.errors import GrammarError, RegexError
-from grammarc.regex import (
+from grammarc.automata.regex import (
     CASED_BLOCKS,
     DIGIT,
     DOT,
@@ -26,7 +26,7 @@ from grammarc.regex import (
     normalize,
     parse,
 )
-from grammarc.utf8 import encode, range_sequences
+from grammarc.automata.utf8 import encode, range_sequences
 
 
 def ch(c: str) -> Chars:

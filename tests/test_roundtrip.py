@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from grammarc import Grammar, GrammarWarning
 from grammarc.ir import Alt, AnyToken, Except, Literal, Ref, Regex, Repeat, Seq, Substrings
-from grammarc.printer import expr_to_ebnf, quote
+from grammarc.ir.printer import expr_to_ebnf, quote
 
 
 def parse(text: str, start: str = "start") -> Grammar:

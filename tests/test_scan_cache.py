@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from grammarc import Grammar, GrammarWarning, Vocabulary
-from grammarc import scan_cache
-from grammarc.index import TokenIndex
+from grammarc.tokens import scan_cache
+from grammarc.tokens.index import TokenIndex
 
 GRAMMAR = Grammar.from_ebnf(r"""start ::= '[' item (', ' item)* ']' ; item ::= #'"[a-z]*"' | #'[0-9]+' ;""")
 VOCAB = Vocabulary.from_bytes(

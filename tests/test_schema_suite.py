@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from grammarc.errors import SchemaError
-from grammarc.frontends.jsonschema import schema_to_grammar
+from grammarc import Grammar
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "json-schema-test-suite"
 SNAPSHOT = Path(__file__).resolve().parent / "data" / "schema_suite_snapshot.json"
@@ -48,7 +48,7 @@ def run_file(path: Path, draft: str, registry: dict) -> dict:
     for case in json.loads(path.read_text(encoding="utf-8")):
         tests = case["tests"]
         try:
-            grammar = schema_to_grammar(case["schema"], draft=draft, registry=registry)
+            grammar = Grammar.from_json_schema(case["schema"], draft=draft, registry=registry)
             grammar.compile()
         except SchemaError as exc:
             counts["refused"] += len(tests)

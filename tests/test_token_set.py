@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from grammarc.index import TokenSet
+from grammarc.tokens.index import TokenSet
 
 
 def reference(ids, n_words: int) -> np.ndarray:

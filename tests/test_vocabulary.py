@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from grammarc.errors import GrammarcError
-from grammarc.vocabulary import Vocabulary, VocabularyError, gpt2_bytes_to_unicode
+from grammarc.tokens.vocabulary import Vocabulary, VocabularyError, gpt2_bytes_to_unicode
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import vocabularies  # noqa: E402

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from grammarc.vocabulary import Vocabulary
+from grammarc.tokens.vocabulary import Vocabulary
 
 # Model facts not recorded in the files: EOS ids of the instruct models' generation
 # configs and the width of the models' logits (Qwen pads 151669 tokens to 151936).

@@ -50,7 +50,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from .errors import GrammarcError
+from grammarc.errors import GrammarcError
 
 __all__ = ["Vocabulary", "VocabularyError", "gpt2_bytes_to_unicode", "KNOWN_EOS_TOKENS"]
 

@@ -63,9 +63,9 @@ from typing import Any, Callable, Collection, Iterable, Sequence
 
 import numpy as np
 
-from .engine import Engine, TokenRejected
-from .errors import GrammarcError
-from .vocabulary import Vocabulary
+from grammarc.engine import Engine, TokenRejected
+from grammarc.errors import GrammarcError
+from grammarc.tokens.vocabulary import Vocabulary
 
 __all__ = ["Sampling", "DecodeStats", "DecodeResult", "decode", "backoff", "jump_tokens"]
 
@@ -467,7 +467,7 @@ class _Steer:
             self.plan = self.plan[len(data) :] if data and self.plan.startswith(data) else None
 
     def ensure_plan(self, engine: Engine) -> bytes | None:
-        from .hf import shortest_completion
+        from grammarc.integrations.transformers import shortest_completion
 
         if self.plan is None:
             self.plan = shortest_completion(engine)

@@ -28,8 +28,8 @@ from __future__ import annotations
 import weakref
 from dataclasses import dataclass
 
-from .compiler import CompiledGrammar
-from .lr import EOF
+from grammarc.lowering.compiler import CompiledGrammar
+from grammarc.lowering.lr import EOF
 
 
 class Node:

@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .compiler import CompiledGrammar
-from .lr import Bnf
-from .scan_cache import Scan, terminal_scans
-from .vocabulary import Vocabulary
+from grammarc.lowering.compiler import CompiledGrammar
+from grammarc.lowering.lr import Bnf
+from grammarc.tokens.scan_cache import Scan, terminal_scans
+from grammarc.tokens.vocabulary import Vocabulary
 
 
 @dataclass(frozen=True, eq=False, slots=True)

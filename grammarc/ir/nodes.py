@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterator, Literal as TypingLiteral, Mapping, Union
 
-from .errors import Span
+from grammarc.errors import Span
 
 RegexMode = TypingLiteral["match", "early", "complement"]
 
@@ -131,14 +131,16 @@ def walk(expr: Expr) -> Iterator[Expr]:
         stack.extend(reversed(children(node)))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Grammar:
-    """An ordered set of rules and the name of the start rule.
+    """An ordered set of rules and the name of the start rule: the data every front-end builds.
 
     `rules` is a tuple of ``(name, expression)`` pairs in definition order; `rule_spans`
     optionally maps names to where each rule was defined (excluded from equality).
-    Build one with `Grammar.from_ebnf`, `Grammar.from_json_schema`, `Grammar.from_regex`,
-    `Grammar.from_model` or `grammarc.stdlib`; or directly from IR nodes.
+    This class is data only. Users meet it as `grammarc.Grammar` (grammarc/grammar.py), a
+    subclass that adds the front doors (``from_ebnf``, ``compile``, ``accepts``, ...); the two
+    compare equal whenever their rules and start rule are equal, so front-ends never need to
+    know about the facade.
     """
 
     rules: tuple[tuple[str, Expr], ...]
@@ -169,56 +171,10 @@ class Grammar:
     def names(self) -> tuple[str, ...]:
         return tuple(name for name, _ in self.rules)
 
-    # -- front doors ------------------------------------------------------------------
-    @classmethod
-    def from_ebnf(cls, text: str, start: str = "start", *, name: str = "<string>") -> "Grammar":
-        """Parse grammar text in grammarc's EBNF dialect (see docs/dialect.rst)."""
-        from .frontends.ebnf import parse_ebnf
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Grammar):
+            return NotImplemented
+        return self.start == other.start and self.rules == other.rules
 
-        return parse_ebnf(text, start=start, name=name)
-
-    @classmethod
-    def from_file(cls, path, start: str = "start") -> "Grammar":
-        """Parse an ``.ebnf`` file; errors name the file."""
-        from pathlib import Path
-
-        path = Path(path)
-        return cls.from_ebnf(path.read_text(encoding="utf-8"), start=start, name=str(path))
-
-    @classmethod
-    def from_regex(cls, pattern: str) -> "Grammar":
-        """The language of strings that `pattern` matches in full."""
-        return cls(rules=(("start", Regex(pattern)),), start="start")
-
-    @classmethod
-    def from_json_schema(cls, schema, **options) -> "Grammar":
-        """The JSON texts that validate against `schema` (a dict, or JSON text)."""
-        from .frontends.jsonschema import schema_to_grammar
-
-        return schema_to_grammar(schema, **options)
-
-    @classmethod
-    def from_model(cls, model, **options) -> "Grammar":
-        """The JSON texts that a Pydantic model, dataclass or typing type validates."""
-        from .frontends.pydantic_model import model_to_grammar
-
-        return model_to_grammar(model, **options)
-
-    # -- back doors -------------------------------------------------------------------
-    def to_ebnf(self) -> str:
-        """Canonical grammar text: ``Grammar.from_ebnf(g.to_ebnf(), start=g.start) == g``."""
-        from .printer import to_ebnf
-
-        return to_ebnf(self)
-
-    def compile(self, **options):
-        """Lower to terminal automata and LR tables (cached per grammar and options)."""
-        from .compiler import compile_grammar
-
-        return compile_grammar(self, **options)
-
-    def accepts(self, text: str | bytes) -> bool:
-        """Whether the whole of `text` is a string of the language (no vocabulary involved)."""
-        from .recognizer import Recognizer
-
-        return Recognizer(self.compile()).accepts(text)
+    def __hash__(self) -> int:
+        return hash((self.start, self.rules))

@@ -2,7 +2,7 @@
 
 Users read and diff the grammars grammarc derives from schemas, so the text is canonical
 (one spelling per IR) and exact: ``Grammar.from_ebnf(to_ebnf(g), start=g.start) == g``
-for every grammar that passes `grammarc.check.check_grammar`.
+for every grammar that passes `grammarc.ir.check.check_grammar`.
 
 Canonical forms:
 
@@ -29,7 +29,7 @@ Canonical forms:
 
 from __future__ import annotations
 
-from .ir import Alt, AnyToken, Except, Expr, Grammar, Literal, Ref, Regex, Repeat, Seq, Substrings
+from grammarc.ir.nodes import Alt, AnyToken, Except, Expr, Grammar, Literal, Ref, Regex, Repeat, Seq, Substrings
 
 __all__ = ["to_ebnf", "expr_to_ebnf", "quote"]
 

@@ -22,7 +22,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from .vocabulary import Vocabulary, gpt2_bytes_to_unicode
+from grammarc.tokens.vocabulary import Vocabulary, gpt2_bytes_to_unicode
 
 TEKKEN_FILE = "tekken_240911.json"
 DEMO_GRAMMARS = ("json", "json", "json", "arithmetic")
@@ -154,8 +154,8 @@ def run(
     """Generate one document per grammar in a single batch and print them; return them."""
     import torch
 
-    from . import stdlib
-    from .hf import GrammarLogitsProcessor, vocabulary_for
+    from grammarc.stdlib_grammars import load as stdlib
+    from grammarc.integrations.transformers import GrammarLogitsProcessor, vocabulary_for
 
     began = time.perf_counter()
     threads = torch.get_num_threads()

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import GrammarWarning
+from grammarc.errors import GrammarWarning
 
 FORMAT_VERSION = 1
 

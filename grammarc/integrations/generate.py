@@ -3,9 +3,9 @@
 The returned text is what the grammar was checked on: the bytes the generated tokens add
 (`Vocabulary`), decoded as UTF-8. With SentencePiece tokenizers that includes the space
 that a first token such as ``▁{`` adds, which ``tokenizer.decode`` would strip (see
-`grammarc.hf` on the prompt/generation boundary).
+`grammarc.integrations.transformers` on the prompt/generation boundary).
 
-Decoding runs in grammarc's own loop (`grammarc.decode`: KV cache, opportunistic masking,
+Decoding runs in grammarc's own loop (`grammarc.integrations.decode`: KV cache, opportunistic masking,
 jump-forward) unless a keyword argument only ``model.generate`` understands is given; then
 ``model.generate`` with a `GrammarLogitsProcessor` does it, as in earlier versions.
 """
@@ -15,10 +15,10 @@ from __future__ import annotations
 import warnings
 from typing import Any, Sequence
 
-from .engine import Engine
-from .errors import GrammarcError
-from .hf import GrammarLogitsProcessor, GrammarSpec, _model_eos_ids, resolve_grammar, vocabulary_for
-from .vocabulary import Vocabulary
+from grammarc.engine import Engine
+from grammarc.errors import GrammarcError
+from grammarc.integrations.transformers import GrammarLogitsProcessor, GrammarSpec, _model_eos_ids, resolve_grammar, vocabulary_for
+from grammarc.tokens.vocabulary import Vocabulary
 
 __all__ = ["generate"]
 
@@ -57,7 +57,7 @@ def generate(
     after that many tokens (see `GrammarLogitsProcessor`). `max_new_tokens` counts every
     generated token, jumped ones included.
 
-    Decoding runs in grammarc's own loop (`grammarc.decode.decode`: the model's KV cache,
+    Decoding runs in grammarc's own loop (`grammarc.integrations.decode.decode`: the model's KV cache,
     one sequence) when every other keyword argument is one of ``do_sample``,
     ``temperature``, ``top_k``, ``top_p`` (defaults from ``model.generation_config``, as
     in ``model.generate``), ``generator`` (a ``torch.Generator``; default: the global
@@ -129,7 +129,7 @@ def _with_decode_loop(
     model: Any, tokenizer: Any, grammar: GrammarSpec, prompt: Any, vocab: Vocabulary | None,
     finish_after: int | None, max_new_tokens: int, jump_forward: bool, opportunistic: bool, kwargs: dict,
 ) -> tuple[bytes, bool, int]:
-    from .decode import Sampling, decode
+    from grammarc.integrations.decode import Sampling, decode
 
     vocab = vocab if vocab is not None else vocabulary_for(tokenizer, model)
     engine = Engine(resolve_grammar(grammar), vocab)

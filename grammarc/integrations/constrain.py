@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from .ir import Grammar
+from grammarc.grammar import Grammar
 
 _registry: "weakref.WeakKeyDictionary[type, Constraint]" = weakref.WeakKeyDictionary()
 
@@ -43,7 +43,7 @@ class Constraint:
 
     @classmethod
     def build(cls, target: Any, **options) -> "Constraint":
-        from .frontends.pydantic_model import model_to_grammar
+        from grammarc.frontends.pydantic_model import model_to_grammar
 
         grammar = model_to_grammar(target, **options)
         return cls(target, grammar, tuple(sorted(options.items())))
@@ -69,8 +69,8 @@ class Constraint:
 
     def engine(self, vocab: Any) -> "Engine":
         """A fresh `Engine` for one sequence; `vocab` is a `Vocabulary` or a transformers tokenizer."""
-        from .engine import Engine
-        from .vocabulary import Vocabulary
+        from grammarc.engine import Engine
+        from grammarc.tokens.vocabulary import Vocabulary
 
         if not isinstance(vocab, Vocabulary):
             vocab = Vocabulary.from_tokenizer(vocab)
@@ -86,7 +86,7 @@ class Constraint:
         """
         import torch
 
-        from .errors import GrammarcError
+        from grammarc.errors import GrammarcError
 
         engine = self.engine(vocab if vocab is not None else tokenizer)
         ids = tokenizer(prompt, return_tensors="pt")["input_ids"]

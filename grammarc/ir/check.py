@@ -12,8 +12,8 @@ import difflib
 import re
 import warnings
 
-from .errors import GrammarError, GrammarWarning, Span
-from .ir import EXPR_TYPES, Alt, Except, Expr, Grammar, Literal, Ref, Regex, Repeat, Substrings, children
+from grammarc.errors import GrammarError, GrammarWarning, Span
+from grammarc.ir.nodes import EXPR_TYPES, Alt, Except, Expr, Grammar, Literal, Ref, Regex, Repeat, Substrings, children
 
 __all__ = ["check_grammar", "literal_alternatives"]
 

@@ -26,8 +26,8 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from grammarc.errors import RegexError, StateBudgetExceeded
-from grammarc.regex import ANY, Alt, Anchor, Chars, Node, Repeat, Seq, parse
-from grammarc.utf8 import ranges_sequences
+from grammarc.automata.regex import ANY, Alt, Anchor, Chars, Node, Repeat, Seq, parse
+from grammarc.automata.utf8 import ranges_sequences
 
 DEFAULT_MAX_STATES = 10_000
 

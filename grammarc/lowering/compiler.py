@@ -21,14 +21,17 @@ Everything here is vocabulary-independent; the result is cached per (grammar, op
 from __future__ import annotations
 
 import functools
+import json
 from collections import deque
 from dataclasses import dataclass
 
-from . import automata
-from .automata import DFA
-from .errors import GrammarError, RegexError, StateBudgetExceeded
-from .ir import AnyToken, Alt, Except, Expr, Grammar, Literal, Ref, Regex, Repeat, Seq, Substrings, walk
-from .lr import Bnf, LRTables, Production, build_tables
+from grammarc import automata
+from grammarc.automata import DFA
+from grammarc.errors import GrammarError, RegexError, StateBudgetExceeded
+from grammarc.ir.check import check_grammar
+from grammarc.ir.nodes import AnyToken, Alt, Except, Expr, Grammar, Literal, Ref, Regex, Repeat, Seq, Substrings, walk
+from grammarc.ir.printer import expr_to_ebnf
+from grammarc.lowering.lr import Bnf, LRTables, Production, build_tables
 
 DEFAULT_MERGE_MAX_STATES = 512
 MAX_EXPANSION = 200_000  # symbols a counted repetition may expand to
@@ -83,8 +86,6 @@ def compile_grammar(
 
 @functools.lru_cache(maxsize=128)
 def _compile_cached(grammar: Grammar, max_states: int, merge_max_states: int) -> CompiledGrammar:
-    from .check import check_grammar
-
     check_grammar(grammar)
     lowering = _Lowering(grammar, max_states, merge_max_states)
     start_symbols = lowering.lower_all()
@@ -428,15 +429,11 @@ def _describe(expr: Expr, rule: str) -> str:
         return f"except!({inner})" if expr.limit is None else f"except!({inner}, {expr.limit})"
     if isinstance(expr, Ref):
         return expr.name
-    from .printer import expr_to_ebnf
-
     text = " ".join(expr_to_ebnf(expr).split())
     return text if len(text) <= 40 else f"{text[:39]}…"
 
 
 def _quote(text: str) -> str:
-    import json
-
     return json.dumps(text, ensure_ascii=False)
 
 

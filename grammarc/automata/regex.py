@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from grammarc.errors import RegexError
-from grammarc.utf8 import MAX_CODE_POINT, SURROGATE_HI, SURROGATE_LO
+from grammarc.automata.utf8 import MAX_CODE_POINT, SURROGATE_HI, SURROGATE_LO
 
 Ranges = tuple[tuple[int, int], ...]
 

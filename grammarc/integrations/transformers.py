@@ -35,11 +35,11 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from .compiler import CompiledGrammar
-from .engine import Engine, TokenRejected
-from .errors import GrammarcError
-from .ir import Grammar
-from .vocabulary import Vocabulary
+from grammarc.lowering.compiler import CompiledGrammar
+from grammarc.engine import Engine, TokenRejected
+from grammarc.errors import GrammarcError
+from grammarc.grammar import Grammar
+from grammarc.tokens.vocabulary import Vocabulary
 
 __all__ = ["GrammarLogitsProcessor", "resolve_grammar", "vocabulary_for", "shortest_completion"]
 
@@ -54,7 +54,7 @@ def resolve_grammar(spec: GrammarSpec) -> Grammar | CompiledGrammar:
         return Grammar.from_file(spec)
     if not isinstance(spec, str):
         raise GrammarcError(f"expected a Grammar, a stdlib name or EBNF text, got {type(spec).__name__}")
-    from . import stdlib_grammars
+    from grammarc import stdlib_grammars
 
     if spec in stdlib_grammars.names():
         return stdlib_grammars.load(spec)
