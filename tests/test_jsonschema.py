@@ -243,10 +243,40 @@ def test_formats_are_asserted(fmt, good, bad):
     check(g, yes=[json.dumps(x) for x in good], no=[json.dumps(x) for x in bad])
 
 
-def test_unknown_format_is_refused_not_ignored():
+def test_format_policies():
+    # "known" (default): a format grammarc does not implement is the annotation it is
+    check(G({"type": "string", "format": "credit-card"}), yes=['"anything"', '""'], no=["1"])
+    # "strict": it is refused, with its pointer
     with pytest.raises(UnsupportedSchemaError) as info:
-        G({"type": "string", "format": "credit-card"})
-    assert info.value.pointer == "#/format"
+        G({"properties": {"c": {"type": "string", "format": "credit-card"}}}, formats="strict")
+    assert info.value.pointer == "#/properties/c/format"
+    check(G({"type": "string", "format": "date"}, formats="strict"), yes=['"2020-01-31"'], no=['"2020-01-32"'])
+    # "ignore": no format constrains (the 2019-09/2020-12 default reading)
+    check(G({"type": "string", "format": "date"}, formats="ignore"), yes=['"2020-01-32"', '"x"'])
+    # formats apply to strings only
+    check(G({"format": "date"}), yes=["1", "null", '"2020-01-31"'], no=['"x"'])
+    with pytest.raises(ValueError):
+        G({}, formats="assert")
+
+
+@pytest.mark.parametrize(
+    "schema, good, bad",
+    [
+        ({"type": "string", "format": "byte"}, ["", "QQ==", "QUI=", "QUJD", "QUJDRA=="], ["Q", "QQ=", "QUJD=", "a b", "QQ==QQ=="]),
+        ({"type": "integer", "format": "int32"}, [0, -2**31, 2**31 - 1], [2**31, -2**31 - 1]),
+        ({"type": "integer", "format": "int64"}, [2**63 - 1, -2**63], [2**63]),
+        ({"type": "number", "format": "int32"}, [5, 5.0], [5.5, 2**40]),
+        ({"format": "int32"}, ["text", 7], [1.5]),
+        ({"type": "number", "format": "double"}, [1.5, 1e300], ["x"]),
+        ({"type": "string", "format": "binary"}, ["\u0000", "x"], [1]),
+        ({"type": "string", "format": "password"}, ["hunter2"], [None]),
+    ],
+)
+def test_openapi_formats(schema, good, bad):
+    check(G(schema), yes=[json.dumps(x) for x in good], no=[json.dumps(x) for x in bad])
+    if schema.get("format") in ("byte", "int32", "int64"):
+        with_enum = G({**schema, "enum": good + bad})
+        check(with_enum, yes=[json.dumps(x) for x in good], no=[json.dumps(x) for x in bad])
 
 
 # -- objects --------------------------------------------------------------------------------

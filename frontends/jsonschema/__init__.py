@@ -66,6 +66,7 @@ from grammarc.errors import SchemaError
 from grammarc.ir import Grammar
 
 from .builder import Builder
+from .formats import POLICIES
 from .layout import Layout
 
 __all__ = ["schema_to_grammar"]
@@ -83,6 +84,7 @@ def schema_to_grammar(
     registry: dict[str, Any] | None = None,
     start: str = "start",
     integer_fraction: bool = True,
+    formats: str = "known",
 ) -> Grammar:
     """The grammar of the JSON texts that validate against `schema` (see the module docstring).
 
@@ -104,7 +106,9 @@ def schema_to_grammar(
         raise ValueError(f"whitespace must be 'bounded', 'compact' or 'unbounded', not {whitespace!r}")
     if indent is not None and (not isinstance(indent, int) or indent < 0):
         raise ValueError("indent must be a non-negative integer")
+    if formats not in POLICIES:
+        raise ValueError(f"formats must be one of {', '.join(map(repr, POLICIES))}, not {formats!r}")
     builder = Builder(schema, lenient=lenient, layout=Layout.make(whitespace, indent, separators),
                        close_objects=close_objects, draft=draft, registry=registry or {},
-                       integer_fraction=integer_fraction)
+                       integer_fraction=integer_fraction, formats=formats)
     return builder.build(start)

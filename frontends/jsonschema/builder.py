@@ -11,7 +11,9 @@ from grammarc.frontends import json_formats as jf
 
 from .arrays import Arrays
 from .combinators import Combinators
+from .cycles import check_cycles
 from .documents import Index, Node, escape_ptr
+from .drafts import DEFAULT_DRAFT, Dialect, declared_dialect, dialect_named
 from .keywords import ANNOTATIONS, NUMBER_KINDS
 from .layout import MAX_INDENT_DEPTH, NUMBER_RFC, string_literal
 from .merge import Merged, Merging
@@ -28,18 +30,22 @@ class Builder(Combinators, Merging, Negation, Numbers, Strings, Arrays, Objects,
     (combinators, merge, negation, numbers, strings, arrays, objects, validate); they share this
     object's rule table, memo and options and call each other through `self`."""
 
-    def __init__(self, schema, *, lenient, layout, close_objects, draft, registry, integer_fraction=True):
-        if draft is None:
-            uri = schema.get("$schema", "") if isinstance(schema, dict) else ""
-            draft = "7" if isinstance(uri, str) and "draft-07" in uri else "2020-12"
-        if draft not in ("2020-12", "7"):
-            raise ValueError(f"draft must be '2020-12' or '7', not {draft!r}")
-        self.draft = draft
+    def __init__(self, schema, *, lenient, layout, close_objects, draft, registry, integer_fraction=True,
+                 formats="known"):
+        if draft is not None:
+            dialect = dialect_named(draft)
+        else:
+            declared = schema.get("$schema") if isinstance(schema, dict) else None
+            dialect = declared_dialect(declared, registry) or Dialect(DEFAULT_DRAFT)
+        self.dialect = dialect
+        self.formats = formats
+        self.empty_reason: tuple[str, str] | None = None  # why some subschema matches nothing
         self.lenient = lenient
         self.layout = layout
         self.close_objects = close_objects
-        self.int_tail = r"(?:\.0+)?" if integer_fraction else ""  # after an integer numeral
-        self.index = Index(schema, draft, registry)
+        # after an integer numeral (draft-04 does not count 1.0 as an integer)
+        self.int_tail = r"(?:\.0+)?" if integer_fraction and dialect.integer_fraction else ""
+        self.index = Index(schema, dialect, registry)
         self.rules: dict[str, Expr] = {}
         self.internal: set[str] = set()
         self.memo: dict = {}
@@ -55,9 +61,13 @@ class Builder(Combinators, Merging, Negation, Numbers, Strings, Arrays, Objects,
     # -- entry ---------------------------------------------------------------------------
     def build(self, start: str) -> Grammar:
         root = self.index.root
+        check_cycles(self.index, root)
         self.names.add(start)
         body = self.value((root,), 0, hint="root")
         if body is None:
+            # an empty language has no grammar: say why, where a keyword made it empty
+            if self.empty_reason is not None:
+                raise SchemaError(*self.empty_reason)
             raise SchemaError("the schema matches no JSON value", root.ptr)
         self.rules = {start: body, **self.rules}
         if self.layout.ws is not None and any("ws" in _references(body) for body in self.rules.values()):
@@ -84,6 +94,12 @@ class Builder(Combinators, Merging, Negation, Numbers, Strings, Arrays, Objects,
                 self.ignored.append(entry)
             return
         raise UnsupportedSchemaError(f"keyword {keyword!r} is not supported{': ' + why if why else ''}", where)
+
+    def note_empty(self, message: str, ptr: str) -> None:
+        """A keyword makes (part of) a subschema match nothing: not an error unless the whole
+        schema ends up empty, then the first such reason is the message."""
+        if self.empty_reason is None:
+            self.empty_reason = (message, ptr)
 
     # -- rule plumbing ---------------------------------------------------------------------
     def fresh(self, hint: str) -> str:

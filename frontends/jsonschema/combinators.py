@@ -33,7 +33,7 @@ class Combinators:
                 branches = [Node({"type": "null"}, node.ptr + "/nullable", node.base), Node(rest, node.ptr, node.base)]
                 return self._union(conj, i, branches, depth, hint)
             for word in ("anyOf", "oneOf"):
-                if word in schema and not (self.draft == "7" and "$ref" in schema):
+                if word in schema:
                     subs = schema[word]
                     if not isinstance(subs, list) or not subs:
                         raise SchemaError(f"{word} must be a non-empty array", f"{node.ptr}/{word}")

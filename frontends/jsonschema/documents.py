@@ -1,4 +1,11 @@
-"""Reading schema documents: JSON pointers, base URIs, `$id`/`$anchor` resources, `$ref` resolution."""
+"""Reading schema documents: checks, the draft's reading, base URIs, `$id`/`$anchor` resources, `$ref`.
+
+A document is first checked without recursion (a cyclic Python object, or nesting deeper than
+`MAX_DEPTH`, is a precise `SchemaError`), then read once into the internal reading (see
+`drafts.py`): each schema object becomes a new dict in which the keywords mean what 2020-12
+says. Reading also records every resource (``$id``), anchor and base URI. `$ref` pointers walk
+the document as written and read what they land on.
+"""
 
 from __future__ import annotations
 
@@ -8,12 +15,15 @@ from urllib.parse import unquote, urldefrag, urljoin
 
 from grammarc.errors import SchemaError, UnsupportedSchemaError
 
+from .drafts import ALL_KEYWORDS, Dialect, TupleItems, declared_dialect
+
 DEFAULT_BASE = "https://grammarc.invalid/schema.json"
+MAX_DEPTH = 128  # objects and arrays nested in one schema document
 
 
 @dataclass(frozen=True)
 class Node:
-    """A subschema with the JSON pointer it sits at and its base URI."""
+    """A subschema (as read) with the JSON pointer it sits at and its base URI."""
 
     schema: Any
     ptr: str
@@ -27,95 +37,196 @@ def escape_ptr(token: str) -> str:
     return token.replace("~", "~0").replace("/", "~1")
 
 
-_SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
-_SCHEMA_ONE = ("additionalProperties", "additionalItems", "contains", "propertyNames", "not", "if",
-               "then", "else", "unevaluatedProperties", "unevaluatedItems", "items", "contentSchema")
-_SCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems", "items")
+def check_tree(doc, ptr: str = "#") -> None:
+    """Refuse a cyclic Python object or a document nested deeper than MAX_DEPTH (iteratively)."""
+    height: dict[int, int] = {}  # id -> nesting below (1 for a leaf container)
+    on_path: set[int] = set()
+    stack: list = [(doc, ptr, False)]
+    while stack:
+        obj, where, done = stack.pop()
+        if not isinstance(obj, (dict, list)):
+            continue
+        key = id(obj)
+        if done:
+            on_path.discard(key)
+            kids = obj.values() if isinstance(obj, dict) else obj
+            height[key] = 1 + max((height.get(id(k), 0) for k in kids if isinstance(k, (dict, list))), default=0)
+            continue
+        if key in on_path:
+            raise SchemaError("the schema contains itself (a cyclic Python object)", where)
+        if key in height:
+            continue
+        on_path.add(key)
+        stack.append((obj, where, True))
+        items = obj.items() if isinstance(obj, dict) else enumerate(obj)
+        for name, value in items:
+            if isinstance(value, (dict, list)):
+                stack.append((value, f"{where}/{escape_ptr(str(name))}", False))
+    if height.get(id(doc), 0) > MAX_DEPTH:
+        where, obj = ptr, doc
+        for _ in range(MAX_DEPTH):
+            items = obj.items() if isinstance(obj, dict) else enumerate(obj)
+            name, obj = max(((n, v) for n, v in items if isinstance(v, (dict, list))), key=lambda nv: height[id(nv[1])])
+            where = f"{where}/{escape_ptr(str(name))}"
+        raise SchemaError(f"the schema is nested more than {MAX_DEPTH} levels deep", where)
+
+
+_SCHEMA_MAPS = ("properties", "patternProperties", "dependentSchemas")
+_DEFINITIONS = ("$defs", "definitions")  # read in every draft (pointers into them are common)
+_SCHEMA_ONE = ("additionalProperties", "contains", "propertyNames", "not", "if", "then", "else",
+               "unevaluatedProperties", "unevaluatedItems")
+_SCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
+_REFS = ("$ref", "$dynamicRef", "$recursiveRef")
 
 
 class Index:
-    """Every schema resource ($id), anchor and subschema base URI, for resolving $ref."""
+    """Every document read, with its resources ($id), anchors and base URIs, for resolving $ref."""
 
-    def __init__(self, root, draft: str, registry: dict):
-        self.draft = draft
-        self.resources: dict[str, Node] = {}
+    def __init__(self, root, dialect: Dialect, registry: dict):
+        self.dialect = dialect
+        self.resources: dict[str, tuple[Node, Any, Dialect]] = {}  # uri -> (read node, as written, dialect)
         self.anchors: dict[str, Node] = {}
+        self.dynamic: dict[str, dict[str, Node]] = {}  # resource uri -> $dynamicAnchor name -> node
+        self.recursive: set[str] = set()  # resources whose root says $recursiveAnchor: true
         self.bases: dict[int, str] = {}
-        self.root = self._add_document(root, DEFAULT_BASE, "#")
-        self.pending = registry  # scanned on the first $ref that needs it (most never do)
+        self.read_memo: dict[int, Any] = {}
+        self.originals: list = []  # keeps the documents alive (memo keys are ids)
+        self.registry = registry
+        self.root = self._add_document(root, DEFAULT_BASE, "#", dialect)
+        self.pending = dict(registry)  # read on the first $ref that needs it (most never do)
 
     def _load_registry(self) -> bool:
-        """Index the registry documents once; False when there was nothing left to load."""
+        """Read the registry documents once; False when there was nothing left to load."""
         if not self.pending:
             return False
         pending, self.pending = self.pending, {}
         for uri, doc in pending.items():
-            self._add_document(doc, uri, uri + "#")
+            declared = declared_dialect(doc.get("$schema"), self.registry) if isinstance(doc, dict) else None
+            self._add_document(doc, uri, uri + "#", declared or self.dialect)
         return True
 
-    def _add_document(self, doc, uri: str, ptr: str) -> Node:
+    def _add_document(self, doc, uri: str, ptr: str, dialect: Dialect) -> Node:
+        check_tree(doc, ptr)
+        self.originals.append(doc)
         base = urldefrag(uri)[0]
-        node = Node(doc, ptr, base)
-        self.resources.setdefault(base, node)
-        self._scan(node)
-        return self.resources[base] if ptr != "#" else node
+        schema = self.read(doc, ptr, base, dialect)
+        node = Node(schema, ptr, base)
+        self.resources.setdefault(base, (node, doc, dialect))
+        own = self.bases.get(id(schema), base)
+        return Node(schema, ptr, own)
 
-    def _scan(self, node: Node) -> None:
-        schema = node.schema
-        if not isinstance(schema, dict):
-            return
-        base = node.base
-        sid = schema.get("$id")
-        if isinstance(sid, str) and not (self.draft == "7" and "$ref" in schema):
-            if self.draft == "7" and sid.startswith("#"):
-                self.anchors[base + sid] = node
+    # -- reading -------------------------------------------------------------------------
+    def read(self, obj, ptr: str, base: str, dialect: Dialect):
+        """`obj` (a schema as written) in the internal reading; read once, then memoized."""
+        if isinstance(obj, bool):
+            return obj
+        if not isinstance(obj, dict):
+            raise SchemaError(f"a schema must be an object or a boolean, not {type(obj).__name__}", ptr)
+        if id(obj) in self.read_memo:
+            return self.read_memo[id(obj)]
+        out: dict = {}
+        self.read_memo[id(obj)] = out
+        overrides = dialect.ref_overrides and "$ref" in obj
+        base = self._enter(obj, out, ptr, base, dialect, overrides)
+        self.bases[id(out)] = base
+
+        def sub(key, value, where):
+            return self.read(value, f"{ptr}/{escape_ptr(key)}{where}", base, dialect)
+
+        for key, value in obj.items():
+            if key in dialect.ignored or (overrides and key in ALL_KEYWORDS and key != "$ref"):
+                continue
+            if key in _REFS:
+                if not isinstance(value, str):
+                    raise SchemaError(f"{key} must be a string, not {type(value).__name__}", f"{ptr}/{key}")
+                out[key] = value
+            elif key in _SCHEMA_MAPS and isinstance(value, dict):
+                out[key] = {name: sub(key, s, "/" + escape_ptr(name)) for name, s in value.items()}
+            elif key in _DEFINITIONS and isinstance(value, dict):
+                out[key] = {name: sub(key, s, "/" + escape_ptr(name)) if isinstance(s, (dict, bool)) else s
+                            for name, s in value.items()}
+            elif key == "dependencies" and isinstance(value, dict):
+                out[key] = {name: s if isinstance(s, list) else sub(key, s, "/" + escape_ptr(name))
+                            for name, s in value.items()}
+            elif key in _SCHEMA_ONE:
+                out[key] = sub(key, value, "")
+            elif key in _SCHEMA_LISTS and isinstance(value, list):
+                out[key] = [sub(key, s, f"/{i}") for i, s in enumerate(value)]
+            elif key == "items":
+                if isinstance(value, list):
+                    items = [sub(key, s, f"/{i}") for i, s in enumerate(value)]
+                    out[key] = items if dialect.at_least("2020-12") else TupleItems(items)
+                else:
+                    out[key] = sub(key, value, "")
+            elif key == "additionalItems":
+                if isinstance(obj.get("items"), list):
+                    out[key] = sub(key, value, "")
+            elif key in ("exclusiveMinimum", "exclusiveMaximum") and dialect.draft == "4":
+                self._draft4_exclusive(obj, out, key, ptr)
+            elif key in ("minimum", "maximum") and dialect.draft == "4":
+                if obj.get("exclusive" + key[0].upper() + key[1:]) is not True:
+                    out[key] = value
             else:
-                full = urljoin(base, sid)
-                base, frag = urldefrag(full)
-                node = Node(schema, node.ptr, base)
-                self.resources.setdefault(base, node)
-                if frag and self.draft == "7":
-                    self.anchors[base + "#" + frag] = node
-        for key in ("$anchor", "$dynamicAnchor"):
-            if isinstance(schema.get(key), str):
-                self.anchors[base + "#" + schema[key]] = node
-        self.bases[id(schema)] = base
-        node = Node(schema, node.ptr, base)
-        for key in _SCHEMA_MAPS:
-            value = schema.get(key)
-            if isinstance(value, dict):
-                for name, sub in value.items():
-                    self._scan(node.child(key, None).child(name, sub))
-        for key in _SCHEMA_ONE:
-            value = schema.get(key)
-            if isinstance(value, (dict, bool)):
-                self._scan(node.child(key, value))
-        for key in _SCHEMA_LISTS:
-            value = schema.get(key)
-            if isinstance(value, list):
-                for i, sub in enumerate(value):
-                    self._scan(node.child(key, None).child(i, sub))
-        deps = schema.get("dependencies")
-        if isinstance(deps, dict):
-            for name, sub in deps.items():
-                if isinstance(sub, (dict, bool)):
-                    self._scan(node.child("dependencies", None).child(name, sub))
+                out[key] = value
+        return out
 
-    def resolve(self, ref: str, node: Node) -> Node:
-        target = urljoin(node.base, ref)
+    @staticmethod
+    def _draft4_exclusive(obj: dict, out: dict, key: str, ptr: str) -> None:
+        """Draft-04 ``exclusiveMinimum: true`` makes ``minimum`` strict (alone it means nothing)."""
+        value = obj[key]
+        if not isinstance(value, bool):
+            raise SchemaError(f"{key} must be a boolean in draft-04 (a number is the draft-06 form)", f"{ptr}/{key}")
+        bound = "minimum" if key == "exclusiveMinimum" else "maximum"
+        if value and bound in obj:
+            out[key] = obj[bound]
+
+    def _enter(self, obj: dict, out: dict, ptr: str, base: str, dialect: Dialect, overrides: bool) -> str:
+        """Record the resource and anchors `obj` declares; the base URI inside it."""
+        sid = obj.get(dialect.id_keyword)
+        if isinstance(sid, str) and not overrides:
+            if dialect.fragment_ids and sid.startswith("#"):
+                self.anchors.setdefault(base + sid, Node(out, ptr, base))
+            else:
+                try:
+                    full = urljoin(base, sid)
+                except ValueError:
+                    raise SchemaError(f"{dialect.id_keyword} {sid!r} is not a URI reference", f"{ptr}/{dialect.id_keyword}") from None
+                base, frag = urldefrag(full)
+                self.resources.setdefault(base, (Node(out, ptr, base), obj, dialect))
+                if frag and dialect.fragment_ids:
+                    self.anchors.setdefault(base + "#" + frag, Node(out, ptr, base))
+        node = Node(out, ptr, base)
+        if dialect.at_least("2019-09") and isinstance(obj.get("$anchor"), str):
+            self.anchors.setdefault(base + "#" + obj["$anchor"], node)
+        if dialect.at_least("2020-12") and isinstance(obj.get("$dynamicAnchor"), str):
+            self.anchors.setdefault(base + "#" + obj["$dynamicAnchor"], node)
+            self.dynamic.setdefault(base, {}).setdefault(obj["$dynamicAnchor"], node)
+        if dialect.draft == "2019-09" and obj.get("$recursiveAnchor") is True:
+            self.recursive.add(base)
+        return base
+
+    # -- references ------------------------------------------------------------------------
+    def resolve(self, ref: str, node: Node, keyword: str = "$ref") -> Node:
+        ref_ptr = f"{node.ptr}/{keyword}"
+        if not isinstance(ref, str):
+            raise SchemaError(f"{keyword} must be a string, not {type(ref).__name__}", ref_ptr)
+        try:
+            target = urljoin(node.base, ref)
+        except ValueError:
+            raise SchemaError(f"{keyword} {ref!r} is not a URI reference", ref_ptr) from None
         uri, frag = urldefrag(target)
-        ref_ptr = f"{node.ptr}/$ref"
-        doc = self.resources.get(uri)
-        if doc is None and self._load_registry():
-            doc = self.resources.get(uri)
-        if doc is None:
+        found = self.resources.get(uri)
+        if found is None and self._load_registry():
+            found = self.resources.get(uri)
+        if found is None:
             if uri.startswith(("http://", "https://", "file:", "urn:")) and uri != urldefrag(DEFAULT_BASE)[0]:
-                raise UnsupportedSchemaError(f"remote $ref {ref!r} is not supported (no network access at compile time; pass it in registry=)", ref_ptr)
-            raise SchemaError(f"$ref {ref!r} does not resolve", ref_ptr)
+                raise UnsupportedSchemaError(f"remote {keyword} {ref!r} is not supported (no network access at compile time; pass it in registry=)", ref_ptr)
+            raise SchemaError(f"{keyword} {ref!r} does not resolve", ref_ptr)
+        doc, written, dialect = found
         if not frag:
             return doc
         if frag.startswith("/"):
-            current = doc.schema
+            current = written
             ptr = doc.ptr
             for token in frag[1:].split("/"):
                 token = unquote(token).replace("~1", "/").replace("~0", "~")
@@ -124,12 +235,13 @@ class Index:
                 elif isinstance(current, list) and token.isdigit() and int(token) < len(current):
                     current = current[int(token)]
                 else:
-                    raise SchemaError(f"$ref {ref!r} does not resolve", ref_ptr)
+                    raise SchemaError(f"{keyword} {ref!r} does not resolve", ref_ptr)
                 ptr = f"{ptr}/{escape_ptr(token)}"
-            return Node(current, ptr, self.bases.get(id(current), doc.base))
-        found = self.anchors.get(uri + "#" + frag)
-        if found is None and self._load_registry():
-            found = self.anchors.get(uri + "#" + frag)
-        if found is None:
-            raise SchemaError(f"$ref {ref!r} names no $anchor", ref_ptr)
-        return found
+            schema = self.read(current, ptr, doc.base, dialect)
+            return Node(schema, ptr, self.bases.get(id(schema), doc.base) if isinstance(schema, dict) else doc.base)
+        anchor = self.anchors.get(uri + "#" + frag)
+        if anchor is None and self._load_registry():
+            anchor = self.anchors.get(uri + "#" + frag)
+        if anchor is None:
+            raise SchemaError(f"{keyword} {ref!r} names no $anchor", ref_ptr)
+        return anchor

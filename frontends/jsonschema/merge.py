@@ -8,7 +8,9 @@ from decimal import Decimal
 from grammarc.errors import SchemaError, UnsupportedSchemaError
 
 from .documents import Node
-from .keywords import EXPANDED, NOT_STRINGS_KEY, TYPES, TYPES_KEY, UNSUPPORTED
+from .drafts import TupleItems
+from . import formats as fmt
+from .keywords import NUMBER_KINDS, EXPANDED, NOT_STRINGS_KEY, TYPES, TYPES_KEY, UNSUPPORTED
 from .values import count_value, json_equal, number_value, type_set
 
 
@@ -70,8 +72,6 @@ class Merging:
                 if id(target.schema) in self.active:
                     raise UnsupportedSchemaError("a recursive $ref combined with sibling keywords is not supported", node.ptr + "/$ref")
                 stack.append(target)
-                if self.draft == "7":
-                    continue
             out.append(self._flat(node))
             for j, sub in enumerate(schema.get("allOf", []) or []):
                 stack.append(Node(sub, f"{node.ptr}/allOf/{j}", node.base))
@@ -114,7 +114,7 @@ class Merging:
         s = node.schema
         p = node.ptr
         for key in s:
-            if key in UNSUPPORTED or (self.draft == "7" and key in ("contentMediaType", "contentEncoding")):
+            if key in UNSUPPORTED or (self.dialect.draft == "7" and key in ("contentMediaType", "contentEncoding")):
                 self.unsupported(key, p)
         if "type" in s:
             m.types &= type_set(s["type"], p + "/type")
@@ -128,7 +128,7 @@ class Merging:
             if not isinstance(s["enum"], list):
                 raise SchemaError("enum must be an array", p + "/enum")
             if not s["enum"]:
-                raise SchemaError("enum is empty: no value can match", p + "/enum")
+                self.note_empty("enum is empty: no value can match", p + "/enum")
             values = list(s["enum"])
             m.enum_ptr = p + "/enum"
         if "const" in s:
@@ -138,6 +138,18 @@ class Merging:
             m.enum = values if m.enum is None else [v for v in m.enum if any(json_equal(v, w) for w in values)]
         # numbers
         lo, lo_s, hi, hi_s = None, False, None, False
+        if "format" in s:
+            name = s["format"]
+            if not isinstance(name, str):
+                raise SchemaError("format must be a string", p + "/format")
+            verdict = fmt.asserted(name, self.formats)
+            if verdict is None:
+                self.unsupported("format", p, f"unknown format {name!r} (formats='strict')")
+            elif verdict and name in fmt.INTEGER_RANGES:  # an integer in range, when a number
+                lo, hi = (Decimal(x) for x in fmt.INTEGER_RANGES[name])
+                m.types.discard("fraction")
+            elif verdict:
+                m.formats = (m.formats or []) + [(name, p + "/format")]
         for key, strict in (("minimum", False), ("exclusiveMinimum", True)):
             if key in s:
                 v = number_value(s[key], p + "/" + key)
@@ -150,7 +162,8 @@ class Merging:
                     hi, hi_s = v, strict
         if lo is not None and hi is not None and (lo > hi or (lo == hi and (lo_s or hi_s))):
             word = "maximum" if "maximum" in s else "exclusiveMaximum"
-            raise SchemaError(f"minimum {lo} is above maximum {hi}: no number can match", f"{p}/{word}")
+            self.note_empty(f"minimum {lo} is above maximum {hi}: no number can match", f"{p}/{word}")
+            m.types -= NUMBER_KINDS
         if lo is not None and (m.lo is None or lo > m.lo or (lo == m.lo and lo_s)):
             m.lo, m.lo_strict = lo, lo_s
         if hi is not None and (m.hi is None or hi < m.hi or (hi == m.hi and hi_s)):
@@ -172,8 +185,6 @@ class Merging:
             if not isinstance(s["pattern"], str):
                 raise SchemaError("pattern must be a string", p + "/pattern")
             m.patterns = (m.patterns or []) + [(s["pattern"], p + "/pattern")]
-        if "format" in s:
-            m.formats = (m.formats or []) + [(s["format"], p + "/format")]
         # objects
         obj_keys = ("properties", "patternProperties", "additionalProperties")
         if any(k in s for k in obj_keys):
@@ -199,16 +210,11 @@ class Merging:
             m.property_names = (m.property_names or []) + [node.child("propertyNames", s["propertyNames"])]
         # arrays
         prefix, rest, has_items = [], None, False
-        if self.draft == "7":
-            items = s.get("items")
-            if isinstance(items, list):
-                prefix = [node.child("items", None).child(i, x) for i, x in enumerate(items)]
-                if "additionalItems" in s:
-                    rest = node.child("additionalItems", s["additionalItems"])
-                has_items = True
-            elif items is not None:
-                rest = node.child("items", items)
-                has_items = True
+        if isinstance(s.get("items"), TupleItems):
+            prefix = [node.child("items", None).child(i, x) for i, x in enumerate(s["items"])]
+            if "additionalItems" in s:
+                rest = node.child("additionalItems", s["additionalItems"])
+            has_items = True
         else:
             if "prefixItems" in s:
                 if not isinstance(s["prefixItems"], list):
@@ -229,10 +235,10 @@ class Merging:
             m.max_items = v if m.max_items is None else min(m.max_items, v)
         if "contains" in s:
             m.contains = (m.contains or []) + [node.child("contains", s["contains"])]
-            if "minContains" in s and self.draft != "7":
+            if "minContains" in s:
                 v = count_value(s["minContains"], p + "/minContains")
                 m.min_contains = v if m.min_contains is None else max(m.min_contains, v)
-            if "maxContains" in s and self.draft != "7":
+            if "maxContains" in s:
                 v = count_value(s["maxContains"], p + "/maxContains")
                 m.max_contains = v if m.max_contains is None else min(m.max_contains, v)
         if s.get("uniqueItems") is True:

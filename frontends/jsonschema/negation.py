@@ -6,6 +6,7 @@ import json
 
 from grammarc.errors import SchemaError
 
+from . import formats as fmt
 from .documents import Node
 from .keywords import ANNOTATIONS, NOT_STRINGS_KEY, NUMBER_KINDS, SUPPORTED, TYPES, TYPES_KEY, UNSUPPORTED
 from .values import count_value, dec, json_equal, json_kind, number_value, type_set
@@ -105,8 +106,7 @@ class Negation:
         def neg(sub):
             return self._synth("not-wrap", sub, lambda: {"not": sub}) if isinstance(sub, dict) else (not sub)
 
-        keys = ["$ref"] if self.draft == "7" and "$ref" in s else list(s)
-        is_2020 = self.draft != "7"
+        keys = list(s)
         bounds = {"minimum": ("exclusiveMaximum", "number"), "maximum": ("exclusiveMinimum", "number"),
                   "exclusiveMinimum": ("maximum", "number"), "exclusiveMaximum": ("minimum", "number"),
                   "minLength": ("maxLength", "string"), "maxLength": ("minLength", "string"),
@@ -156,10 +156,10 @@ class Negation:
                 for name, sub in v.items():
                     if sub is not True and sub != {}:
                         add({"type": "object", "required": [name], "properties": {name: neg(sub)}})
-            elif k == "items" and not isinstance(v, list) and not (is_2020 and "prefixItems" in s):
+            elif k == "items" and not isinstance(v, list) and "prefixItems" not in s:
                 if v is not True and v != {}:
                     add({"type": "array", "contains": neg(v)})
-            elif k == "contains" and not (is_2020 and ("minContains" in s or "maxContains" in s)):
+            elif k == "contains" and not ("minContains" in s or "maxContains" in s):
                 add({"type": "array", "items": neg(v)})
             elif k == "uniqueItems" and v is False:
                 continue
@@ -176,9 +176,9 @@ class Negation:
                          "else": neg(s["else"]) if "else" in s else False})
             elif k in ("then", "else") or (k in ("minContains", "maxContains") and "contains" not in s):
                 continue
-            elif (k in SUPPORTED or k in UNSUPPORTED or k == "nullable") and not (
-                    k in ("prefixItems", "minContains", "maxContains") and not is_2020) and not (
-                    k == "additionalItems" and is_2020):
+            elif k == "format" and isinstance(v, str) and fmt.asserted(v, self.formats) is False:
+                continue  # an annotation
+            elif k in SUPPORTED or k in UNSUPPORTED or k == "nullable":
                 raise CannotNegate(f"the negation of {k!r} is not supported")
         if values is not None:
             for schema in negate_values(values):

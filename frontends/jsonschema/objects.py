@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 
-from grammarc.errors import SchemaError
 from grammarc.ir import Alt, Expr, Literal, Regex, Repeat, Seq
 from grammarc.frontends import json_formats as jf
 
@@ -65,17 +64,13 @@ class Objects:
             if value is None:
                 if req:
                     why = "its name is not allowed" if not ok_name else "its schema allows no value (additionalProperties: false?)"
-                    if len(members) <= 1 and len(self._collect_required_sources(m)) <= 1:
-                        raise SchemaError(f"required property {k!r} can never be present: {why}", required[k])
+                    self.note_empty(f"required property {k!r} can never be present: {why}", required[k])
                     return None
                 continue
             usable.append((k, value, req))
         extras = self._extras(m, members, named, name_conj, depth, hint)
         return self._object_layout(usable, extras, m.min_props, m.max_props, depth, hint)
 
-
-    def _collect_required_sources(self, m) -> set:
-        return set((m.required or {}).values())
 
 
     def _key_matches(self, pattern: str, key: str, node: Node) -> bool:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from grammarc.errors import SchemaError
 from grammarc.ir import Alt, Expr, Literal, Ref, Regex, Seq
 from grammarc.frontends import json_formats as jf
 
+from . import formats as fmt
 from .merge import Merged
 MAX_STRING_STATES = 1500  # character automaton for pattern & format & length
 
@@ -24,15 +24,7 @@ class Strings:
                 return Regex(jf.string_excluding(sorted(set(m.not_strings))))
             self.unsupported("not", m.not_strings_ptr, "excluded strings together with pattern, format or length")
         if formats and not patterns and len(formats) == 1 and not length_limited:
-            ptr = m.formats[-1][1]
-            name = formats[0]
-            if not isinstance(name, str):
-                raise SchemaError("format must be a string", ptr)
-            pattern = jf.format_regex(name)
-            if pattern is None:
-                self.unsupported("format", ptr.rsplit("/", 1)[0], f"unknown format {name!r}")
-                return Regex(jf.string_regex(m.min_len, m.max_len))
-            return Regex(pattern)
+            return Regex(fmt.string_regex(formats[0]))
         if patterns and not formats and len(patterns) == 1 and not length_limited:
             ptr = m.patterns[-1][1]
             try:
@@ -51,12 +43,7 @@ class Strings:
         trees = []
         escapes = True
         for name, ptr in m.formats or []:
-            if not isinstance(name, str):
-                raise SchemaError("format must be a string", ptr)
-            tree = jf.format_tree(name)
-            if tree is None:
-                self.unsupported("format", ptr.rsplit("/", 1)[0], f"unknown format {name!r}")
-                continue
+            tree = fmt.string_tree(name)
             if tree not in trees:
                 trees.append(tree)
             # formats match raw characters only (a narrowing shared with the format alone)

@@ -7,7 +7,9 @@ import re
 from grammarc.errors import UnsupportedSchemaError
 from grammarc.frontends import json_formats as jf
 
+from . import formats as fmt
 from .documents import Node
+from .drafts import TupleItems
 from .keywords import NOT_STRINGS_KEY, TYPES_KEY, UNSUPPORTED
 from .values import dec, json_equal, json_kind, number_value, type_set
 
@@ -34,8 +36,6 @@ class Validation:
         if "$ref" in s:
             if not self._valid_node(v, self.index.resolve(s["$ref"], node), level + 1):
                 return False
-            if self.draft == "7":
-                return True
         kind = json_kind(v)
         for key in s:
             if key in UNSUPPORTED:
@@ -80,6 +80,10 @@ class Validation:
                 return False
             if "multipleOf" in s and d % number_value(s["multipleOf"], p) != 0:
                 return False
+            if s.get("format") in fmt.INTEGER_RANGES and fmt.asserted(s["format"], self.formats):
+                a, b = fmt.INTEGER_RANGES[s["format"]]
+                if kind != "integer" or not a <= d <= b:
+                    return False
         if kind == "string":
             n = len(v)
             if "minLength" in s and n < s["minLength"]:
@@ -94,11 +98,8 @@ class Validation:
                     plain = ""
                 if plain is None or not re.fullmatch(plain, v, re.S):
                     return False
-            if "format" in s:
-                fr = jf.format_plain_regex(s["format"])
-                if fr is None:
-                    self.unsupported("format", p, f"unknown format {s['format']!r}")
-                elif not re.fullmatch(fr, v):
+            if "format" in s and fmt.is_string_format(s["format"]) and fmt.asserted(s["format"], self.formats):
+                if not re.fullmatch(fmt.plain_regex(s["format"]), v):
                     return False
         if kind == "array":
             if "minItems" in s and len(v) < s["minItems"]:
@@ -110,10 +111,9 @@ class Validation:
                     for j in range(i):
                         if json_equal(v[i], v[j]):
                             return False
-            if self.draft == "7":
-                items = s.get("items")
-                prefix = items if isinstance(items, list) else []
-                rest = s.get("additionalItems", True) if isinstance(items, list) else items
+            if isinstance(s.get("items"), TupleItems):
+                prefix = s["items"]
+                rest = s.get("additionalItems")
             else:
                 prefix = s.get("prefixItems", [])
                 rest = s.get("items")
