@@ -388,9 +388,14 @@ def test_one_of_with_overlapping_branches_is_exclusive():
     check(g, yes=['{"a":1}', '{"b":1}'], no=['{"a":1,"b":2}', "{}", "1"])
 
 
+def test_one_of_overlapping_patterns_is_exclusive():
+    g = G({"oneOf": [{"type": "string", "pattern": "a"}, {"type": "string", "pattern": "b"}]})
+    check(g, yes=['"a"', '"xb"', '"\\u0061"'], no=['"ab"', '"ba"', '"c"', '""', "1"])
+
+
 def test_one_of_that_cannot_be_made_exclusive_is_refused():
     with pytest.raises(UnsupportedSchemaError, match="not provably disjoint") as info:
-        G({"oneOf": [{"type": "string", "pattern": "a"}, {"type": "string", "pattern": "b"}]})
+        G({"oneOf": [{"type": "string", "format": "date"}, {"type": "string", "maxLength": 10}]})
     assert info.value.pointer == "#/oneOf"
 
 
@@ -400,10 +405,10 @@ def test_any_of_and_nullable():
 
 
 @pytest.mark.parametrize("keyword, schema", [
-    ("not", {"not": {"type": "string", "pattern": "a"}}),
+    ("not", {"not": {"type": "string", "format": "date"}}),
     ("not", {"if": {"format": "date"}, "then": {"minLength": 1}}),
     ("uniqueItems", {"type": "array", "uniqueItems": True}),
-    ("maxContains", {"contains": {"type": "string", "pattern": "a"}, "maxContains": 1}),
+    ("maxContains", {"contains": {"type": "string", "format": "date"}, "maxContains": 1}),
     ("multipleOf", {"not": {"type": "integer"}, "multipleOf": 0.5}),
     ("unevaluatedProperties", {"unevaluatedProperties": False}),
 ])
@@ -417,7 +422,7 @@ def test_unsupported_keywords_name_keyword_and_pointer(keyword, schema):
 def test_lenient_ignores_with_one_warning():
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        g = G({"type": "array", "uniqueItems": True, "items": {"not": {"pattern": "^a"}}}, lenient=True)
+        g = G({"type": "array", "uniqueItems": True, "items": {"not": {"format": "date"}}}, lenient=True)
     assert len(caught) == 1
     text = str(caught[0].message)
     assert "uniqueItems at #/uniqueItems" in text and "not at #/items/not" in text
@@ -561,9 +566,14 @@ def test_not_boolean_and_double_negation():
         G({"not": {}})
 
 
-def test_not_of_a_pattern_is_refused():
+def test_not_of_a_pattern_is_its_complement():
+    g = G({"properties": {"a": {"not": {"pattern": "^x+$"}}}}, whitespace="compact")
+    check(g, yes=['{"a":""}', '{"a":"xy"}', '{"a":"\\u0079"}', "{}"], no=['{"a":"x"}', '{"a":"xx"}', '{"a":"\\u0078"}', '{"a":1}'])
+
+
+def test_not_of_a_format_is_refused():
     with pytest.raises(UnsupportedSchemaError) as info:
-        G({"properties": {"a": {"not": {"pattern": "x"}}}})
+        G({"properties": {"a": {"not": {"format": "date"}}}})
     assert info.value.pointer == "#/properties/a/not"
 
 

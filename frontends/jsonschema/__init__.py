@@ -85,6 +85,7 @@ def schema_to_grammar(
     start: str = "start",
     integer_fraction: bool = True,
     formats: str = "known",
+    property_order: str = "schema",
 ) -> Grammar:
     """The grammar of the JSON texts that validate against `schema` (see the module docstring).
 
@@ -106,9 +107,12 @@ def schema_to_grammar(
         raise ValueError(f"whitespace must be 'bounded', 'compact' or 'unbounded', not {whitespace!r}")
     if indent is not None and (not isinstance(indent, int) or indent < 0):
         raise ValueError("indent must be a non-negative integer")
+    if property_order not in ("schema", "any"):
+        raise ValueError(f"property_order must be 'schema' or 'any', not {property_order!r}")
     if formats not in POLICIES:
         raise ValueError(f"formats must be one of {', '.join(map(repr, POLICIES))}, not {formats!r}")
     builder = Builder(schema, lenient=lenient, layout=Layout.make(whitespace, indent, separators),
                        close_objects=close_objects, draft=draft, registry=registry or {},
-                       integer_fraction=integer_fraction, formats=formats)
+                       integer_fraction=integer_fraction, formats=formats,
+                      property_order=property_order)
     return builder.build(start)

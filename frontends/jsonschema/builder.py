@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import warnings
+from urllib.parse import unquote
 
 from grammarc.errors import SchemaError, UnsupportedSchemaError
 from grammarc.ir import Alt, Expr, Grammar, Literal, Ref, Regex, Repeat, Seq
@@ -14,8 +15,9 @@ from .combinators import Combinators
 from .cycles import check_cycles
 from .documents import Index, Node, escape_ptr
 from .drafts import DEFAULT_DRAFT, Dialect, declared_dialect, dialect_named
-from .keywords import ANNOTATIONS, NUMBER_KINDS
+from .keywords import ANNOTATIONS, NUMBER_KINDS, REFS
 from .layout import MAX_INDENT_DEPTH, NUMBER_RFC, string_literal
+from .members import Members
 from .merge import Merged, Merging
 from .negation import Negation
 from .numbers import Numbers
@@ -25,13 +27,13 @@ from .validate import Validation
 from .values import dec, json_kind
 
 
-class Builder(Combinators, Merging, Negation, Numbers, Strings, Arrays, Objects, Validation):
+class Builder(Combinators, Merging, Negation, Numbers, Strings, Arrays, Objects, Members, Validation):
     """Builds the rules of one schema. The keyword families live in the mixin modules
-    (combinators, merge, negation, numbers, strings, arrays, objects, validate); they share this
+    (combinators, merge, negation, numbers, strings, arrays, objects, members, validate); they share this
     object's rule table, memo and options and call each other through `self`."""
 
     def __init__(self, schema, *, lenient, layout, close_objects, draft, registry, integer_fraction=True,
-                 formats="known"):
+                 formats="known", property_order="schema"):
         if draft is not None:
             dialect = dialect_named(draft)
         else:
@@ -39,6 +41,7 @@ class Builder(Combinators, Merging, Negation, Numbers, Strings, Arrays, Objects,
             dialect = declared_dialect(declared, registry) or Dialect(DEFAULT_DRAFT)
         self.dialect = dialect
         self.formats = formats
+        self.property_order = property_order
         self.empty_reason: tuple[str, str] | None = None  # why some subschema matches nothing
         self.lenient = lenient
         self.layout = layout
@@ -57,6 +60,7 @@ class Builder(Combinators, Merging, Negation, Numbers, Strings, Arrays, Objects,
         self.names: set[str] = set()
         self.synthetic: dict = {}  # (what, id(schema)) -> schema built from it (stable ids)
         self.negating: set = set()
+        self.scope: dict[str, Node] = {}  # dynamic anchor -> the outermost resource's schema
 
     # -- entry ---------------------------------------------------------------------------
     def build(self, start: str) -> Grammar:
@@ -136,20 +140,30 @@ class Builder(Combinators, Merging, Negation, Numbers, Strings, Arrays, Objects,
             return self._no_containers(conj, depth, hint)
         if not conj:
             return self.any_value(dkey)
+        saved_scope = self.scope
+        try:
+            for node in conj:
+                self.enter(node)
+            return self._scoped_value(conj, depth, hint, dkey)
+        finally:
+            self.scope = saved_scope
+
+    def _scoped_value(self, conj, depth, hint, dkey) -> Expr | None:
         # a lone reference: share (and allow recursion through) the target's rule
         if len(conj) == 1 and isinstance(conj[0].schema, dict):
             only = self._rebase(conj[0])
             keys = set(only.schema) - ANNOTATIONS
-            if keys == {"$ref"}:
+            if len(keys) == 1 and next(iter(keys)) in REFS:
+                word = next(iter(keys))
                 if id(only.schema) in self.resolving:
-                    raise SchemaError("$ref cycle that never reaches a schema", only.ptr + "/$ref")
-                target = self.index.resolve(only.schema["$ref"], only)
+                    raise SchemaError("$ref cycle that never reaches a schema", f"{only.ptr}/{word}")
+                target = self.resolve_ref(word, only)
                 self.resolving.add(id(only.schema))
                 try:
-                    return self.value((target,), depth, hint=_ref_hint(only.schema["$ref"]))
+                    return self.value((target,), depth, hint=_ref_hint(only.schema[word]))
                 finally:
                     self.resolving.discard(id(only.schema))
-        key = (tuple(id(n.schema) for n in conj), dkey)
+        key = (tuple(id(n.schema) for n in conj), dkey, self._scope_key())
         if key in self.memo:
             cached = self.memo[key]
             return None if cached is False else cached
@@ -172,6 +186,48 @@ class Builder(Combinators, Merging, Negation, Numbers, Strings, Arrays, Objects,
             return None
         self.rules[name] = body
         return Ref(name)
+
+    # -- references and the dynamic scope ---------------------------------------------------
+    def enter(self, node: Node) -> None:
+        """Evaluation reaches `node`: its resource joins the dynamic scope, and binds the
+        dynamic anchors ($dynamicAnchor, 2019-09's $recursiveAnchor) that no outer resource has."""
+        base = node.base
+        if base in self.scope_bases:
+            return
+        anchors = self.index.dynamic.get(base, {})
+        recursive = base in self.index.recursive
+        if not anchors and not recursive:
+            return
+        scope = dict(self.scope)
+        for name, target in anchors.items():
+            scope.setdefault(name, target)
+        if recursive:
+            scope.setdefault("$recursiveAnchor", self.index.resources[base][0])
+        self.scope = scope
+
+    @property
+    def scope_bases(self) -> set:
+        return {n.base for n in self.scope.values()}
+
+    def _scope_key(self) -> tuple:
+        return tuple(sorted((name, id(n.schema)) for name, n in self.scope.items()))
+
+    def resolve_ref(self, word: str, node: Node) -> Node:
+        """The schema a $ref, $dynamicRef or $recursiveRef of `node` refers to, in the current scope.
+
+        ``$dynamicRef: "#name"`` whose static target carries ``$dynamicAnchor: name`` goes to the
+        outermost resource of the dynamic scope that declares that anchor; 2019-09's
+        ``$recursiveRef: "#"`` to a root with ``$recursiveAnchor: true`` likewise."""
+        ref = node.schema[word]
+        target = self.index.resolve(ref, node, word)
+        if word == "$dynamicRef":
+            frag = ref.rpartition("#")[2] if "#" in ref else ""
+            if frag and not frag.startswith("/") and isinstance(target.schema, dict):
+                if self.index.dynamic.get(target.base, {}).get(frag) is not None and frag in self.scope:
+                    target = self.scope[frag]
+        elif word == "$recursiveRef" and target.base in self.index.recursive and "$recursiveAnchor" in self.scope:
+            target = self.scope["$recursiveAnchor"]
+        return target
 
     def _no_containers(self, conj, depth, hint):
         return None
@@ -289,8 +345,23 @@ class Builder(Combinators, Merging, Negation, Numbers, Strings, Arrays, Objects,
 
 
 def _ref_hint(ref: str) -> str:
-    tail = ref.rsplit("/", 1)[-1].rsplit("#", 1)[-1]
-    return tail or "root"
+    """A short rule name for what a reference names: the last segment of its pointer (or of
+    its URI, less ``.json``), and of a dotted or URL-mangled definition name
+    (``io.k8s.api.core.v1.PodSpec``, ``https:__host_..._meta_v1_Time``) its last words."""
+    uri, _, frag = ref.partition("#")
+    tail = unquote(frag.rstrip("/").rsplit("/", 1)[-1] if frag.strip("/") else uri.rstrip("/").rsplit("/", 1)[-1])
+    tail = re.sub(r"\.json$", "", tail)
+    words = [w for w in re.split(r"[^A-Za-z0-9]+", tail) if w]
+    if not words:
+        return "root"
+    if len(tail) <= 32 and not re.search(r"[.:/]", tail):
+        return tail
+    if words[-1][:1].isupper() and len(words[-1]) >= 3:
+        return words[-1]
+    kept: list[str] = []
+    while words and len("_".join([words[-1], *kept])) <= 24:
+        kept.insert(0, words.pop())
+    return "_".join(kept or [words[-1][-24:]])
 
 
 def _references(expr) -> list[str]:
@@ -311,8 +382,13 @@ def _reachable(rules: dict, start: str) -> dict:
     return {name: body for name, body in rules.items() if name in seen}
 
 
-def _inline_single_use(rules: dict, internal: set, start: str) -> dict:
-    """Inline internal helper rules referenced exactly once (keeps the .ebnf readable)."""
+def _inline_single_use(rules: dict, internal: set, start: str, max_nesting: int = 6) -> dict:
+    """Inline internal helper rules referenced exactly once (keeps the .ebnf readable).
+
+    A chain of such helpers (an object's optional members, one rule each) is inlined at most
+    `max_nesting` levels deep; the rule where it is cut stays a rule, so no expression ever
+    nests deeper than that however long the chain is.
+    """
     counts: dict[str, int] = {}
     for body in rules.values():
         for name in _references(body):
@@ -321,23 +397,30 @@ def _inline_single_use(rules: dict, internal: set, start: str) -> dict:
     if not inline:
         return rules
 
-    def subst(expr):
-        if isinstance(expr, Ref) and expr.name in inline:
-            return subst(rules[expr.name])
+    def subst(expr, level: int):
+        if isinstance(expr, Ref) and expr.name in inline and level < max_nesting:
+            return subst(rules[expr.name], level + 1)
         if isinstance(expr, Seq):
             items = []
             for i in expr.items:
-                i = subst(i)
+                i = subst(i, level)
                 items.extend(i.items if isinstance(i, Seq) else (i,))
             return items[0] if len(items) == 1 else Seq(tuple(items))
         if isinstance(expr, Alt):
             items = []
             for i in expr.items:
-                i = subst(i)
+                i = subst(i, level)
                 items.extend(i.items if isinstance(i, Alt) else (i,))
             return Alt(tuple(items))
         if isinstance(expr, Repeat):
-            return Repeat(subst(expr.item), expr.min, expr.max)
+            return Repeat(subst(expr.item, level), expr.min, expr.max)
         return expr
 
-    return {name: subst(body) for name, body in rules.items() if name not in inline}
+    out = {name: subst(body, 0) for name, body in rules.items() if name not in inline}
+    pending = [n for body in out.values() for n in _references(body) if n in inline]
+    while pending:  # helpers where a chain was cut: rules of their own
+        name = pending.pop()
+        if name not in out:
+            out[name] = subst(rules[name], 0)
+            pending.extend(n for n in _references(out[name]) if n in inline)
+    return {name: out[name] for name in rules if name in out}

@@ -8,7 +8,7 @@ from grammarc.errors import SchemaError
 from grammarc.ir import Alt, Expr
 
 from .documents import Node
-from .keywords import TYPES
+from .keywords import REFS, TYPES
 from .merge import Merged
 from .negation import CannotNegate
 from .values import json_equal, json_kind, type_set
@@ -110,6 +110,14 @@ class Combinators:
 
     def _signature(self, node: Node, seen: set):
         """(type set, const values or None, {required key: const}) of a branch, following $ref."""
+        saved = self.scope
+        try:
+            self.enter(node)
+            return self._signature_in_scope(node, seen)
+        finally:
+            self.scope = saved
+
+    def _signature_in_scope(self, node: Node, seen: set):
         schema = node.schema
         if schema is False:
             return (set(), [], {})
@@ -134,8 +142,9 @@ class Combinators:
                 if isinstance(sub, dict) and ("const" in sub or "enum" in sub):
                     discriminators[key] = [sub["const"]] if "const" in sub else list(sub["enum"])
         parts = []  # the branches this one is the conjunction of: its $ref and its allOf
-        if "$ref" in schema:
-            parts.append(self.index.resolve(schema["$ref"], node))
+        for word in REFS:
+            if word in schema:
+                parts.append(self.resolve_ref(word, node))
         for j, sub in enumerate(schema.get("allOf", []) or []):
             parts.append(node.child("allOf", None).child(j, sub))
         for part in parts:

@@ -92,6 +92,7 @@ class Index:
         self.read_memo: dict[int, Any] = {}
         self.originals: list = []  # keeps the documents alive (memo keys are ids)
         self.registry = registry
+        self.refused: dict[str, str] = {}  # registry documents in a dialect we refuse: uri -> why
         self.root = self._add_document(root, DEFAULT_BASE, "#", dialect)
         self.pending = dict(registry)  # read on the first $ref that needs it (most never do)
 
@@ -101,7 +102,11 @@ class Index:
             return False
         pending, self.pending = self.pending, {}
         for uri, doc in pending.items():
-            declared = declared_dialect(doc.get("$schema"), self.registry) if isinstance(doc, dict) else None
+            try:
+                declared = declared_dialect(doc.get("$schema"), self.registry) if isinstance(doc, dict) else None
+            except UnsupportedSchemaError as exc:  # refused only if a $ref needs it
+                self.refused[urldefrag(uri)[0]] = exc.message
+                continue
             self._add_document(doc, uri, uri + "#", declared or self.dialect)
         return True
 
@@ -218,6 +223,8 @@ class Index:
         found = self.resources.get(uri)
         if found is None and self._load_registry():
             found = self.resources.get(uri)
+        if found is None and uri in self.refused:
+            raise UnsupportedSchemaError(f"{keyword} {ref!r}: {self.refused[uri]}", ref_ptr)
         if found is None:
             if uri.startswith(("http://", "https://", "file:", "urn:")) and uri != urldefrag(DEFAULT_BASE)[0]:
                 raise UnsupportedSchemaError(f"remote {keyword} {ref!r} is not supported (no network access at compile time; pass it in registry=)", ref_ptr)

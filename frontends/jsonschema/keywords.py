@@ -7,19 +7,21 @@ ANNOTATIONS = frozenset({
     "$vocabulary", "title", "description", "default", "examples", "deprecated", "readOnly",
     "writeOnly", "contentMediaType", "contentEncoding", "contentSchema", "nullable",
 })
-UNSUPPORTED = frozenset({"unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef"})
+UNSUPPORTED = frozenset({"unevaluatedProperties", "unevaluatedItems"})
+REFS = ("$ref", "$dynamicRef", "$recursiveRef")
 # private keywords of the schemas that negation builds (never in user schemas)
 TYPES_KEY = "$grammarc:types"  # a set of internal TYPES (e.g. "fraction": non-integer numbers)
 NOT_STRINGS_KEY = "$grammarc:notStrings"  # strings other than these
+NOT_PATTERN_KEY = "$grammarc:notPattern"  # strings in which this pattern finds no match
 NUMBER_KINDS = frozenset({"integer", "fraction"})
-EXPANDED = frozenset({"$ref", "allOf", "not", "if", "then", "else", "dependentRequired", "dependentSchemas",
+EXPANDED = frozenset({"$ref", "$dynamicRef", "$recursiveRef", "allOf", "not", "if", "then", "else", "dependentRequired", "dependentSchemas",
                       "dependencies"})
 SUPPORTED = frozenset({
     "type", "enum", "const", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
     "multipleOf", "minLength", "maxLength", "pattern", "format", "properties", "required",
     "additionalProperties", "patternProperties", "propertyNames", "minProperties",
     "maxProperties", "items", "prefixItems", "additionalItems", "minItems", "maxItems",
-    "contains", "minContains", "maxContains", "uniqueItems", "allOf", "anyOf", "oneOf", "$ref",
+    "contains", "minContains", "maxContains", "uniqueItems", "allOf", "anyOf", "oneOf", "$ref", "$dynamicRef", "$recursiveRef",
     "not", "if", "then", "else", "dependentRequired", "dependentSchemas", "dependencies",
 })
 TYPES = ("null", "boolean", "integer", "fraction", "string", "array", "object")

@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 
-from grammarc.errors import SchemaError, UnsupportedSchemaError
+from grammarc.errors import SchemaError
 
 from .documents import Node
 from .drafts import TupleItems
 from . import formats as fmt
-from .keywords import NUMBER_KINDS, EXPANDED, NOT_STRINGS_KEY, TYPES, TYPES_KEY, UNSUPPORTED
+from .keywords import REFS, NUMBER_KINDS, EXPANDED, NOT_PATTERN_KEY, NOT_STRINGS_KEY, TYPES, TYPES_KEY, UNSUPPORTED
 from .values import count_value, json_equal, number_value, type_set
 
 
@@ -45,6 +45,7 @@ class Merged:
     unique: str | None = None
     not_strings: list | None = None
     not_strings_ptr: str = "#"
+    not_patterns: list | None = None  # [(pattern, pointer)] that must find no match
 
 
 class Merging:
@@ -67,11 +68,11 @@ class Merging:
             if id(schema) in seen:
                 continue
             seen.add(id(schema))
-            if "$ref" in schema:
-                target = self.index.resolve(schema["$ref"], node)
-                if id(target.schema) in self.active:
-                    raise UnsupportedSchemaError("a recursive $ref combined with sibling keywords is not supported", node.ptr + "/$ref")
-                stack.append(target)
+            for word in REFS:
+                if word in schema:
+                    target = self.resolve_ref(word, node)
+                    self.enter(target)
+                    stack.append(target)
             out.append(self._flat(node))
             for j, sub in enumerate(schema.get("allOf", []) or []):
                 stack.append(Node(sub, f"{node.ptr}/allOf/{j}", node.base))
@@ -120,6 +121,8 @@ class Merging:
             m.types &= type_set(s["type"], p + "/type")
         if TYPES_KEY in s:
             m.types &= set(s[TYPES_KEY])
+        if NOT_PATTERN_KEY in s:
+            m.not_patterns = (m.not_patterns or []) + [(s[NOT_PATTERN_KEY], p)]
         if NOT_STRINGS_KEY in s:
             m.not_strings = (m.not_strings or []) + list(s[NOT_STRINGS_KEY])
             m.not_strings_ptr = p

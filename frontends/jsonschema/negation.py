@@ -8,7 +8,7 @@ from grammarc.errors import SchemaError
 
 from . import formats as fmt
 from .documents import Node
-from .keywords import ANNOTATIONS, NOT_STRINGS_KEY, NUMBER_KINDS, SUPPORTED, TYPES, TYPES_KEY, UNSUPPORTED
+from .keywords import REFS, ANNOTATIONS, NOT_PATTERN_KEY, NOT_STRINGS_KEY, NUMBER_KINDS, SUPPORTED, TYPES, TYPES_KEY, UNSUPPORTED
 from .values import count_value, dec, json_equal, json_kind, number_value, type_set
 
 
@@ -117,8 +117,8 @@ class Negation:
             v = s[k]
             if k in ANNOTATIONS and k != "nullable":
                 continue
-            if k == "$ref":
-                target = self.index.resolve(v, node)
+            if k in REFS:
+                target = self.resolve_ref(k, node)
                 schema, base = self._negate(target)
                 if base != node.base and not isinstance(schema, bool):
                     raise CannotNegate("a $ref into another schema resource")
@@ -131,6 +131,10 @@ class Negation:
                 rest = sorted(set(TYPES) - set(v))
                 if rest:
                     add({TYPES_KEY: rest})
+            elif k == "pattern":
+                add({"type": "string", NOT_PATTERN_KEY: v})
+            elif k == NOT_PATTERN_KEY:
+                add({"type": "string", "pattern": v})
             elif k == NOT_STRINGS_KEY:
                 add({"enum": list(v)})
             elif k in ("enum", "const"):

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import re
 
-from grammarc.ir import Alt, Expr, Literal, Regex, Repeat, Seq
+from grammarc.ir import Alt, Expr, Regex
 from grammarc.frontends import json_formats as jf
 
 from .documents import Node
-from .layout import MAX_INDENT_DEPTH, key_literal, string_literal
+from .layout import MAX_INDENT_DEPTH, string_literal
+from . import chardfa
 from .merge import Merged
-MAX_COUNT_STATES = 4000
+from .strings import MAX_STRING_STATES
 
-
+MAX_KEY_REGIONS = 16  # sets of patternProperties patterns a key can match at once
 class Objects:
     """Objects: named, pattern and additional properties, counts, propertyNames."""
 
@@ -69,6 +70,9 @@ class Objects:
                 continue
             usable.append((k, value, req))
         extras = self._extras(m, members, named, name_conj, depth, hint)
+        if self.property_order == "any":
+            where = members[0][0].ptr if members else next(iter(required.values()), "#").rsplit("/", 1)[0]
+            return self._object_any_order(usable, extras, m.min_props, m.max_props, depth, hint, where)
         return self._object_layout(usable, extras, m.min_props, m.max_props, depth, hint)
 
 
@@ -117,51 +121,67 @@ class Objects:
 
 
     def _pattern_extras(self, m, pats, adds, adds_closed, named, key_re, depth, hint):
-        """Members whose keys match patternProperties, then keys that match none of them.
+        """Members whose keys match patternProperties, and the keys no pattern matches.
 
-        Several patterns: a key matching any of them gets the conjunction of all their schemas
-        (exact for keys matching all, stricter for the others: a sound narrowing).
+        Keys are split by the set of patterns they match, so that a key matching several gets
+        all their schemas and one matching none gets additionalProperties; named properties are
+        left out of every region (they are members of their own, and their values already carry
+        the schemas of the patterns that match their names). Exact, over every JSON spelling of
+        the keys; a split into more than MAX_KEY_REGIONS regions is refused.
         """
-        node0 = pats[0][0]
         if key_re is not None:
             self.unsupported("propertyNames", m.property_names[0].ptr.rsplit("/", 1)[0], "together with patternProperties")
-        if named and any(self._key_matches(p2, k, n2) for n2, p2, _ in pats for k in named):
-            self.unsupported("patternProperties", node0.ptr, "a pattern that also matches a named property")
-        out = []
-        bodies, plains = [], []
-        for n2, p2, _ in pats:
+        found = []
+        for n2, p2, sub in pats:
             try:
-                body = jf.search_regex(p2)
-                plain = jf.match_regex_unanchored(p2)
-            except jf.PatternError as exc:
+                found.append((n2, p2, sub, chardfa.pattern(p2, MAX_STRING_STATES)))
+            except (jf.PatternError, chardfa.TooLarge) as exc:
                 self.unsupported("patternProperties", n2.ptr, str(exc))
+        if len(found) == 1 and not named and found[0][3] is not None:
+            simple = self._one_pattern_extras(found[0], adds, adds_closed, depth, hint)
+            if simple is not None:
+                return simple
+        try:
+            regions = [(chardfa.complement(chardfa.literals(named)), ())]
+            for i, (n2, p2, _, dfa) in enumerate(found):
+                split = []
+                for region, tags in regions:
+                    yes = chardfa.intersection(region, dfa, MAX_STRING_STATES)
+                    no = chardfa.intersection(region, chardfa.complement(dfa), MAX_STRING_STATES)
+                    split += [(r, t) for r, t in ((yes, tags + (i,)), (no, tags)) if r is not None]
+                regions = split
+                if len(regions) > MAX_KEY_REGIONS:
+                    raise chardfa.TooLarge(f"the patterns split the keys into more than {MAX_KEY_REGIONS} regions")
+        except chardfa.TooLarge as exc:
+            self.unsupported("patternProperties", found[0][0].ptr, str(exc))
+            return []
+        out = []
+        for region, tags in regions:
+            if tags:
+                conj = tuple(found[i][0].child("patternProperties", None).child(found[i][1], found[i][2]) for i in tags)
+                value = self.value(conj, depth + 1, hint=f"{hint}_pattern")
+            elif adds_closed:
                 continue
-            if body is not None:
-                bodies.append(body)
-            plains.append(plain)
-        conj = tuple(n2.child("patternProperties", None).child(p2, sub) for n2, p2, sub in pats)
-        value = self.value(conj, depth + 1, hint=f"{hint}_pattern")
-        if value is not None and bodies:
-            key = Regex('"' + (bodies[0] if len(bodies) == 1 else "(?:" + "|".join(bodies) + ")") + '"')
-            out.append((key, value))
-        if adds_closed:
-            return out
-        if any(p is None for p in plains) and not self.lenient:
-            self.unsupported("additionalProperties", node0.ptr, "next to an anchored patternProperties pattern")
-            return out
-        value = self.value(tuple(adds), depth + 1, hint=f"{hint}_additional")
-        plains = [p for p in plains if p]
-        if value is None or any(re.fullmatch(p, "") for p in plains):
-            return out
-        # keys in which no pattern finds a match: raw text free of pattern matches, of named
-        # keys (so that no named key is spelled twice) and of characters needing escapes
-        forbidden = plains + [jf.literal_regex(k) for k in named if k] + ['["\\\\\\x00-\\x1f]']
-        keys: list[Expr] = [Seq((Literal('"'), Regex("|".join(forbidden), mode="complement"), Literal('"')))]
-        if "" not in named and not any(re.search(p, "") for p in plains):
-            keys.append(Literal('""'))
-        out.append((keys[0] if len(keys) == 1 else Alt(tuple(keys)), value))
+            else:
+                value = self.value(tuple(adds), depth + 1, hint=f"{hint}_additional")
+            if value is not None:
+                out.append((self._char_dfa(region, True, f"{hint}_key"), value))
         return out
 
+    def _one_pattern_extras(self, found, adds, adds_closed, depth, hint):
+        """One pattern, no named property: the pattern's keys as a regex, the others as an automaton."""
+        n2, p2, sub, dfa = found
+        body = jf.search_regex(p2)
+        out = []
+        value = self.value((n2.child("patternProperties", None).child(p2, sub),), depth + 1, hint=f"{hint}_pattern")
+        if value is not None and body is not None:
+            out.append((Regex('"' + body + '"'), value))
+        if not adds_closed:
+            rest = chardfa.complement(dfa)
+            value = self.value(tuple(adds), depth + 1, hint=f"{hint}_additional")
+            if value is not None and rest is not None:
+                out.append((self._char_dfa(rest, True, f"{hint}_key"), value))
+        return out
 
     def _property_name_regex(self, name_conj, named) -> Expr | None:
         """Key strings allowed by propertyNames (only when no named property could collide)."""
@@ -179,121 +199,3 @@ class Objects:
         if named:
             self.unsupported("propertyNames", name_conj[0].ptr.rsplit("/", 1)[0], "together with named properties and additional properties")
         return self._string(m)
-
-
-    def _member(self, key: Expr, value: Expr) -> Expr:
-        return Seq((key, *self.layout.colon(), value))
-
-
-    def _members_repeat(self, member: Expr, lo: int, hi: int | None, depth: int, pair: str) -> Expr:
-        sep = self.layout.sep(depth)
-        parts = []
-        if lo == 0:
-            parts.append(Seq(tuple(self.layout.empty(pair))))
-        if hi is None or hi > 0:
-            more = Repeat(Seq((*sep, member)), max(0, lo - 1), None if hi is None else hi - 1)
-            parts.append(Seq((*self.layout.open(pair[0], depth), member, more, *self.layout.close(pair[1], depth))))
-        return parts[0] if len(parts) == 1 else Alt(tuple(parts))
-
-
-    def _object_layout(self, usable, extras, min_props, max_props, depth, hint) -> Expr | None:
-        """Named members in order (optional ones may be absent), then extra members.
-
-        R(i, c) = the members from index i on, c members already written (capped): linear in
-        the number of properties times the count cap, never exponential.
-        """
-        if max_props is not None and min_props > max_props:
-            return None
-        n = len(usable)
-        cap = (max_props + 1) if max_props is not None else max(min_props, 1)
-        if (n + 1) * (cap + 1) > MAX_COUNT_STATES:
-            self.unsupported("maxProperties", "#", "too many counting states")
-        sep = self.layout.sep(depth)
-        extra_members = [self._member(k, v) for k, v in extras]
-        extra = None
-        if extra_members:
-            extra = extra_members[0] if len(extra_members) == 1 else Alt(tuple(extra_members))
-            extra = self.define(f"{hint}_extra", extra, internal=True)
-        memo: dict = {}
-
-        def state(i: int, c: int) -> Expr | None | str:
-            """Returns an Expr, None (impossible) or 'eps' (only the empty continuation)."""
-            key = (i, c)
-            if key in memo:
-                return memo[key]
-            memo[key] = None  # no cycles: i only grows
-            if max_props is not None and c > max_props:
-                return None
-            if i == n:
-                need = max(0, min_props - c)
-                room = None if max_props is None else max_props - c
-                if extra is None:
-                    res = "eps" if need == 0 else None
-                elif room == 0:
-                    res = "eps" if need == 0 else None
-                elif c == 0:
-                    more = Repeat(Seq((*sep, extra)), max(0, need - 1), None if room is None else room - 1)
-                    first = Seq((extra, more))
-                    res = Alt((first, Literal(""))) if need == 0 else first
-                    res = first if need > 0 else ("opt", first)
-                else:
-                    res = Repeat(Seq((*sep, extra)), need, room)
-                memo[key] = res
-                return res
-            k, value, req = usable[i]
-            nc = min(c + 1, cap)
-            present_next = state(i + 1, nc)
-            member = self._member(key_literal(k), value)
-            take = None
-            if present_next is not None:
-                head = (*sep, member) if c > 0 else (member,)
-                take = Seq(head + _tail(present_next))
-            skip = None if req else state(i + 1, c)
-            res = _choice(take, skip)
-            if isinstance(res, tuple):
-                res = ("opt", self.define(f"{hint}_from_{k}", res[1], internal=True))
-            elif res is not None and res != "eps":
-                res = self.define(f"{hint}_from_{k}", res, internal=True)
-            memo[key] = res
-            return res
-
-        body = state(0, 0)
-        parts: list[Expr] = []
-        allow_empty = body == "eps" or (isinstance(body, tuple) and body[0] == "opt")
-        content = None
-        if isinstance(body, tuple) and body[0] == "opt":
-            content = body[1]
-        elif isinstance(body, tuple) and body[0] == "alt":
-            allow_empty = body[2]
-            content = body[1]
-        elif body not in (None, "eps"):
-            content = body
-        if allow_empty:
-            parts.append(Seq(tuple(self.layout.empty("{}"))))
-        if content is not None:
-            parts.append(Seq((*self.layout.open("{", depth), content, *self.layout.close("}", depth))))
-        if not parts:
-            return None
-        return parts[0] if len(parts) == 1 else Alt(tuple(parts))
-
-
-
-def _tail(rest) -> tuple:
-    if rest == "eps":
-        return ()
-    if isinstance(rest, tuple) and rest[0] == "opt":
-        return (Repeat(rest[1], 0, 1),)
-    return (rest,)
-
-
-def _choice(take, skip):
-    """Combine 'write this member' and 'skip it' continuations (skip may be eps/opt)."""
-    if take is None:
-        return skip
-    if skip is None:
-        return take
-    if skip == "eps":
-        return ("opt", take)
-    if isinstance(skip, tuple) and skip[0] == "opt":
-        return ("opt", Alt((take, skip[1])))
-    return Alt((take, skip))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from grammarc.ir import Alt, Expr, Literal, Ref, Regex, Seq
 from grammarc.frontends import json_formats as jf
 
+from . import chardfa
 from . import formats as fmt
 from .merge import Merged
 MAX_STRING_STATES = 1500  # character automaton for pattern & format & length
@@ -19,10 +20,10 @@ class Strings:
         patterns = sorted({p for p, _ in m.patterns or []})
         formats = sorted({f for f, _ in m.formats or []})
         length_limited = m.min_len > 0 or m.max_len is not None
-        if m.not_strings:
-            if not (patterns or formats or length_limited):
-                return Regex(jf.string_excluding(sorted(set(m.not_strings))))
-            self.unsupported("not", m.not_strings_ptr, "excluded strings together with pattern, format or length")
+        if m.not_strings and not (patterns or formats or length_limited or m.not_patterns):
+            return Regex(jf.string_excluding(sorted(set(m.not_strings))))
+        if m.not_strings or m.not_patterns:
+            return self._string_complements(m, patterns, formats)
         if formats and not patterns and len(formats) == 1 and not length_limited:
             return Regex(fmt.string_regex(formats[0]))
         if patterns and not formats and len(patterns) == 1 and not length_limited:
@@ -77,12 +78,32 @@ class Strings:
         return None if dfa is None else self._char_dfa(dfa, escapes)
 
 
-    def _char_dfa(self, dfa, escapes: bool) -> Expr:
+    def _string_complements(self, m: Merged, patterns: list, formats: list) -> Expr | None:
+        """Strings under ``not: {pattern}`` or ``not: {enum: [strings]}``, with any patterns and
+        lengths: the product of the patterns' automata and the complements (exact)."""
+        ptr = (m.not_patterns or [(None, m.not_strings_ptr)])[0][1]
+        if formats:
+            self.unsupported("not", ptr, "a negated pattern or string together with format")
+            return Regex(jf.string_regex(m.min_len, m.max_len))
+        try:
+            trees = [jf.search_tree(p) for p in patterns] or [jf.search_tree("")]
+            dfa = jf.string_automaton(trees, m.min_len, m.max_len, max_states=MAX_STRING_STATES)
+            for pattern, _ in m.not_patterns or []:
+                dfa = chardfa.intersection(dfa, chardfa.complement(chardfa.pattern(pattern, MAX_STRING_STATES)), MAX_STRING_STATES)
+            if m.not_strings:
+                dfa = chardfa.intersection(dfa, chardfa.complement(chardfa.literals(m.not_strings)), MAX_STRING_STATES)
+        except (jf.PatternError, chardfa.TooLarge) as exc:
+            self.unsupported("not", ptr, str(exc))
+            return Regex(jf.string_regex(m.min_len, m.max_len))
+        return None if dfa is None else self._char_dfa(dfa, True)
+
+    def _char_dfa(self, dfa, escapes: bool, hint: str | None = None) -> Expr:
         """A JSON string whose decoded contents `dfa` accepts, as right-linear rules."""
         key = ("chardfa", dfa, escapes)
         if key in self.memo:
             return self.memo[key]
-        names = [self.fresh(f"chars_{len(self.memo)}_q{q}") for q in range(len(dfa.accept))]
+        hint = hint or f"chars_{len(self.memo)}"
+        names = [self.fresh(f"{hint}_q{q}") for q in range(len(dfa.accept))]
         for q, name in enumerate(names):
             alts: list[Expr] = [Literal("")] if dfa.accept[q] else []
             alts += [Seq((Regex(jf.char_label(ranges, escapes)), Ref(names[t]))) for ranges, t in dfa.edges[q]]

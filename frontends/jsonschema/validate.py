@@ -8,9 +8,11 @@ from grammarc.errors import UnsupportedSchemaError
 from grammarc.frontends import json_formats as jf
 
 from . import formats as fmt
+from . import chardfa
 from .documents import Node
+from .strings import MAX_STRING_STATES
 from .drafts import TupleItems
-from .keywords import NOT_STRINGS_KEY, TYPES_KEY, UNSUPPORTED
+from .keywords import REFS, NOT_PATTERN_KEY, NOT_STRINGS_KEY, TYPES_KEY, UNSUPPORTED
 from .values import dec, json_equal, json_kind, number_value, type_set
 
 
@@ -22,6 +24,14 @@ class Validation:
 
 
     def _valid_node(self, v, node: Node, level: int) -> bool:
+        saved = self.scope
+        try:
+            self.enter(node)
+            return self._valid_in_scope(v, node, level)
+        finally:
+            self.scope = saved
+
+    def _valid_in_scope(self, v, node: Node, level: int) -> bool:
         node = self._rebase(node)
         s = node.schema
         if s is True:
@@ -33,8 +43,8 @@ class Validation:
         if level > 200:
             raise UnsupportedSchemaError("schema recursion too deep while checking enum values", node.ptr)
         p = node.ptr
-        if "$ref" in s:
-            if not self._valid_node(v, self.index.resolve(s["$ref"], node), level + 1):
+        for word in REFS:
+            if word in s and not self._valid_node(v, self.resolve_ref(word, node), level + 1):
                 return False
         kind = json_kind(v)
         for key in s:
@@ -45,6 +55,8 @@ class Validation:
             if kind not in types:
                 return False
         if TYPES_KEY in s and kind not in s[TYPES_KEY]:
+            return False
+        if NOT_PATTERN_KEY in s and kind == "string" and chardfa.accepts(chardfa.pattern(s[NOT_PATTERN_KEY], MAX_STRING_STATES), v):
             return False
         if NOT_STRINGS_KEY in s and kind == "string" and v in s[NOT_STRINGS_KEY]:
             return False
