@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 
 from grammarc.errors import SchemaError
 from grammarc.ir import Alt, Expr
@@ -41,7 +42,8 @@ class Combinators:
                     self.keep.append(rest)
                     parent = Node(rest, node.ptr, node.base)
                     branches = [Node(sub, f"{node.ptr}/{word}/{j}", node.base) for j, sub in enumerate(subs)]
-                    if word == "oneOf" and not self._disjoint(branches):
+                    context = conj[:i] + (parent,) + conj[i + 1:]
+                    if word == "oneOf" and not self._disjoint(branches, context):
                         branches = self._exclusive(node, subs, branches)
                     return self._union(conj[:i] + (parent,) + conj[i + 1:], None, branches, depth, hint, extra_index=i)
         merged = Merged(types=set(TYPES))
@@ -93,23 +95,62 @@ class Combinators:
         return parts[0] if len(parts) == 1 else Alt(tuple(parts))
 
 
-    def _disjoint(self, branches: list[Node]) -> bool:
-        """Whether no JSON value satisfies two of the branches (checked conservatively)."""
+    def _disjoint(self, branches: list[Node], context: tuple = ()) -> bool:
+        """Whether no JSON value satisfies two of the branches (checked conservatively).
+
+        The standard reductions: disjoint types (within the types the rest of the conjunction,
+        `context`, allows), disjoint const/enum values, and for objects a property one branch
+        requires that the other forbids (``false``, or closed by ``additionalProperties:
+        false``) or that both require with disjoint values (a discriminator).
+        """
+        allowed = set(TYPES)
+        for node in context:
+            sig = self._signature(node, set())
+            if sig is not None:
+                allowed &= sig.types
         sigs = []
         for b in branches:
             sig = self._signature(b, set())
             if sig is None:
                 return False
             sigs.append(sig)
-        for i in range(len(sigs)):
-            for j in range(i + 1, len(sigs)):
-                if not _signatures_disjoint(sigs[i], sigs[j]):
-                    return False
-        return True
+        return all(self._sigs_disjoint(sigs[i], sigs[j], allowed, 0)
+                   for i in range(len(sigs)) for j in range(i + 1, len(sigs)))
 
+    def _sigs_disjoint(self, a: "Signature", b: "Signature", allowed: set, level: int) -> bool:
+        types = a.types & b.types & allowed
+        if not types:
+            return True
+        if a.values is not None and b.values is not None:
+            if not any(json_equal(x, y) for x in a.values for y in b.values):
+                return True
+        for one, other in ((a, b), (b, a)):
+            if one.values is not None and not any(json_kind(x) in other.types & allowed for x in one.values):
+                return True
+        if not types <= {"object"}:
+            return False
+        for one, other in ((a, b), (b, a)):
+            if any(other.forbids(k) for k in one.required):
+                return True
+        if level < 3:
+            for k in a.required & b.required:
+                if k in a.props and k in b.props:
+                    sa, sb = self._conj_signature(a.props[k]), self._conj_signature(b.props[k])
+                    if sa is not None and sb is not None and self._sigs_disjoint(sa, sb, set(TYPES), level + 1):
+                        return True
+        return False
 
-    def _signature(self, node: Node, seen: set):
-        """(type set, const values or None, {required key: const}) of a branch, following $ref."""
+    def _conj_signature(self, nodes) -> "Signature | None":
+        out = None
+        for node in nodes:
+            sig = self._signature(node, set())
+            if sig is None:
+                return None
+            out = sig if out is None else out.meet(sig)
+        return out
+
+    def _signature(self, node: Node, seen: set) -> "Signature | None":
+        """What a branch says about types, values and object keys, following $ref and allOf."""
         saved = self.scope
         try:
             self.enter(node)
@@ -117,30 +158,28 @@ class Combinators:
         finally:
             self.scope = saved
 
-    def _signature_in_scope(self, node: Node, seen: set):
+    def _signature_in_scope(self, node: Node, seen: set) -> "Signature | None":
         schema = node.schema
         if schema is False:
-            return (set(), [], {})
+            return Signature(set(), [])
         if schema is True:
-            return (set(TYPES), None, {})
+            return Signature(set(TYPES))
         if id(schema) in seen:
             return None
         seen = seen | {id(schema)}
-        types = set(TYPES)
-        values = None
-        discriminators: dict = {}
+        sig = Signature(set(TYPES))
         if "type" in schema:
-            types &= type_set(schema["type"], node.ptr + "/type")
+            sig.types &= type_set(schema["type"], node.ptr + "/type")
         if "const" in schema:
-            values = [schema["const"]]
+            sig.values = [schema["const"]]
         if "enum" in schema and isinstance(schema["enum"], list):
-            values = list(schema["enum"]) if values is None else [v for v in values if any(json_equal(v, e) for e in schema["enum"])]
-        props = schema.get("properties")
-        if isinstance(props, dict):
-            for key in schema.get("required", []) or []:
-                sub = props.get(key)
-                if isinstance(sub, dict) and ("const" in sub or "enum" in sub):
-                    discriminators[key] = [sub["const"]] if "const" in sub else list(sub["enum"])
+            sig.values = list(schema["enum"]) if sig.values is None else [v for v in sig.values if any(json_equal(v, e) for e in schema["enum"])]
+        props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+        sig.props = {k: [node.child("properties", None).child(k, v)] for k, v in props.items()}
+        if isinstance(schema.get("required"), list):
+            sig.required = {k for k in schema["required"] if isinstance(k, str)}
+        if schema.get("additionalProperties") is False and not schema.get("patternProperties"):
+            sig.closed = frozenset(props)
         parts = []  # the branches this one is the conjunction of: its $ref and its allOf
         for word in REFS:
             if word in schema:
@@ -151,33 +190,38 @@ class Combinators:
             inner = self._signature(part, seen)
             if inner is None:
                 return None
-            types &= inner[0]
-            if inner[1] is not None:
-                values = inner[1] if values is None else [v for v in values if any(json_equal(v, e) for e in inner[1])]
-            for k, v in inner[2].items():
-                discriminators.setdefault(k, v)
-        if values is not None:
-            types &= {json_kind(v) for v in values}
-            values = [v for v in values if json_kind(v) in types]
-        return (types, values, discriminators)
+            sig = sig.meet(inner)
+        if schema.get("nullable") is True:  # widens: null passes whatever else the schema says
+            sig.types |= {"null"}
+            if sig.values is not None:
+                sig.values.append(None)
+        if sig.values is not None:
+            sig.types &= {json_kind(v) for v in sig.values}
+            sig.values = [v for v in sig.values if json_kind(v) in sig.types]
+        return sig
 
 
+@dataclass
+class Signature:
+    """The part of a schema that disjointness checks read (a conjunction meets them)."""
 
-def _signatures_disjoint(a, b) -> bool:
-    types_a, values_a, disc_a = a
-    types_b, values_b, disc_b = b
-    if not (types_a & types_b):
-        return True
-    if values_a is not None and values_b is not None:
-        if not any(json_equal(x, y) for x in values_a for y in values_b):
+    types: set
+    values: list | None = None  # const/enum, None: any
+    required: set = field(default_factory=set)
+    props: dict = field(default_factory=dict)  # key -> [property subschema nodes]
+    closed: frozenset | None = None  # with additionalProperties: false, the only keys allowed
+
+    def forbids(self, key: str) -> bool:
+        """Whether no object valid here has `key`."""
+        if self.closed is not None and key not in self.closed:
             return True
-    if values_a is not None and not any(json_kind(x) in types_b for x in values_a):
-        return True
-    if values_b is not None and not any(json_kind(x) in types_a for x in values_b):
-        return True
-    common = set(disc_a) & set(disc_b)
-    for k in common:
-        if not any(json_equal(x, y) for x in disc_a[k] for y in disc_b[k]):
-            if types_a & types_b <= {"object"}:
-                return True
-    return False
+        return any(n.schema is False for n in self.props.get(key, ()))
+
+    def meet(self, other: "Signature") -> "Signature":
+        if self.values is None or other.values is None:
+            values = other.values if self.values is None else self.values
+        else:
+            values = [v for v in self.values if any(json_equal(v, w) for w in other.values)]
+        props = {k: self.props.get(k, []) + other.props.get(k, []) for k in {*self.props, *other.props}}
+        closed = self.closed if other.closed is None else other.closed if self.closed is None else self.closed & other.closed
+        return Signature(self.types & other.types, values, self.required | other.required, props, closed)

@@ -54,10 +54,16 @@ class Merging:
     def _collect(self, conj) -> list[Node]:
         """Flatten allOf and $ref-with-siblings into a list of plain schema dicts."""
         out: list[Node] = []
-        stack = list(reversed(conj))
+        # each entry carries the dynamic scope of its own path (a sibling's resources are not
+        # in it); the conjunction goes on in the scope of all of them
+        stack = [(n, self.scope) for n in reversed(conj)]
         seen: set = set()
+        scopes = []
         while stack:
-            node = self._rebase(stack.pop())
+            node, self.scope = stack.pop()
+            node = self._rebase(node)
+            self.enter(node)
+            scopes.append(self.scope)
             schema = node.schema
             if schema is True:
                 continue
@@ -71,14 +77,18 @@ class Merging:
             for word in REFS:
                 if word in schema:
                     target = self.resolve_ref(word, node)
-                    self.enter(target)
-                    stack.append(target)
+                    stack.append((target, self.scope))
             out.append(self._flat(node))
             for j, sub in enumerate(schema.get("allOf", []) or []):
-                stack.append(Node(sub, f"{node.ptr}/allOf/{j}", node.base))
-            stack.extend(self._expansions(node))
+                stack.append((Node(sub, f"{node.ptr}/allOf/{j}", node.base), self.scope))
+            stack.extend((n, self.scope) for n in self._expansions(node))
             if "allOf" in schema and (not isinstance(schema["allOf"], list) or not schema["allOf"]):
                 raise SchemaError("allOf must be a non-empty array", node.ptr + "/allOf")
+        merged = dict(scopes[0]) if scopes else dict(self.scope)
+        for scope in scopes[1:]:
+            for name, target in scope.items():
+                merged.setdefault(name, target)
+        self.scope = merged
         return out
 
 
