@@ -28,7 +28,6 @@ from grammarc.ir import (
     AnyToken,
     Except,
     Expr,
-    Grammar,
     Literal,
     Ref,
     Regex,
@@ -37,6 +36,7 @@ from grammarc.ir import (
     Substrings,
     walk,
 )
+from grammarc import Grammar
 
 __all__ = ["grammars", "strings", "regex_patterns", "HAND_WRITTEN"]
 

@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 
 import strategies
 from grammarc.engine import Engine
-from grammarc.ir import Except, Grammar, walk
+from grammarc import Grammar
+from grammarc.ir import Except, walk
 from grammarc.runtime.recognizer import Recognizer
 from grammarc.tokens.vocabulary import Vocabulary
 

@@ -43,9 +43,7 @@ class Constraint:
 
     @classmethod
     def build(cls, target: Any, **options) -> "Constraint":
-        from grammarc.frontends.pydantic_model import model_to_grammar
-
-        grammar = model_to_grammar(target, **options)
+        grammar = Grammar.from_model(target, **options)
         return cls(target, grammar, tuple(sorted(options.items())))
 
     @cached_property
