@@ -46,7 +46,7 @@ __version__ = "0.1.0"
 
 
 def stdlib(name: str, start: str = "start") -> Grammar:
-    """A grammar shipped with grammarc, by name: ``json``, ``arithmetic``, ``c``, ``xml``."""
+    """A grammar shipped with grammarc, by name; see ``grammarc.stdlib_grammars.names()``."""
     from grammarc.stdlib_grammars import load
 
     return load(name, start=start)

@@ -167,7 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     def grammar_command(name: str, help: str):
         command = sub.add_parser(name, help=help)
-        command.add_argument("grammar", help="an .ebnf file or a stdlib grammar name (json, arithmetic, c, xml)")
+        command.add_argument("grammar", help="an .ebnf file or a stdlib grammar name (see grammarc.stdlib_grammars.names())")
         command.add_argument("--start", default="start", help="the start rule (default: start)")
         return command
 
