@@ -13,7 +13,7 @@ from hypothesis import given, settings, strategies as st
 from grammarc import Grammar
 from grammarc.errors import SchemaError, UnsupportedSchemaError
 from grammarc.frontends import json_formats as jf
-from grammarc.frontends import numeric_ranges as nr
+from grammarc.frontends.jsonschema import numeric_ranges as nr
 from grammarc import Grammar
 
 

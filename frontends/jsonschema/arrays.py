@@ -1,0 +1,143 @@
+"""Arrays: `prefixItems`/`items`, item counts, `contains`/`minContains`/`maxContains`."""
+
+from __future__ import annotations
+
+from grammarc.ir import Alt, Expr, Repeat, Seq
+
+from .layout import MAX_INDENT_DEPTH
+from .merge import Merged
+from .negation import CannotNegate
+from .documents import Node
+
+
+class Arrays:
+    """Arrays: prefixItems/items, counts, contains."""
+
+    def _array(self, m: Merged, depth: int, hint: str) -> Expr | None:
+        if self.layout.indent is not None and depth >= MAX_INDENT_DEPTH:
+            return None
+        lo, hi = m.min_items, m.max_items
+        if hi is not None and lo > hi:
+            return None
+        if m.unique is not None and not (hi is not None and hi <= 1):
+            self.unsupported("uniqueItems", m.unique.rsplit("/", 1)[0])
+        members = m.arrays or []
+        plen = max((len(pre) for _, pre, _ in members), default=0)
+        prefix: list[Expr | None] = []
+        for i in range(plen):
+            conj = tuple(pre[i] if i < len(pre) else rest for _, pre, rest in members if i < len(pre) or rest is not None)
+            prefix.append(self.value(conj, depth + 1, hint=f"{hint}_item{i}"))
+        rest_conj = tuple(rest for _, pre, rest in members if rest is not None)
+        rest = self.value(rest_conj, depth + 1, hint=f"{hint}_item")
+        # an impossible prefix item caps the length
+        for i, p in enumerate(prefix):
+            if p is None:
+                hi = i if hi is None else min(hi, i)
+                prefix = prefix[:i]
+                rest = None
+                break
+        if rest is None:
+            top = len(prefix)
+            hi = top if hi is None else min(hi, top)
+        if hi is not None and lo > hi:
+            return None
+        if m.contains is not None:
+            return self._array_contains(m, prefix, rest, lo, hi, depth, hint)
+        return self._array_layout(prefix, rest, lo, hi, depth)
+
+
+    def _array_layout(self, prefix: list[Expr], rest: Expr | None, lo: int, hi: int | None, depth: int) -> Expr | None:
+        """'[' items ']' with len(prefix) leading item kinds, then `rest` items, lo..hi items."""
+        sep = self.layout.sep(depth)
+        p = len(prefix) if hi is None else min(len(prefix), hi)
+
+        def tail(j: int) -> Expr | None:
+            """Items from index j on, after at least one item (each preceded by a separator)."""
+            if j < p:
+                after = tail(j + 1)
+                item = Seq((*sep, prefix[j], *( [after] if after is not None else [])))
+                return item if j < lo else Repeat(item, 0, 1)
+            if rest is None:
+                return None
+            rlo = max(0, lo - j)
+            rhi = None if hi is None else hi - j
+            if rhi is not None and rhi <= 0:
+                return None
+            return Repeat(Seq((*sep, rest)), rlo, rhi)
+
+        if p > 0:
+            after = tail(1)
+            content = Seq((prefix[0],) + ((after,) if after is not None else ()))
+        elif rest is not None and (hi is None or hi > 0):
+            rlo = max(0, lo - 1)
+            rhi = None if hi is None else hi - 1
+            more = Repeat(Seq((*sep, rest)), rlo, rhi)
+            content = Seq((rest, more)) if rhi != 0 else rest
+        else:
+            content = None
+        parts = []
+        if lo == 0:
+            parts.append(Seq(tuple(self.layout.empty("[]"))))
+        if content is not None:
+            parts.append(Seq((*self.layout.open("[", depth), content, *self.layout.close("]", depth))))
+        if not parts:
+            return None
+        return parts[0] if len(parts) == 1 else Alt(tuple(parts))
+
+
+    def _array_contains(self, m, prefix, rest, lo, hi, depth, hint):
+        ptr = m.contains[-1].ptr.rsplit("/", 1)[0]
+        need = 1 if m.min_contains is None else m.min_contains
+        if len(m.contains) > 1 or prefix or hi is not None or lo > need:
+            self.unsupported("contains", ptr, "contains together with prefixItems, maxItems, minItems or another contains")
+            return self._array_layout(prefix, rest, lo, hi, depth)
+        if m.max_contains is not None:
+            return self._array_max_contains(m, rest, lo, need, m.max_contains, depth, hint, ptr)
+        if need == 0:
+            return self._array_layout(prefix, rest, lo, hi, depth)
+        if rest is None:
+            return None
+        rest_conj = tuple(r for _, _, r in (m.arrays or []) if r is not None)
+        hit = self.value(rest_conj + (m.contains[0],), depth + 1, hint=f"{hint}_contains")
+        if hit is None:
+            return None
+        sep = self.layout.sep(depth)
+        gap = Repeat(Seq((rest, *sep)), 0, None)  # items before a hit
+        more = Seq((Repeat(Seq((*sep, rest)), 0, None), *sep, hit))
+        body = Seq((gap, hit, Repeat(more, need - 1, need - 1), Repeat(Seq((*sep, rest)), 0, None)))
+        return Seq((*self.layout.open("[", depth), body, *self.layout.close("]", depth)))
+
+
+    def _array_max_contains(self, m, rest, lo, need, top, depth, hint, ptr):
+        """Arrays with need..top items matching `contains`: each item is a hit (contains) or a
+        miss (its negation), ``(miss ,)* hit ((, miss)* , hit){need-1,top-1} (, miss)*``,
+        plus the arrays of misses only when need is 0. Needs `contains` to be negatable."""
+        if top < need:
+            return None
+        if rest is None:
+            return Seq(tuple(self.layout.empty("[]"))) if need == 0 else None
+        contains = m.contains[0]
+        try:
+            schema, base = self._negate(contains)
+        except CannotNegate as exc:
+            self.unsupported("maxContains", ptr, exc.why)
+            return self._array_layout([], rest, lo, None, depth) if need == 0 else None
+        rest_conj = tuple(r for _, _, r in (m.arrays or []) if r is not None)
+        hit = self.value(rest_conj + (contains,), depth + 1, hint=f"{hint}_contains")
+        miss = self.value(rest_conj + (Node(schema, contains.ptr, base),), depth + 1, hint=f"{hint}_other")
+        sep = self.layout.sep(depth)
+        parts = []
+        if need == 0:
+            parts.append(self._array_layout([], miss, lo, None, depth))
+        first = max(need, 1)
+        if hit is not None and top >= first:
+            misses_before = Repeat(Seq((miss, *sep)), 0, None) if miss is not None else None
+            misses_after = Repeat(Seq((*sep, miss)), 0, None) if miss is not None else None
+            more = Seq(tuple(x for x in (misses_after, *sep, hit) if x is not None))
+            items = [misses_before, hit, Repeat(more, first - 1, top - 1), misses_after]
+            body = Seq(tuple(x for x in items if x is not None))
+            parts.append(Seq((*self.layout.open("[", depth), body, *self.layout.close("]", depth))))
+        parts = [p for p in parts if p is not None]
+        if not parts:
+            return None
+        return parts[0] if len(parts) == 1 else Alt(tuple(parts))

@@ -1,0 +1,25 @@
+"""The keywords the front-end knows, by what it does with them."""
+
+from __future__ import annotations
+
+ANNOTATIONS = frozenset({
+    "$schema", "$id", "id", "$anchor", "$dynamicAnchor", "$comment", "$defs", "definitions",
+    "$vocabulary", "title", "description", "default", "examples", "deprecated", "readOnly",
+    "writeOnly", "contentMediaType", "contentEncoding", "contentSchema", "nullable",
+})
+UNSUPPORTED = frozenset({"unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef"})
+# private keywords of the schemas that negation builds (never in user schemas)
+TYPES_KEY = "$grammarc:types"  # a set of internal TYPES (e.g. "fraction": non-integer numbers)
+NOT_STRINGS_KEY = "$grammarc:notStrings"  # strings other than these
+NUMBER_KINDS = frozenset({"integer", "fraction"})
+EXPANDED = frozenset({"$ref", "allOf", "not", "if", "then", "else", "dependentRequired", "dependentSchemas",
+                      "dependencies"})
+SUPPORTED = frozenset({
+    "type", "enum", "const", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
+    "multipleOf", "minLength", "maxLength", "pattern", "format", "properties", "required",
+    "additionalProperties", "patternProperties", "propertyNames", "minProperties",
+    "maxProperties", "items", "prefixItems", "additionalItems", "minItems", "maxItems",
+    "contains", "minContains", "maxContains", "uniqueItems", "allOf", "anyOf", "oneOf", "$ref",
+    "not", "if", "then", "else", "dependentRequired", "dependentSchemas", "dependencies",
+})
+TYPES = ("null", "boolean", "integer", "fraction", "string", "array", "object")

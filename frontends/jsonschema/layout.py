@@ -1,0 +1,79 @@
+"""JSON text primitives: whitespace, separators and literal strings, as the layout options say."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from grammarc.ir import Alt, Expr, Literal, Ref, Repeat
+
+MAX_INDENT_DEPTH = 32
+NUMBER_RFC = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
+WS_BOUNDED = r"[ \t]{1,2}(?:\r?\n[ \t]{0,64})?|\r?\n[ \t]{0,64}"
+WS_UNBOUNDED = r"[ \t\n\r]+"
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where whitespace and separators go. `indent` set: fixed pretty layout per depth."""
+
+    ws: Expr | None  # optional whitespace between tokens (None: none)
+    ws_pattern: str | None
+    item_sep: str
+    key_sep: str
+    indent: int | None
+
+    @staticmethod
+    def make(whitespace: str, indent: int | None, separators) -> "Layout":
+        if indent is not None:
+            item, key = separators if separators else (",", ": ")
+            return Layout(None, None, item, key, indent)
+        if separators is not None:
+            item, key = separators
+            return Layout(None, None, item, key, None)
+        if whitespace == "compact":
+            return Layout(None, None, ",", ":", None)
+        pattern = WS_BOUNDED if whitespace == "bounded" else WS_UNBOUNDED
+        return Layout(Repeat(Ref("ws"), 0, 1), pattern, ",", ":", None)
+
+    def _pad(self, depth: int) -> Literal:
+        return Literal("\n" + " " * (self.indent * depth))
+
+    def open(self, bracket: str, depth: int) -> list[Expr]:
+        if self.indent is not None:
+            return [Literal(bracket), self._pad(depth + 1)]
+        return [Literal(bracket)] + ([self.ws] if self.ws else [])
+
+    def close(self, bracket: str, depth: int) -> list[Expr]:
+        if self.indent is not None:
+            return [self._pad(depth), Literal(bracket)]
+        return ([self.ws] if self.ws else []) + [Literal(bracket)]
+
+    def empty(self, pair: str) -> list[Expr]:
+        if self.ws is not None:
+            return [Literal(pair[0]), self.ws, Literal(pair[1])]
+        return [Literal(pair)]
+
+    def sep(self, depth: int) -> list[Expr]:
+        if self.indent is not None:
+            return [Literal(self.item_sep), self._pad(depth + 1)]
+        if self.ws is not None:
+            return [self.ws, Literal(self.item_sep), self.ws]
+        return [Literal(self.item_sep)]
+
+    def colon(self) -> list[Expr]:
+        if self.ws is not None:
+            return [self.ws, Literal(self.key_sep), self.ws]
+        return [Literal(self.key_sep)]
+
+
+def string_literal(s: str) -> Expr:
+    raw = json.dumps(s, ensure_ascii=False)
+    ascii_ = json.dumps(s)
+    if raw == ascii_:
+        return Literal(raw)
+    return Alt((Literal(raw), Literal(ascii_)))
+
+
+def key_literal(k: str) -> Expr:
+    return string_literal(k)

@@ -1,0 +1,239 @@
+"""A conjunction of schemas (allOf, `$ref` with siblings) merged into one set of constraints."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+
+from grammarc.errors import SchemaError, UnsupportedSchemaError
+
+from .documents import Node
+from .keywords import EXPANDED, NOT_STRINGS_KEY, TYPES, TYPES_KEY, UNSUPPORTED
+from .values import count_value, json_equal, number_value, type_set
+
+
+@dataclass
+class Merged:
+    """The keywords of a conjunction of schemas (no anyOf/oneOf left), merged."""
+
+    types: set
+    enum: list | None = None
+    enum_ptr: str = "#"
+    lo: Decimal | None = None
+    lo_strict: bool = False
+    hi: Decimal | None = None
+    hi_strict: bool = False
+    bound_ptr: str = "#"
+    multiple_of: list | None = None
+    min_len: int = 0
+    max_len: int | None = None
+    patterns: list | None = None
+    formats: list | None = None
+    objects: list | None = None  # [(node, properties, patternProperties, additional)]
+    required: dict | None = None  # key -> pointer
+    min_props: int = 0
+    max_props: int | None = None
+    property_names: list | None = None
+    arrays: list | None = None  # [(node, prefix list[Node], rest Node|None)]
+    min_items: int = 0
+    max_items: int | None = None
+    contains: list | None = None
+    min_contains: int | None = None
+    max_contains: int | None = None
+    unique: str | None = None
+    not_strings: list | None = None
+    not_strings_ptr: str = "#"
+
+
+class Merging:
+    """allOf and $ref flattened into one conjunction; each keyword merged into `Merged`."""
+
+    def _collect(self, conj) -> list[Node]:
+        """Flatten allOf and $ref-with-siblings into a list of plain schema dicts."""
+        out: list[Node] = []
+        stack = list(reversed(conj))
+        seen: set = set()
+        while stack:
+            node = self._rebase(stack.pop())
+            schema = node.schema
+            if schema is True:
+                continue
+            if schema is False:
+                return [node]
+            if not isinstance(schema, dict):
+                raise SchemaError(f"a schema must be an object or a boolean, not {type(schema).__name__}", node.ptr)
+            if id(schema) in seen:
+                continue
+            seen.add(id(schema))
+            if "$ref" in schema:
+                target = self.index.resolve(schema["$ref"], node)
+                if id(target.schema) in self.active:
+                    raise UnsupportedSchemaError("a recursive $ref combined with sibling keywords is not supported", node.ptr + "/$ref")
+                stack.append(target)
+                if self.draft == "7":
+                    continue
+            out.append(self._flat(node))
+            for j, sub in enumerate(schema.get("allOf", []) or []):
+                stack.append(Node(sub, f"{node.ptr}/allOf/{j}", node.base))
+            stack.extend(self._expansions(node))
+            if "allOf" in schema and (not isinstance(schema["allOf"], list) or not schema["allOf"]):
+                raise SchemaError("allOf must be a non-empty array", node.ptr + "/allOf")
+        return out
+
+
+    def _flat(self, node: Node) -> Node:
+        """The node without the keywords `_collect` has already expanded ($ref, allOf, not, ...).
+
+        Conjunctions handed on (when anyOf/oneOf is distributed) hold these flat copies, so
+        expanding them again adds nothing: otherwise an anyOf reached through a $ref or a
+        `not` would be distributed over and over.
+        """
+        s = node.schema
+        if not any(k in s for k in EXPANDED):
+            return node
+        flat = self._synth("flat", s, lambda: {k: v for k, v in s.items() if k not in EXPANDED})
+        return Node(flat, node.ptr, node.base)
+
+
+    def _merge(self, conj) -> Merged | None:
+        """Merged keywords of a conjunction that must not contain anyOf/oneOf (propertyNames)."""
+        nodes = self._collect(conj)
+        if any(n.schema is False for n in nodes):
+            return None
+        for n in nodes:
+            for k in ("anyOf", "oneOf", "nullable"):
+                if k in n.schema:
+                    self.unsupported(k, n.ptr, "inside propertyNames")
+        m = Merged(types=set(TYPES))
+        for node in nodes:
+            self._merge_one(m, node)
+        return m
+
+
+    def _merge_one(self, m: Merged, node: Node) -> None:
+        s = node.schema
+        p = node.ptr
+        for key in s:
+            if key in UNSUPPORTED or (self.draft == "7" and key in ("contentMediaType", "contentEncoding")):
+                self.unsupported(key, p)
+        if "type" in s:
+            m.types &= type_set(s["type"], p + "/type")
+        if TYPES_KEY in s:
+            m.types &= set(s[TYPES_KEY])
+        if NOT_STRINGS_KEY in s:
+            m.not_strings = (m.not_strings or []) + list(s[NOT_STRINGS_KEY])
+            m.not_strings_ptr = p
+        values = None
+        if "enum" in s:
+            if not isinstance(s["enum"], list):
+                raise SchemaError("enum must be an array", p + "/enum")
+            if not s["enum"]:
+                raise SchemaError("enum is empty: no value can match", p + "/enum")
+            values = list(s["enum"])
+            m.enum_ptr = p + "/enum"
+        if "const" in s:
+            values = [s["const"]] if values is None else [v for v in values if json_equal(v, s["const"])]
+            m.enum_ptr = p + "/const"
+        if values is not None:
+            m.enum = values if m.enum is None else [v for v in m.enum if any(json_equal(v, w) for w in values)]
+        # numbers
+        lo, lo_s, hi, hi_s = None, False, None, False
+        for key, strict in (("minimum", False), ("exclusiveMinimum", True)):
+            if key in s:
+                v = number_value(s[key], p + "/" + key)
+                if lo is None or v > lo or (v == lo and strict):
+                    lo, lo_s = v, strict
+        for key, strict in (("maximum", False), ("exclusiveMaximum", True)):
+            if key in s:
+                v = number_value(s[key], p + "/" + key)
+                if hi is None or v < hi or (v == hi and strict):
+                    hi, hi_s = v, strict
+        if lo is not None and hi is not None and (lo > hi or (lo == hi and (lo_s or hi_s))):
+            word = "maximum" if "maximum" in s else "exclusiveMaximum"
+            raise SchemaError(f"minimum {lo} is above maximum {hi}: no number can match", f"{p}/{word}")
+        if lo is not None and (m.lo is None or lo > m.lo or (lo == m.lo and lo_s)):
+            m.lo, m.lo_strict = lo, lo_s
+        if hi is not None and (m.hi is None or hi < m.hi or (hi == m.hi and hi_s)):
+            m.hi, m.hi_strict = hi, hi_s
+        if lo is not None or hi is not None:
+            m.bound_ptr = p
+        if "multipleOf" in s:
+            v = number_value(s["multipleOf"], p + "/multipleOf")
+            if v <= 0:
+                raise SchemaError("multipleOf must be greater than 0", p + "/multipleOf")
+            m.multiple_of = (m.multiple_of or []) + [(v, p + "/multipleOf")]
+        # strings
+        if "minLength" in s:
+            m.min_len = max(m.min_len, count_value(s["minLength"], p + "/minLength"))
+        if "maxLength" in s:
+            v = count_value(s["maxLength"], p + "/maxLength")
+            m.max_len = v if m.max_len is None else min(m.max_len, v)
+        if "pattern" in s:
+            if not isinstance(s["pattern"], str):
+                raise SchemaError("pattern must be a string", p + "/pattern")
+            m.patterns = (m.patterns or []) + [(s["pattern"], p + "/pattern")]
+        if "format" in s:
+            m.formats = (m.formats or []) + [(s["format"], p + "/format")]
+        # objects
+        obj_keys = ("properties", "patternProperties", "additionalProperties")
+        if any(k in s for k in obj_keys):
+            props = s.get("properties", {})
+            pats = s.get("patternProperties", {})
+            if not isinstance(props, dict) or not isinstance(pats, dict):
+                raise SchemaError("properties and patternProperties must be objects", p)
+            add = node.child("additionalProperties", s["additionalProperties"]) if "additionalProperties" in s else None
+            m.objects = (m.objects or []) + [(node, props, pats, add)]
+        if "required" in s:
+            req = s["required"]
+            if not isinstance(req, list) or not all(isinstance(k, str) for k in req):
+                raise SchemaError("required must be an array of strings", p + "/required")
+            m.required = m.required or {}
+            for k in req:
+                m.required.setdefault(k, p + "/required")
+        if "minProperties" in s:
+            m.min_props = max(m.min_props, count_value(s["minProperties"], p + "/minProperties"))
+        if "maxProperties" in s:
+            v = count_value(s["maxProperties"], p + "/maxProperties")
+            m.max_props = v if m.max_props is None else min(m.max_props, v)
+        if "propertyNames" in s:
+            m.property_names = (m.property_names or []) + [node.child("propertyNames", s["propertyNames"])]
+        # arrays
+        prefix, rest, has_items = [], None, False
+        if self.draft == "7":
+            items = s.get("items")
+            if isinstance(items, list):
+                prefix = [node.child("items", None).child(i, x) for i, x in enumerate(items)]
+                if "additionalItems" in s:
+                    rest = node.child("additionalItems", s["additionalItems"])
+                has_items = True
+            elif items is not None:
+                rest = node.child("items", items)
+                has_items = True
+        else:
+            if "prefixItems" in s:
+                if not isinstance(s["prefixItems"], list):
+                    raise SchemaError("prefixItems must be an array", p + "/prefixItems")
+                prefix = [node.child("prefixItems", None).child(i, x) for i, x in enumerate(s["prefixItems"])]
+                has_items = True
+            if "items" in s:
+                if isinstance(s["items"], list):
+                    raise SchemaError("items must be a schema in draft 2020-12 (use prefixItems)", p + "/items")
+                rest = node.child("items", s["items"])
+                has_items = True
+        if has_items:
+            m.arrays = (m.arrays or []) + [(node, prefix, rest)]
+        if "minItems" in s:
+            m.min_items = max(m.min_items, count_value(s["minItems"], p + "/minItems"))
+        if "maxItems" in s:
+            v = count_value(s["maxItems"], p + "/maxItems")
+            m.max_items = v if m.max_items is None else min(m.max_items, v)
+        if "contains" in s:
+            m.contains = (m.contains or []) + [node.child("contains", s["contains"])]
+            if "minContains" in s and self.draft != "7":
+                v = count_value(s["minContains"], p + "/minContains")
+                m.min_contains = v if m.min_contains is None else max(m.min_contains, v)
+            if "maxContains" in s and self.draft != "7":
+                v = count_value(s["maxContains"], p + "/maxContains")
+                m.max_contains = v if m.max_contains is None else min(m.max_contains, v)
+        if s.get("uniqueItems") is True:
+            m.unique = p + "/uniqueItems"

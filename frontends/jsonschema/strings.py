@@ -1,0 +1,106 @@
+"""Strings: length, `pattern`, `format` and their intersections (via json_formats)."""
+
+from __future__ import annotations
+
+from grammarc.errors import SchemaError
+from grammarc.ir import Alt, Expr, Literal, Ref, Regex, Seq
+from grammarc.frontends import json_formats as jf
+
+from .merge import Merged
+MAX_STRING_STATES = 1500  # character automaton for pattern & format & length
+
+
+class Strings:
+    """Strings: length, pattern, format and their intersections."""
+
+    def _string(self, m: Merged) -> Expr | None:
+        if m.max_len is not None and m.min_len > m.max_len:
+            return None
+        patterns = sorted({p for p, _ in m.patterns or []})
+        formats = sorted({f for f, _ in m.formats or []})
+        length_limited = m.min_len > 0 or m.max_len is not None
+        if m.not_strings:
+            if not (patterns or formats or length_limited):
+                return Regex(jf.string_excluding(sorted(set(m.not_strings))))
+            self.unsupported("not", m.not_strings_ptr, "excluded strings together with pattern, format or length")
+        if formats and not patterns and len(formats) == 1 and not length_limited:
+            ptr = m.formats[-1][1]
+            name = formats[0]
+            if not isinstance(name, str):
+                raise SchemaError("format must be a string", ptr)
+            pattern = jf.format_regex(name)
+            if pattern is None:
+                self.unsupported("format", ptr.rsplit("/", 1)[0], f"unknown format {name!r}")
+                return Regex(jf.string_regex(m.min_len, m.max_len))
+            return Regex(pattern)
+        if patterns and not formats and len(patterns) == 1 and not length_limited:
+            ptr = m.patterns[-1][1]
+            try:
+                body = jf.search_regex(patterns[0])
+            except jf.PatternError as exc:
+                self.unsupported("pattern", ptr.rsplit("/", 1)[0], str(exc))
+                return Regex(jf.string_regex(m.min_len, m.max_len))
+            return None if body is None else Regex('"' + body + '"')
+        if patterns or formats:
+            return self._string_intersection(m)
+        return Regex(jf.string_regex(m.min_len, m.max_len))
+
+
+    def _string_intersection(self, m: Merged) -> Expr | None:
+        """Strings under several of pattern/format/minLength/maxLength: exact (see json_formats)."""
+        trees = []
+        escapes = True
+        for name, ptr in m.formats or []:
+            if not isinstance(name, str):
+                raise SchemaError("format must be a string", ptr)
+            tree = jf.format_tree(name)
+            if tree is None:
+                self.unsupported("format", ptr.rsplit("/", 1)[0], f"unknown format {name!r}")
+                continue
+            if tree not in trees:
+                trees.append(tree)
+            # formats match raw characters only (a narrowing shared with the format alone)
+            escapes = escapes and name in ("json-pointer", "relative-json-pointer")
+        for pattern, ptr in m.patterns or []:
+            try:
+                tree = jf.search_tree(pattern)
+            except jf.PatternError as exc:
+                self.unsupported("pattern", ptr.rsplit("/", 1)[0], str(exc))
+                continue
+            if tree not in trees:
+                trees.append(tree)
+        plain = Regex(jf.string_regex(m.min_len, m.max_len))
+        if not trees:
+            return plain
+        word, ptr = ("format", m.formats[-1][1]) if m.formats else ("pattern", m.patterns[-1][1])
+        try:
+            if len(trees) == 1:
+                try:
+                    tree = jf.restrict_length(trees[0], m.min_len, m.max_len)
+                except jf.Hard:
+                    pass
+                else:
+                    rendered = None if tree is None else jf.render_tree(tree, escapes=escapes)
+                    return None if rendered is None else Regex(rendered)
+            dfa = jf.string_automaton(trees, m.min_len, m.max_len, max_states=MAX_STRING_STATES)
+        except jf.PatternError as exc:
+            what = "pattern, format, minLength and maxLength together"
+            self.unsupported(word, ptr.rsplit("/", 1)[0], f"{what}: {exc}")
+            return plain
+        return None if dfa is None else self._char_dfa(dfa, escapes)
+
+
+    def _char_dfa(self, dfa, escapes: bool) -> Expr:
+        """A JSON string whose decoded contents `dfa` accepts, as right-linear rules."""
+        key = ("chardfa", dfa, escapes)
+        if key in self.memo:
+            return self.memo[key]
+        names = [self.fresh(f"chars_{len(self.memo)}_q{q}") for q in range(len(dfa.accept))]
+        for q, name in enumerate(names):
+            alts: list[Expr] = [Literal("")] if dfa.accept[q] else []
+            alts += [Seq((Regex(jf.char_label(ranges, escapes)), Ref(names[t]))) for ranges, t in dfa.edges[q]]
+            self.rules[name] = alts[0] if len(alts) == 1 else Alt(tuple(alts))
+            self.internal.add(name)
+        expr = Seq((Literal('"'), Ref(names[0]), Literal('"')))
+        self.memo[key] = expr
+        return expr

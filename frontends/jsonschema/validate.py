@@ -1,0 +1,165 @@
+"""Concrete JSON values checked against schemas (enum/const filtering, property names)."""
+
+from __future__ import annotations
+
+import re
+
+from grammarc.errors import UnsupportedSchemaError
+from grammarc.frontends import json_formats as jf
+
+from .documents import Node
+from .keywords import NOT_STRINGS_KEY, TYPES_KEY, UNSUPPORTED
+from .values import dec, json_equal, json_kind, number_value, type_set
+
+
+class Validation:
+    """Concrete values checked against schemas (enum/const filtering, property names)."""
+
+    def _valid(self, value, conj) -> bool:
+        return all(self._valid_node(value, n, 0) for n in conj)
+
+
+    def _valid_node(self, v, node: Node, level: int) -> bool:
+        node = self._rebase(node)
+        s = node.schema
+        if s is True:
+            return True
+        if s is False:
+            return False
+        if s.get("nullable") is True and v is None:
+            return True
+        if level > 200:
+            raise UnsupportedSchemaError("schema recursion too deep while checking enum values", node.ptr)
+        p = node.ptr
+        if "$ref" in s:
+            if not self._valid_node(v, self.index.resolve(s["$ref"], node), level + 1):
+                return False
+            if self.draft == "7":
+                return True
+        kind = json_kind(v)
+        for key in s:
+            if key in UNSUPPORTED:
+                self.unsupported(key, p)
+        if "type" in s:
+            types = type_set(s["type"], p + "/type")
+            if kind not in types:
+                return False
+        if TYPES_KEY in s and kind not in s[TYPES_KEY]:
+            return False
+        if NOT_STRINGS_KEY in s and kind == "string" and v in s[NOT_STRINGS_KEY]:
+            return False
+        if "not" in s and self._valid_node(v, node.child("not", s["not"]), level + 1):
+            return False
+        if "if" in s and ("then" in s or "else" in s):
+            branch = "then" if self._valid_node(v, node.child("if", s["if"]), level + 1) else "else"
+            if branch in s and not self._valid_node(v, node.child(branch, s[branch]), level + 1):
+                return False
+        if kind == "object":
+            for word in ("dependentRequired", "dependentSchemas", "dependencies"):
+                for name, dep in (s.get(word) or {}).items():
+                    if name not in v:
+                        continue
+                    if isinstance(dep, list):
+                        if any(d not in v for d in dep):
+                            return False
+                    elif not self._valid_node(v, node.child(word, None).child(name, dep), level + 1):
+                        return False
+        if "enum" in s and not any(json_equal(v, e) for e in s["enum"]):
+            return False
+        if "const" in s and not json_equal(v, s["const"]):
+            return False
+        if kind in ("integer", "fraction"):
+            d = dec(v)
+            if "minimum" in s and d < number_value(s["minimum"], p):
+                return False
+            if "maximum" in s and d > number_value(s["maximum"], p):
+                return False
+            if "exclusiveMinimum" in s and d <= number_value(s["exclusiveMinimum"], p):
+                return False
+            if "exclusiveMaximum" in s and d >= number_value(s["exclusiveMaximum"], p):
+                return False
+            if "multipleOf" in s and d % number_value(s["multipleOf"], p) != 0:
+                return False
+        if kind == "string":
+            n = len(v)
+            if "minLength" in s and n < s["minLength"]:
+                return False
+            if "maxLength" in s and n > s["maxLength"]:
+                return False
+            if "pattern" in s:
+                try:
+                    plain = jf.search_regex(s["pattern"], plain=True)
+                except jf.PatternError as exc:
+                    self.unsupported("pattern", p, str(exc))
+                    plain = ""
+                if plain is None or not re.fullmatch(plain, v, re.S):
+                    return False
+            if "format" in s:
+                fr = jf.format_plain_regex(s["format"])
+                if fr is None:
+                    self.unsupported("format", p, f"unknown format {s['format']!r}")
+                elif not re.fullmatch(fr, v):
+                    return False
+        if kind == "array":
+            if "minItems" in s and len(v) < s["minItems"]:
+                return False
+            if "maxItems" in s and len(v) > s["maxItems"]:
+                return False
+            if s.get("uniqueItems") is True:
+                for i in range(len(v)):
+                    for j in range(i):
+                        if json_equal(v[i], v[j]):
+                            return False
+            if self.draft == "7":
+                items = s.get("items")
+                prefix = items if isinstance(items, list) else []
+                rest = s.get("additionalItems", True) if isinstance(items, list) else items
+            else:
+                prefix = s.get("prefixItems", [])
+                rest = s.get("items")
+            for i, x in enumerate(v):
+                if i < len(prefix):
+                    sub = Node(prefix[i], f"{p}/prefix/{i}", node.base)
+                elif rest is not None:
+                    sub = Node(rest, f"{p}/items", node.base)
+                else:
+                    continue
+                if not self._valid_node(x, sub, level + 1):
+                    return False
+            if "contains" in s:
+                hits = sum(self._valid_node(x, node.child("contains", s["contains"]), level + 1) for x in v)
+                if hits < s.get("minContains", 1) or ("maxContains" in s and hits > s["maxContains"]):
+                    return False
+        if kind == "object":
+            if "required" in s and any(k not in v for k in s["required"]):
+                return False
+            if "minProperties" in s and len(v) < s["minProperties"]:
+                return False
+            if "maxProperties" in s and len(v) > s["maxProperties"]:
+                return False
+            props = s.get("properties", {})
+            pats = s.get("patternProperties", {})
+            for k, x in v.items():
+                matched = False
+                if k in props:
+                    matched = True
+                    if not self._valid_node(x, node.child("properties", None).child(k, props[k]), level + 1):
+                        return False
+                for pat, sub in pats.items():
+                    if self._key_matches(pat, k, node):
+                        matched = True
+                        if not self._valid_node(x, node.child("patternProperties", None).child(pat, sub), level + 1):
+                            return False
+                if not matched and "additionalProperties" in s:
+                    if not self._valid_node(x, node.child("additionalProperties", s["additionalProperties"]), level + 1):
+                        return False
+                if "propertyNames" in s and not self._valid_node(k, node.child("propertyNames", s["propertyNames"]), level + 1):
+                    return False
+        for j, sub in enumerate(s.get("allOf", []) or []):
+            if not self._valid_node(v, node.child("allOf", None).child(j, sub), level + 1):
+                return False
+        if "anyOf" in s and not any(self._valid_node(v, node.child("anyOf", None).child(j, sub), level + 1) for j, sub in enumerate(s["anyOf"])):
+            return False
+        if "oneOf" in s and sum(self._valid_node(v, node.child("oneOf", None).child(j, sub), level + 1) for j, sub in enumerate(s["oneOf"])) != 1:
+            return False
+        return True
