@@ -1,35 +1,23 @@
-"""Tests of the vLLM integration: they need vLLM, which lives in its own environment.
+"""Fixtures of the vLLM integration tests: a tiny model on disk and vLLM's config for it.
 
 vLLM pins its own torch build, so it never shares the main test environment: CI builds
 ``.venv-vllm`` (docs/serving.rst's recipe) and runs ``python -m pytest tests/vllm`` there.
-Anywhere vLLM cannot be imported, this whole folder is skipped with the reason.
+Each test module starts with `vllm_env.require()`, which skips it with the reason where
+vLLM is not installed. (A skip raised here, in the conftest, would crash pytest when the
+folder is named on the command line.)
 """
 
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 import pytest
 
-os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")  # else VllmConfig cannot infer a device here
+import tiny_model
+
+os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")  # else VllmConfig cannot infer a device on CPU
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-
-try:
-    import vllm  # noqa: F401
-except Exception as error:  # noqa: BLE001 - ImportError, or a broken install
-    pytest.skip(
-        f"vLLM is not importable here ({type(error).__name__}: {error}); the vLLM tests run in their own "
-        "environment: see docs/serving.rst, or .ci/run which builds .venv-vllm",
-        allow_module_level=True,
-    )
-
-_HERE = str(Path(__file__).resolve().parent)
-if _HERE not in sys.path:
-    sys.path.insert(0, _HERE)
-
-import tiny_model  # noqa: E402
 
 
 @pytest.fixture(scope="session")

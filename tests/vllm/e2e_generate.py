@@ -3,8 +3,9 @@
 Run as a script (vLLM starts its workers with spawn, so nothing may run at import):
 ``python e2e_generate.py MODEL_DIR REQUESTS_JSON OUT_JSON``. REQUESTS_JSON is a list of
 ``{"prompt": str, "grammarc": {...} | null, "seed": int, "max_tokens": int}``; OUT_JSON
-gets, per request, the generated token ids, text and finish reason, plus what processors
-vLLM built (to show grammarc came in through its entry point, once).
+gets, per request, the generated token ids, text and finish reason, and the error that a
+request with an invalid grammar got. grammarc is not named anywhere here: vLLM loads it
+through its ``vllm.logits_processors`` entry point.
 """
 
 from __future__ import annotations
@@ -52,8 +53,13 @@ def main(model_dir: str, requests_path: str, out_path: str) -> None:
         }
         for o in outputs
     ]
+    try:  # a bad grammar is refused when the request is admitted
+        llm.generate(["x"], SamplingParams(max_tokens=4, extra_args={"grammarc": {"regex": "(?<=a)b"}}), use_tqdm=False)
+        refused = None
+    except Exception as error:  # noqa: BLE001 - vLLM's VLLMValidationError, whatever its base
+        refused = f"{type(error).__name__}: {error}"
     with open(out_path, "w", encoding="utf-8") as out:
-        json.dump({"results": results, "startup_s": started, "generate_s": generated}, out)
+        json.dump({"results": results, "refused": refused, "startup_s": started, "generate_s": generated}, out)
 
 
 if __name__ == "__main__":

@@ -20,6 +20,12 @@ import jsonschema
 import numpy as np
 import pytest
 import torch
+
+import vllm_env
+
+vllm_env.require()
+
+# ruff: noqa: E402 (vLLM is imported once vllm_env.require() has passed)
 from vllm import SamplingParams
 from vllm.v1.sample.logits_processor import (
     BatchUpdateBuilder,
@@ -30,8 +36,8 @@ from vllm.v1.sample.logits_processor import (
 )
 from vllm.v1.worker.gpu_input_batch import CachedRequestState, InputBatch
 
-import tiny_model
 import grammarc
+import tiny_model
 from grammarc import Engine, Grammar
 from grammarc.integrations.vllm import GrammarcLogitsProcessor, vocabulary_for_model
 
