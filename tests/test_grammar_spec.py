@@ -51,6 +51,11 @@ def test_schema_text_and_object_give_one_key_and_keep_property_order():
     assert parse_spec({"regex": "a"}) == GrammarSpec("regex", "a")
 
 
+def test_json_text_of_the_object_is_the_same_spec():
+    data = {"json_schema": SCHEMA, "whitespace": "compact"}
+    assert parse_spec(json.dumps(data)) == parse_spec(data)
+
+
 def test_options_are_sorted_and_hashable():
     spec = parse_spec({"whitespace": "compact", "json_schema": True, "separators": [",", ":"]})
     assert spec.options == (("separators", (",", ":")), ("whitespace", "compact"))
@@ -73,7 +78,11 @@ def test_extra_args_without_the_key_have_no_spec():
 W = "extra_args['grammarc']"
 BAD = [
     (None, f"{W} must be an object with one of the keys json_schema, regex, ebnf, gbnf, lark, stdlib; got null"),
-    ("json", f"{W} must be an object with one of the keys json_schema, regex, ebnf, gbnf, lark, stdlib; got str"),
+    (3, f"{W} must be an object with one of the keys json_schema, regex, ebnf, gbnf, lark, stdlib; got int"),
+    ("json", f"{W} is a string, so it must be the JSON text of an object with one of the keys json_schema, regex, "
+             "ebnf, gbnf, lark, stdlib: Expecting value: line 1 column 1 (char 0)"),
+    ("[1]", f"{W} is JSON text of list; it must be of an object with one of the keys json_schema, regex, ebnf, gbnf, "
+            "lark, stdlib"),
     ({}, f"{W} names no grammar (keys: none); give one of json_schema, regex, ebnf, gbnf, lark, stdlib"),
     ({"start": "x"}, f"{W} names no grammar (keys: 'start'); give one of json_schema, regex, ebnf, gbnf, lark, stdlib"),
     ({"regex": "a", "ebnf": "b"}, f"{W} names 2 grammars (regex, ebnf); give exactly one"),

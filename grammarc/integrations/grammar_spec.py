@@ -1,7 +1,8 @@
 """Per-request grammars for servers: parse, check, build and cache them.
 
 A serving engine hands each request's grammar over as plain JSON data (vLLM:
-``SamplingParams.extra_args["grammarc"]``), for example::
+``SamplingParams.extra_args["grammarc"]``; over HTTP, the same object as JSON text), for
+example::
 
     {"json_schema": {"type": "object", ...}, "whitespace": "compact"}
     {"regex": "[a-z]+@example\\\\.com"}
@@ -86,8 +87,22 @@ def spec_from_extra_args(extra_args: Mapping[str, Any] | None) -> GrammarSpec | 
 
 
 def parse_spec(value: Any, *, where: str = WHERE) -> GrammarSpec:
-    """Check a request's grammar data and return it as a `GrammarSpec`."""
+    """Check a request's grammar data and return it as a `GrammarSpec`.
+
+    `value` is the object, or its JSON text: vLLM's HTTP API (``vllm_xargs``) carries
+    only strings and numbers.
+    """
     kinds = ", ".join(KINDS)
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as error:
+            raise GrammarSpecError(
+                f"{where} is a string, so it must be the JSON text of an object with one of the keys "
+                f"{kinds}: {error}"
+            ) from None
+        if not isinstance(value, Mapping):
+            raise GrammarSpecError(f"{where} is JSON text of {_type_name(value)}; it must be of an object with one of the keys {kinds}")
     if not isinstance(value, Mapping):
         raise GrammarSpecError(
             f"{where} must be an object with one of the keys {kinds}; got {_type_name(value)}"

@@ -222,10 +222,8 @@ class GrammarcLogitsProcessor(*(base for base in (_V1Base, _V2Base) if base is n
         self._templates: OrderedDict[GrammarSpec, Engine] = OrderedDict()
         self._eos_words: np.ndarray | None = None
         if len(args) == 2:  # V1: (device, is_pin_memory)
-            self._runner = 1
             self._requests: dict[int, tuple[_Sequence, list[int]]] = {}
         elif len(args) == 1:  # V2: (req_states)
-            self._runner = 2
             self._req_states = args[0]
             self._slots: dict[int, _Sequence] = {}
         else:
@@ -308,37 +306,40 @@ class GrammarcLogitsProcessor(*(base for base in (_V1Base, _V2Base) if base is n
         if not batch:
             return
         prompt_len = np.asarray(self._req_states.prompt_len.np)
-        n_rows = logits.shape[0]
-        if n_rows == len(slots):  # one row per request: the host knows each history's length
+        # Per batch position: its logits rows, the draft ids fed before each row after
+        # the first, and how many generated ids vLLM has committed.
+        rows_of: dict[int, list[int]] = {}
+        drafts: dict[int, list[int]] = {}
+        committed: dict[int, int] = {}
+        if logits.shape[0] == len(slots):  # one row per request: its length is known on the host
             ends = np.asarray(ctx.seq_lens_upper_bound_np)
-            firsts = {b: b for b, _ in batch}
-            drafts: dict[int, list[int]] = {b: [] for b, _ in batch}
-            committed = {b: int(ends[b]) - int(prompt_len[s]) for b, s in batch}
-        else:  # speculative decoding: a request's rows are its last token, then its drafts
-            row_slots = ctx.expanded_idx_mapping.cpu().numpy()
-            local = ctx.expanded_local_pos.cpu().numpy()
-            pos = ctx.pos.cpu().numpy()
-            input_ids = ctx.input_ids.cpu().numpy()
-            firsts, drafts, committed = {}, {}, {}
-            by_slot = {s: b for b, s in batch}
-            for row in range(n_rows):
-                b = by_slot.get(int(row_slots[row]))
+            for b, s in batch:
+                rows_of[b], drafts[b] = [b], []
+                committed[b] = int(ends[b]) - int(prompt_len[s])
+        else:  # speculative decoding: a request's rows feed its last id, then its drafts
+            row_slots = ctx.expanded_idx_mapping.cpu().tolist()
+            local = ctx.expanded_local_pos.cpu().tolist()
+            pos = ctx.pos.cpu().tolist()
+            input_ids = ctx.input_ids.cpu().tolist()
+            position_of = {s: b for b, s in batch}
+            for row, slot in enumerate(row_slots):
+                b = position_of.get(int(slot))
                 if b is None:
                     continue
                 if local[row] == 0:
-                    firsts[b] = row
-                    drafts[b] = []
-                    committed[b] = int(pos[row]) + 1 - int(prompt_len[slots[b]])
+                    rows_of[b], drafts[b] = [row], []
+                    committed[b] = int(pos[row]) + 1 - int(prompt_len[slot])
                 else:
+                    rows_of[b].append(row)
                     drafts[b].append(int(input_ids[row]))
         self._read_committed(batch, committed, prompt_len)
         rows, words = [], []
         for b, s in batch:
             sequence = self._slots[s]
             start = max(0, committed[b])
-            for j in range(len(drafts[b]) + 1):
+            for j, row in enumerate(rows_of[b]):
                 sequence.sync(drafts[b][:j], start, drafts=True)  # undone next step if rejected
-                rows.append(firsts[b] + j)
+                rows.append(row)
                 words.append(sequence.words(self._eos_words))
         _mask_rows(logits, rows, words)
 

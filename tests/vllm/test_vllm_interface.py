@@ -354,7 +354,7 @@ BAD = [
     ({"regex": "(?<=a)b"}, "extra_args['grammarc']['regex']: lookbehind (?<=...) is not supported (at offset 0 in pattern '(?<=a)b')"),
     ({"ebnf": "start ::= x ;"}, "extra_args['grammarc']['ebnf']: <request ebnf>:1:11: rule 'start' refers to undefined rule 'x'"),
     ({"regex": "a", "stdlib": "json"}, "extra_args['grammarc'] names 2 grammars (regex, stdlib); give exactly one"),
-    ("json", "extra_args['grammarc'] must be an object with one of the keys json_schema, regex, ebnf, gbnf, lark, stdlib; got str"),
+    (["json"], "extra_args['grammarc'] must be an object with one of the keys json_schema, regex, ebnf, gbnf, lark, stdlib; got list"),
 ]
 
 
@@ -377,6 +377,25 @@ def test_validate_params_accepts_good_and_absent_grammars():
         GrammarcLogitsProcessor.validate_params(params(args))
     GrammarcLogitsProcessor.validate_params(SamplingParams())
     GrammarcLogitsProcessor.validate_params(SamplingParams(extra_args={"other": 1}))
+
+
+def test_openai_api_requests_carry_the_grammar_as_json_text(vllm_config, vocab):
+    """``vllm_xargs`` holds only strings and numbers: the grammar object travels as JSON text."""
+    from vllm.entrypoints.openai.completion.protocol import CompletionRequest
+
+    request = CompletionRequest(
+        model="tiny", prompt="x", max_tokens=8,
+        vllm_xargs={"grammarc": json.dumps({"regex": "ab"})},
+    )
+    sampling = request.to_sampling_params(max_tokens=8)
+    GrammarcLogitsProcessor.validate_params(sampling)
+    processor = GrammarcLogitsProcessor(vllm_config, CPU, False)
+    builder = BatchUpdateBuilder()
+    builder.added.append((0, sampling, [0], []))
+    processor.update_state(builder.get_and_reset(1))
+    logits = torch.zeros(1, WIDTH)
+    processor.apply(logits)
+    assert only_bytes(vocab, finite(logits[0])) == {b"a", b"ab"} & set(vocab.tokens)
 
 
 def test_an_unvalidated_bad_grammar_ends_its_request_with_eos(vllm_config, caplog):
@@ -493,14 +512,19 @@ def test_v2_speculative_drafts_are_masked_and_rolled_back(vllm_config, vocab):
             engine.advance(token)
         return expected(engine)
 
+    processor.add_request(1, params(None))  # an unconstrained request with drafts comes first
+
     def step(committed: str, drafts: str) -> list[set[int]]:
         ids = ids_of(vocab, committed)
         state.all_token_ids.gpu[3, 2 : 2 + len(ids)] = torch.tensor(ids, dtype=torch.int32)
         pos = 2 + len(ids) - 1
-        rows = [(3, 0, ids[-1] if ids else 0)] + [(3, j + 1, t) for j, t in enumerate(ids_of(vocab, drafts))]
-        logits = torch.zeros(len(rows), WIDTH)
-        processor.apply(logits, v2_context([3], [pos], rows=rows))
-        return [finite(row) for row in logits]
+        rows = [(1, 0, 7), (1, 1, 8)]
+        rows += [(3, 0, ids[-1] if ids else 0)] + [(3, j + 1, t) for j, t in enumerate(ids_of(vocab, drafts))]
+        logits = torch.randn(len(rows), WIDTH)
+        before = logits.clone()
+        processor.apply(logits, v2_context([1, 3], [20, pos], rows=rows))
+        assert torch.equal(logits[:2], before[:2])
+        return [finite(row) for row in logits[2:]]
 
     assert step("1", "2,") == [reference("1"), reference("12"), reference("12,")]
     # "2" accepted, "," rejected: vLLM commits "12" and a bonus "3".
