@@ -68,6 +68,17 @@ logger = logging.getLogger(__name__)
 
 TEMPLATE_CACHE_SIZE = 64  # template engines (one per distinct grammar) kept per processor
 
+# vLLM's V1 runner with async scheduling appends -1 for each sampled id and fills in the
+# real ids before the logits processors run only when some processor was *named* at
+# startup: a processor loaded by its entry point alone never sees them.
+_BLIND = (
+    "vLLM does not show its logits processors the ids it samples (V1 model runner with async "
+    "scheduling, and no logits processor named at startup), so grammars cannot be followed; "
+    "requests with a grammar are ended with EOS. Start vLLM with --logits-processors "
+    "grammarc.integrations.vllm:GrammarcLogitsProcessor (LLM(logits_processors=[...])), "
+    "or with --no-async-scheduling"
+)
+
 
 # ------------------------------------------------------------------ one request
 
@@ -86,6 +97,7 @@ class _Sequence:
     seen: list[int] = field(default_factory=list)
     fed: int = 0
     rejected_at: int | None = None  # index in `seen` of an id the engine refused
+    blind: bool = False  # V1: vLLM never filled in this request's ids (see `_BLIND`)
     trusted: int = 0  # V2: seen[:trusted] is confirmed by vLLM's committed ids
 
     def sync(self, history: Sequence[int], start: int, *, drafts: bool = False) -> None:
@@ -107,7 +119,7 @@ class _Sequence:
     def words(self, eos_words: np.ndarray) -> np.ndarray:
         """The packed mask of the next token (uint32 words, bit i = token i)."""
         engine = self.engine
-        if engine is None or self.rejected_at is not None or engine.is_finished():
+        if engine is None or self.blind or self.rejected_at is not None or engine.is_finished():
             return eos_words
         return engine.packed_mask()
 
@@ -223,6 +235,10 @@ class GrammarcLogitsProcessor(*(base for base in (_V1Base, _V2Base) if base is n
         self._eos_words: np.ndarray | None = None
         if len(args) == 2:  # V1: (device, is_pin_memory)
             self._requests: dict[int, tuple[_Sequence, list[int]]] = {}
+            self._blind_logged = False
+            scheduler = getattr(vllm_config, "scheduler_config", None)
+            if getattr(scheduler, "async_scheduling", False) and not getattr(self._model_config, "logits_processors", None):
+                logger.warning("grammarc: %s.", _BLIND)
         elif len(args) == 1:  # V2: (req_states)
             self._req_states = args[0]
             self._slots: dict[int, _Sequence] = {}
@@ -285,6 +301,11 @@ class GrammarcLogitsProcessor(*(base for base in (_V1Base, _V2Base) if base is n
                 continue
             sequence, output = self._requests[index]
             _sync_output(sequence, output)  # async scheduling fills placeholders late
+            if output and output[-1] < 0 and not sequence.blind:  # and now it never will
+                sequence.blind = True
+                if not self._blind_logged:
+                    self._blind_logged = True
+                    logger.error("grammarc: %s.", _BLIND)
             rows.append(index)
             words.append(sequence.words(self._eos_words))
         if rows:

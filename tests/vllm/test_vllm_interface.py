@@ -326,12 +326,31 @@ def test_rollback_deeper_than_the_engine_history_replays(vllm_config, vocab):
     assert EOS in allowed()
 
 
-def test_async_placeholders_wait_for_their_tokens(vllm_config, vocab):
-    output, allowed = one_request(vllm_config, {"regex": "ab"})
-    output.extend([ids_of(vocab, "a")[0], -1])
-    assert only_bytes(vocab, allowed()) == {b"b"}
-    output[-1] = ids_of(vocab, "b")[0]
-    assert allowed() == {EOS}
+def test_async_placeholders_are_filled_in_before_apply(vllm_config, vocab):
+    processor = GrammarcLogitsProcessor(vllm_config, CPU, False)
+    builder = BatchUpdateBuilder()
+    output = [ids_of(vocab, "a")[0], -1]  # async scheduling: the last sampled id is not known yet
+    builder.added.append((0, params({"regex": "abc"}), [0], output))
+    processor.update_state(builder.get_and_reset(1))
+    output[-1] = ids_of(vocab, "b")[0]  # vLLM fills it in right before the logits processors run
+    logits = torch.zeros(1, WIDTH)
+    processor.apply(logits)
+    assert only_bytes(vocab, finite(logits[0])) == {b"c"}
+
+
+def test_placeholders_never_filled_in_end_the_request_with_a_remedy(vllm_config, vocab, caplog):
+    processor = GrammarcLogitsProcessor(vllm_config, CPU, False)
+    builder = BatchUpdateBuilder()
+    output = [ids_of(vocab, "a")[0], -1]
+    builder.added.append((0, params({"regex": "abc"}), [0], output))
+    processor.update_state(builder.get_and_reset(1))
+    with caplog.at_level(logging.ERROR, logger="grammarc.integrations.vllm"):
+        for _ in range(2):
+            logits = torch.zeros(1, WIDTH)
+            processor.apply(logits)
+            assert finite(logits[0]) == {EOS}
+    messages = [r.getMessage() for r in caplog.records]
+    assert len(messages) == 1 and "--logits-processors grammarc.integrations.vllm:GrammarcLogitsProcessor" in messages[0]
 
 
 def test_grammar_wins_over_a_processor_that_blocked_everything(vllm_config, vocab):
@@ -398,6 +417,20 @@ def test_openai_api_requests_carry_the_grammar_as_json_text(vllm_config, vocab):
     assert only_bytes(vocab, finite(logits[0])) == {b"a", b"ab"} & set(vocab.tokens)
 
 
+def test_startup_warns_where_async_scheduling_would_hide_the_ids(vllm_config, caplog):
+    hidden = SimpleNamespace(model_config=vllm_config.model_config, scheduler_config=SimpleNamespace(async_scheduling=True))
+    named = SimpleNamespace(
+        model_config=SimpleNamespace(logits_processors=["grammarc.integrations.vllm:GrammarcLogitsProcessor"]),
+        scheduler_config=SimpleNamespace(async_scheduling=True),
+    )
+    with caplog.at_level(logging.WARNING, logger="grammarc.integrations.vllm"):
+        GrammarcLogitsProcessor(named, CPU, False)
+        GrammarcLogitsProcessor(vllm_config, CPU, False)  # CPU: no async scheduling
+        assert not caplog.records
+        GrammarcLogitsProcessor(hidden, CPU, False)
+    assert len(caplog.records) == 1 and "--no-async-scheduling" in caplog.records[0].getMessage()
+
+
 def test_an_unvalidated_bad_grammar_ends_its_request_with_eos(vllm_config, caplog):
     processor = GrammarcLogitsProcessor(vllm_config, CPU, False)
     builder = BatchUpdateBuilder()
@@ -414,6 +447,10 @@ def test_vllm_loads_the_processor_once_through_the_entry_point(vllm_config):
     processors = build_logitsprocs(vllm_config, CPU, False, False, [])
     ours = [p for p in processors.all if isinstance(p, GrammarcLogitsProcessor)]
     assert len(ours) == 1 and ours[0] in processors.non_argmax_invariant
+    # Named as well (the remedy for async scheduling): a second instance (masking twice
+    # gives the same logits).
+    named = build_logitsprocs(vllm_config, CPU, False, False, ["grammarc.integrations.vllm:GrammarcLogitsProcessor"])
+    assert sum(isinstance(p, GrammarcLogitsProcessor) for p in named.all) == 2
 
 
 def test_templates_are_shared_and_engines_are_per_request(vllm_config):
