@@ -25,8 +25,10 @@ import json
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-import grammarc
-from grammarc import CompiledGrammar, Grammar, GrammarcError
+from grammarc import stdlib_grammars
+from grammarc.errors import GrammarcError
+from grammarc.grammar import Grammar
+from grammarc.lowering.compiler import CompiledGrammar
 
 __all__ = [
     "EXTRA_ARGS_KEY",
@@ -188,13 +190,13 @@ def grammar_for(spec: GrammarSpec) -> Grammar:
         if spec.kind == "ebnf":
             return Grammar.from_ebnf(spec.source, name="<request ebnf>", **options)
         if spec.kind == "stdlib":
-            return grammarc.stdlib(spec.source, **options)
+            return stdlib_grammars.load(spec.source, **options)
         # GBNF and Lark frontends live on Grammar when this grammarc has them.
         method = {"gbnf": "from_gbnf", "lark": "from_lark"}[spec.kind]
         build = getattr(Grammar, method, None)
         if build is None:
             raise GrammarSpecError(
-                f"{where}: this grammarc ({grammarc.__version__}) has no {spec.kind.upper()} frontend "
+                f"{where}: this grammarc has no {spec.kind.upper()} frontend "
                 f"(Grammar.{method}); use ebnf, json_schema or regex"
             )
         return build(spec.source, **options)

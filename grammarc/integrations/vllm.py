@@ -42,7 +42,9 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import torch
 
-from grammarc import Engine, GrammarcError, TokenRejected, Vocabulary
+from grammarc.engine import Engine, TokenRejected
+from grammarc.errors import GrammarcError
+from grammarc.tokens.vocabulary import Vocabulary
 
 from .grammar_spec import GrammarSpec, GrammarSpecError, compiled_for, spec_from_extra_args
 
