@@ -59,6 +59,7 @@ class Rep:
     item: "Node"
     min: int
     max: int | None
+    lazy: bool = False
 
 
 @dataclass(frozen=True)
@@ -201,7 +202,8 @@ class _Converter:
             return self.node(body, (flags | add) & ~remove)
         if op in (_c.MAX_REPEAT, _c.MIN_REPEAT):
             lo, hi, body = av
-            return Rep(self.node(body, flags), lo, None if hi is _c.MAXREPEAT else hi)
+            maximum = None if hi is _c.MAXREPEAT else hi
+            return Rep(self.node(body, flags), lo, maximum, op is _c.MIN_REPEAT and lo != maximum)
         if op is getattr(_c, "POSSESSIVE_REPEAT", None):
             raise LarkRegexError("possessive quantifier is not supported")
         if op is getattr(_c, "ATOMIC_GROUP", None):
@@ -279,7 +281,7 @@ def _edge_filter(node: Node, allowed: Ranges, last: bool) -> Node:
         if node.max == 0:
             return NOTHING
         lo = 0 if _nullable(node.item) else max(node.min - 1, 0)
-        rest = Rep(node.item, lo, None if node.max is None else node.max - 1)
+        rest = Rep(node.item, lo, None if node.max is None else node.max - 1, node.lazy)
         edge = _edge_filter(node.item, allowed, last)
         return Seq((rest, edge) if last else (edge, rest))
     assert isinstance(node, Seq)
@@ -336,7 +338,7 @@ def simplify(node: Node) -> Node:
         item = simplify(node.item)
         if item == NOTHING:
             return EMPTY if node.min == 0 else NOTHING
-        return Rep(item, node.min, node.max)
+        return Rep(item, node.min, node.max, node.lazy)
     return node
 
 
@@ -365,13 +367,45 @@ def to_text(node: Node) -> str:
     return f"(?:{to_text(node.item)}){count}"
 
 
+def _any_rep(node: Node, lazy: bool) -> bool:
+    """Whether `node` holds a variable-count repetition that is lazy (or greedy)."""
+    if isinstance(node, Rep):
+        return (node.lazy == lazy and node.min != node.max) or _any_rep(node.item, lazy)
+    if isinstance(node, (Seq, Alt)):
+        return any(_any_rep(x, lazy) for x in node.items)
+    return False
+
+
+def _modes(node: Node) -> list[tuple[Node, str]]:
+    """Split a terminal into parts with grammarc regex modes that give Lark's token language.
+
+    Lark's lexers take Python's first match at a position, so a lazy quantifier stops at the
+    first way the rest can match: ``"(.*?)"`` never spans a quote. A pattern whose variable
+    repetitions are all lazy yields the shortest full match (mode "early"). A lazy part P
+    followed by a greedy, nullable part Q yields early(P) then Q. Other mixes are refused.
+    """
+    if not _any_rep(node, lazy=True):
+        return [(node, "match")]
+    if not _any_rep(node, lazy=False):
+        return [(node, "early")]
+    items = _flatten(node)
+    k = max(i for i, x in enumerate(items) if _any_rep(x, lazy=True))
+    head, tail = Seq(items[:k + 1]), Seq(items[k + 1:])
+    if not _any_rep(head, lazy=False) and _nullable(tail):
+        return [(head, "early"), (tail, "match")]
+    raise LarkRegexError(
+        "lazy quantifier mixed with greedy ones: Lark's first-match token language is not "
+        "compiled exactly in this arrangement"
+    )
+
+
 @lru_cache(maxsize=1024)
-def translate(pattern: str) -> str:
-    """grammarc regex text with the full-match language of Python pattern `pattern`."""
+def translate(pattern: str) -> tuple[tuple[str, str], ...]:
+    """``(grammarc regex text, mode)`` parts whose concatenation is the terminal's language."""
     try:
         parsed = _sre_parse.parse(pattern, 0)
     except re.error as error:
         raise LarkRegexError(f"invalid regex: {error}") from None
     flags = parsed.state.flags if hasattr(parsed, "state") else parsed.pattern.flags
-    node = _Converter().node(list(parsed), flags)
-    return to_text(simplify(eliminate_lookarounds(node)))
+    node = simplify(eliminate_lookarounds(_Converter().node(list(parsed), flags)))
+    return tuple((to_text(part), mode) for part, mode in _modes(node))

@@ -19,6 +19,8 @@ def load_grammar(spec: str, start: str = "start") -> Grammar:
     from grammarc import stdlib_grammars
 
     path = Path(spec)
+    if path.is_file() and path.suffix == ".lark":
+        return Grammar.from_lark(path.read_text(encoding="utf-8"), start=start, name=str(path))
     if path.is_file():
         return Grammar.from_file(path, start=start)
     if spec in stdlib_grammars.names():

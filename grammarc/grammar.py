@@ -48,6 +48,13 @@ class Grammar(ir.Grammar):
         return cls.of(parse_ebnf(text, start=start, name=name))
 
     @classmethod
+    def from_lark(cls, text: str, start: str = "start", *, name: str = "<string>") -> "Grammar":
+        """Parse a Lark grammar (see docs/importing.rst for how its meaning maps to ours)."""
+        from grammarc.frontends.lark_grammar import lark_to_grammar
+
+        return cls.of(lark_to_grammar(text, start=start, name=name))
+
+    @classmethod
     def from_file(cls, path: str | os.PathLike, start: str = "start") -> "Grammar":
         """Parse an ``.ebnf`` file; errors name the file."""
         path = Path(path)
