@@ -128,21 +128,21 @@ def lark_to_grammar(text: str, *, start: str = "start", name: str = "<string>") 
         terminals, rules, ignored = builder.build().compile([start], "*")
     except exceptions.GrammarError as error:
         raise _lark_error(error, source) from None
-    terminal_of = {t.name: t for t in terminals}
+    terminal_of = {str(t.name): t for t in terminals}
     rule_bodies: dict[str, list[list]] = {}
     for rule in rules:
-        rule_bodies.setdefault(rule.origin.name, []).append(rule.expansion)
+        rule_bodies.setdefault(str(rule.origin.name), []).append(rule.expansion)
     if start not in rule_bodies and start not in terminal_of:
         raise GrammarError(f"{name}: Lark grammar: start rule {start!r} is not defined")
     after_token = [Ref(IGNORE_RULE)] if ignored else []
 
     def symbol(sym) -> list[Expr]:
-        return [Ref(sym.name)] + after_token if sym.is_term else [Ref(sym.name)]
+        return [Ref(str(sym.name))] + after_token if sym.is_term else [Ref(str(sym.name))]
 
-    names = {key: [[s.name for s in alt] for alt in alts] for key, alts in rule_bodies.items()}
+    names = {key: [[str(s.name) for s in alt] for alt in alts] for key, alts in rule_bodies.items()}
     names.update({t: [] for t in terminal_of})
     if ignored:
-        names[start] = names.get(start, []) + [list(ignored)]
+        names[start] = names.get(start, []) + [[str(t) for t in ignored]]
     order = _reachable(start, names)
     out: list[tuple[str, Expr]] = []
     for rule_name in order:
@@ -155,7 +155,7 @@ def lark_to_grammar(text: str, *, start: str = "start", name: str = "<string>") 
             body = Seq((Ref(IGNORE_RULE), body))
         out.append((rule_name, body))
     if ignored:
-        refs = tuple(Ref(t) for t in dict.fromkeys(ignored))
+        refs = tuple(Ref(str(t)) for t in dict.fromkeys(ignored))
         out.append((IGNORE_RULE, Repeat(refs[0] if len(refs) == 1 else Alt(refs))))
     spans = {n: span for n, _ in out if (span := _definition_span(source, n)) is not None}
     return Grammar(rules=tuple(out), start=start, rule_spans=spans)

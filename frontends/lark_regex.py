@@ -376,27 +376,52 @@ def _any_rep(node: Node, lazy: bool) -> bool:
     return False
 
 
+def _width(node: Node) -> int | None:
+    """The one length of every string of `node`, or None when lengths vary."""
+    if isinstance(node, Chars):
+        return 1
+    if isinstance(node, Seq):
+        widths = [_width(x) for x in node.items]
+        return None if None in widths else sum(widths)
+    if isinstance(node, Alt):
+        widths = {_width(x) for x in node.items}
+        return widths.pop() if len(widths) == 1 else None
+    if isinstance(node, Rep) and node.min == node.max:
+        width = _width(node.item)
+        return None if width is None else width * node.min
+    return None
+
+
+def _lazy_reps_fixed(node: Node) -> bool:
+    """Whether every lazy repetition repeats a fixed-width body (then first match = shortest)."""
+    if isinstance(node, Rep):
+        return (not node.lazy or _width(node.item) is not None) and _lazy_reps_fixed(node.item)
+    if isinstance(node, (Seq, Alt)):
+        return all(_lazy_reps_fixed(x) for x in node.items)
+    return True
+
+
 def _modes(node: Node) -> list[tuple[Node, str]]:
     """Split a terminal into parts with grammarc regex modes that give Lark's token language.
 
     Lark's lexers take Python's first match at a position, so a lazy quantifier stops at the
-    first way the rest can match: ``"(.*?)"`` never spans a quote. A pattern whose variable
-    repetitions are all lazy yields the shortest full match (mode "early"). A lazy part P
-    followed by a greedy, nullable part Q yields early(P) then Q. Other mixes are refused.
+    first way the rest can match: ``"(.*?)"`` never spans a quote. When the lazy repetitions
+    repeat fixed-width bodies and no greedy repetition follows them, that first match is the
+    shortest full match (mode "early"); a greedy, nullable tail Q after such a part P gives
+    early(P) then Q. Any other use of laziness keeps the full-match language (mode "match"),
+    a superset of Lark's tokens (docs/importing.rst).
     """
-    if not _any_rep(node, lazy=True):
+    if not _any_rep(node, lazy=True) or not _lazy_reps_fixed(node):
         return [(node, "match")]
     if not _any_rep(node, lazy=False):
         return [(node, "early")]
     items = _flatten(node)
     k = max(i for i, x in enumerate(items) if _any_rep(x, lazy=True))
-    head, tail = Seq(items[:k + 1]), Seq(items[k + 1:])
+    g = next((i for i in range(k + 1, len(items)) if _any_rep(items[i], lazy=False)), len(items))
+    head, tail = Seq(items[:g]), Seq(items[g:])
     if not _any_rep(head, lazy=False) and _nullable(tail):
         return [(head, "early"), (tail, "match")]
-    raise LarkRegexError(
-        "lazy quantifier mixed with greedy ones: Lark's first-match token language is not "
-        "compiled exactly in this arrangement"
-    )
+    return [(node, "match")]
 
 
 @lru_cache(maxsize=1024)
