@@ -103,6 +103,35 @@ def _terminal_expr(terminal, source: Source) -> Expr:
         raise GrammarError(f"terminal {shown}: {error}", span) from None
 
 
+def _rename(rules: list[tuple[str, Expr]]) -> list[tuple[str, Expr]]:
+    """Template instances (``_sep{A,COMMA}``) as IR-valid names: other characters become '_'."""
+    mapping: dict[str, str] = {}
+    taken = {name for name, _ in rules}
+    for name, _ in rules:
+        if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            continue
+        base = re.sub(r"\W", "_", name).strip("_") or "rule"
+        new, k = base, 1
+        while new in taken:
+            k += 1
+            new = f"{base}_{k}"
+        taken.add(new)
+        mapping[name] = new
+    if not mapping:
+        return rules
+
+    def fix(expr: Expr) -> Expr:
+        if isinstance(expr, Ref):
+            return Ref(mapping.get(expr.name, expr.name))
+        if isinstance(expr, (Seq, Alt)):
+            return type(expr)(tuple(fix(x) for x in expr.items))
+        if isinstance(expr, Repeat):
+            return Repeat(fix(expr.item), expr.min, expr.max)
+        return expr
+
+    return [(mapping.get(name, name), fix(expr)) for name, expr in rules]
+
+
 def _seq(items: list[Expr]) -> Expr:
     return items[0] if len(items) == 1 else Seq(tuple(items))
 
@@ -157,5 +186,6 @@ def lark_to_grammar(text: str, *, start: str = "start", name: str = "<string>") 
     if ignored:
         refs = tuple(Ref(str(t)) for t in dict.fromkeys(ignored))
         out.append((IGNORE_RULE, Repeat(refs[0] if len(refs) == 1 else Alt(refs))))
+    out = _rename(out)
     spans = {n: span for n, _ in out if (span := _definition_span(source, n)) is not None}
     return Grammar(rules=tuple(out), start=start, rule_spans=spans)
