@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from grammarc.automata.suffix import suffix_key
 from grammarc.lowering.compiler import CompiledGrammar
 from grammarc.lowering.lr import Bnf
 from grammarc.tokens.scan_cache import Scan, terminal_scans
@@ -174,6 +175,39 @@ def token_matrix(vocab: Vocabulary) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     return ids, lengths, matrix
 
 
+_first_bytes: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+
+# A scan that starts from fewer token rows than this is cheaper to redo than to keep in the
+# shared (and on-disk) store.
+PERSIST_MIN_ROWS = 4096
+
+
+def first_byte_buckets(vocab: Vocabulary, matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Token rows grouped by their first byte: rows ``order[starts[b]:starts[b + 1]]`` begin
+    with byte `b`. A scan from a DFA state then starts from the rows whose first byte the
+    state can take, not from the whole vocabulary: most states take a few bytes."""
+    cached = _first_bytes.get(vocab.key)
+    if cached is None:
+        first = matrix[:, 0]
+        order = np.argsort(first, kind="stable").astype(np.int32)
+        starts = np.zeros(257, dtype=np.int64)
+        np.cumsum(np.bincount(first, minlength=256), out=starts[1:])
+        for array in (order, starts):
+            array.flags.writeable = False
+        cached = _first_bytes[vocab.key] = (order, starts)
+    return cached
+
+
+def _ranges(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """The concatenated integer ranges ``[starts[i], ends[i])``."""
+    lengths = ends - starts
+    total = int(lengths.sum())
+    if not total:
+        return np.zeros(0, dtype=np.int64)
+    offsets = np.repeat(starts - np.concatenate(([0], np.cumsum(lengths)[:-1])), lengths)
+    return np.arange(total, dtype=np.int64) + offsets
+
+
 class TokenIndex:
     """The per-(grammar, vocabulary) index; immutable in meaning, built lazily."""
 
@@ -221,17 +255,30 @@ class TokenIndex:
         self._mid[(t, q)] = tree
 
     def _terminal_scan(self, t: int, q: int) -> Scan:
-        """The whole vocabulary through terminal `t` from state `q` (shared and cached)."""
-        store = terminal_scans(self.terminals[t].dfa.key, self.vocab.key, len(self.token_ids))
-        scan = store.get(q)
+        """The whole vocabulary through terminal `t` from state `q`.
+
+        Only the tokens whose first byte the state takes are walked. A scan that walks
+        many of them is kept in the shared store under the language that `t` accepts from
+        `q` (the scan depends on nothing else), so every terminal, grammar and process
+        with that language reuses it; a narrow scan is cheaper to redo than to store."""
+        dfa = self.terminals[t].dfa
+        order, starts = first_byte_buckets(self.vocab, self.matrix)
+        live = np.flatnonzero(dfa.trans[q] >= 0)
+        begin, end = starts[live], starts[live + 1]
+        if int((end - begin).sum()) < PERSIST_MIN_ROWS:
+            return self._scan_from(t, q, order[_ranges(begin, end)])
+        store = terminal_scans(suffix_key(dfa, q), self.vocab.key, len(self.token_ids))
+        scan = store.get(0)
         if scan is None:
-            rows = np.arange(len(self.token_ids), dtype=np.int32)
-            end_rows, split_rows, split_pos = self._scan(t, rows, np.zeros(len(rows), dtype=np.int32), q)
-            inside = np.zeros(len(rows), dtype=bool)
-            inside[end_rows] = True
-            scan = Scan(inside, split_rows, split_pos)
-            store.put(q, scan)
+            scan = self._scan_from(t, q, order[_ranges(begin, end)])
+            store.put(0, scan)
         return scan
+
+    def _scan_from(self, t: int, q: int, rows: np.ndarray) -> Scan:
+        end_rows, split_rows, split_pos = self._scan(t, rows, np.zeros(len(rows), dtype=np.int32), q)
+        inside = np.zeros(len(self.token_ids), dtype=bool)
+        inside[end_rows] = True
+        return Scan(inside, split_rows, split_pos)
 
     def _scan(self, t: int, rows: np.ndarray, pos: np.ndarray, q: int):
         """Walk terminal `t`'s DFA from state `q` over each token row from `pos`.
