@@ -24,7 +24,8 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import grammarc  # noqa: E402
 from grammarc import Engine, Grammar, TokenRejected, Vocabulary  # noqa: E402
-from grammarc.integrations.transformers import GrammarLogitsProcessor, resolve_grammar, shortest_completion  # noqa: E402
+from grammarc.integrations.steering import shortest_completion  # noqa: E402
+from grammarc.integrations.transformers import GrammarLogitsProcessor, resolve_grammar  # noqa: E402
 
 NEG = float("-inf")
 
