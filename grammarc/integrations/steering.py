@@ -68,18 +68,20 @@ class SteeringWarning(RuntimeWarning):
 def _byte_rank(b: int) -> tuple[int, int]:
     """Which byte a plan uses when several are as short: letters, digits, punctuation, space, the rest."""
     c = chr(b)
-    if b < 128 and c.isalpha():
+    if c.islower() and b < 128:
         group = 0
-    elif b < 128 and c.isdigit():
+    elif c.isupper() and b < 128:
         group = 1
-    elif 0x21 <= b <= 0x7E:
+    elif c.isdigit():
         group = 2
-    elif b == 0x20:
+    elif 0x21 <= b <= 0x7E:
         group = 3
-    elif b < 128:
+    elif b == 0x20:
         group = 4
-    else:
+    elif b < 128:
         group = 5
+    else:
+        group = 6
     return group, b
 
 
