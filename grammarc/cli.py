@@ -118,8 +118,8 @@ def cmd_compile(args) -> int:
     return 0
 
 
-def _write_ebnf(grammar: Grammar, out: str | None) -> int:
-    text = grammar.to_ebnf()
+def _write_ebnf(grammar: Grammar, out: str | None, header: str = "") -> int:
+    text = header + grammar.to_ebnf()
     if out is None or out == "-":
         sys.stdout.write(text)
     else:
@@ -138,16 +138,12 @@ def _layout_options(args) -> dict:
 
 
 def cmd_from_schema(args) -> int:
-    from grammarc.frontends.jsonschema import schema_to_grammar
-
     schema = _read_text(args.schema).decode("utf-8")
-    return _write_ebnf(schema_to_grammar(schema, lenient=args.lenient, **_layout_options(args)), args.output)
+    return _write_ebnf(Grammar.from_json_schema(schema, lenient=args.lenient, **_layout_options(args)), args.output)
 
 
 def cmd_from_model(args) -> int:
     import importlib
-
-    from grammarc.frontends.pydantic_model import model_to_grammar
 
     module_name, _, attribute = args.target.partition(":")
     if not module_name or not attribute:
@@ -162,7 +158,10 @@ def cmd_from_model(args) -> int:
         if not hasattr(target, part):
             raise GrammarcError(f"{module_name} has no attribute {attribute!r}")
         target = getattr(target, part)
-    return _write_ebnf(model_to_grammar(target, **_layout_options(args)), args.output)
+    from grammarc.frontends.pydantic_model import description_comments
+
+    grammar = Grammar.from_model(target, **_layout_options(args))
+    return _write_ebnf(grammar, args.output, description_comments(target))
 
 
 def build_parser() -> argparse.ArgumentParser:

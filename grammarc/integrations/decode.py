@@ -354,7 +354,8 @@ def decode(
     ``(input_ids, scores) -> scores`` applied to the raw logits before the grammar; they
     must treat each token independently (a bias, a penalty), which commutes with masking.
     The model is called as ``model(input_ids=..., past_key_values=..., use_cache=True)``
-    (plus ``logits_to_keep=1`` where its forward takes it).
+    (``cache=`` instead where its forward takes that; plus ``logits_to_keep=1`` where it
+    takes it).
     """
     import torch
 
@@ -429,14 +430,16 @@ class _Forward:
         self.model, self.stats, self.past = model, stats, None
         self.device = getattr(model, "device", "cpu")
         self.extra = {"logits_to_keep": 1} if _takes(model, "logits_to_keep") else {}
+        # transformers >= 5.2x names the KV cache `cache` (and warns about `past_key_values`)
+        self.cache_name = "cache" if _takes(model, "cache") else "past_key_values"
 
     def __call__(self, ids: list[int]) -> Any:
         import torch
 
         start = time.perf_counter()
         x = torch.tensor([ids], dtype=torch.long, device=self.device)
-        out = self.model(input_ids=x, past_key_values=self.past, use_cache=True, **self.extra)
-        self.past = out.past_key_values
+        out = self.model(input_ids=x, use_cache=True, **{self.cache_name: self.past}, **self.extra)
+        self.past = getattr(out, self.cache_name)
         logits = out.logits[0, -1].float().cpu()  # one row: masks and sampling run on the CPU
         self.stats.forward_passes += 1
         self.stats.model_s += time.perf_counter() - start
