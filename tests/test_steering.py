@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import random
-import sys
 import warnings
 
 import numpy as np

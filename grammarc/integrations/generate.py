@@ -22,6 +22,7 @@ from grammarc.errors import GrammarcError
 from grammarc.grammar import Grammar
 from grammarc.integrations.constrain import Constraint, constraint_of
 from grammarc.integrations.generation import Target, run
+from grammarc.integrations.progress import stage
 from grammarc.integrations.transformers import resolve_grammar
 from grammarc.lowering.compiler import CompiledGrammar
 from grammarc.tokens.vocabulary import Vocabulary
@@ -41,6 +42,7 @@ def generate(
     max_new_tokens: int = 256,
     jump_forward: bool | None = None,
     opportunistic: bool | None = None,
+    progress: bool | None = None,
     **kwargs: Any,
 ) -> Any:
     """Generate a continuation of `prompt` that `target` accepts; return the text or the value.
@@ -79,12 +81,18 @@ def generate(
     (no opportunistic masking, no jump-forward); asking for ``jump_forward=True`` or
     ``opportunistic=True`` there raises `GrammarcError`.
 
+    `progress`: show slow steps (compiling the grammar and its token index) on standard
+    error; None: as `grammarc.integrations.progress.enable` says (off by default).
+
     An output that is not complete when generation stops (at `max_new_tokens`): a text is
     returned with a RuntimeWarning; a value cannot be parsed, so `GrammarcError` is raised.
     """
+    with stage("grammarc: translating the target to a grammar", progress=progress):
+        goal = target_of(target)
     return run(
-        model, tokenizer, target_of(target), prompt, messages=messages, vocab=vocab, finish_after=finish_after,
-        max_new_tokens=max_new_tokens, jump_forward=jump_forward, opportunistic=opportunistic, **kwargs,
+        model, tokenizer, goal, prompt, messages=messages, vocab=vocab, finish_after=finish_after,
+        max_new_tokens=max_new_tokens, jump_forward=jump_forward, opportunistic=opportunistic,
+        progress=progress, **kwargs,
     )
 
 

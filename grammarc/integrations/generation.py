@@ -20,7 +20,8 @@ from typing import Any, Callable, Sequence
 
 from grammarc.engine import Engine
 from grammarc.errors import GrammarcError
-from grammarc.integrations.transformers import GrammarLogitsProcessor, GrammarSpec, _model_eos_ids, vocabulary_for
+from grammarc.integrations.progress import stage
+from grammarc.integrations.transformers import GrammarLogitsProcessor, _model_eos_ids, vocabulary_for
 from grammarc.tokens.vocabulary import Vocabulary
 
 __all__ = ["Target", "run"]
@@ -60,6 +61,7 @@ def run(
     max_new_tokens: int = 256,
     jump_forward: bool | None = None,
     opportunistic: bool | None = None,
+    progress: bool | None = None,
     **kwargs: Any,
 ) -> Any:
     """Generate under `target` after each prompt; see `grammarc.generate` for every argument."""
@@ -71,6 +73,9 @@ def run(
     goal = target
     prompts, batched = _prompts(prompt, messages)
     encoded = [_encode(tokenizer, p) for p in prompts]
+    with stage("grammarc: compiling the grammar and its token index", progress=progress):
+        vocab = vocab if vocab is not None else vocabulary_for(tokenizer, model)
+        engine = Engine(goal.grammar, vocab)
     other = sorted(set(kwargs) - LOOP_KWARGS) or _config_settings(model)
     if batched or other:
         if jump_forward or opportunistic:
@@ -81,10 +86,10 @@ def run(
             )
         if batched and "generator" in kwargs:
             raise GrammarcError("generator= works with one prompt; for a batch seed torch (torch.manual_seed)")
-        outputs = _with_model_generate(model, tokenizer, goal.grammar, encoded, vocab, finish_after, max_new_tokens, kwargs)
+        outputs = _with_model_generate(model, tokenizer, engine, encoded, finish_after, max_new_tokens, kwargs)
     else:
         outputs = [_with_decode_loop(
-            model, tokenizer, goal.grammar, encoded[0], vocab, finish_after, max_new_tokens,
+            model, tokenizer, engine, encoded[0], finish_after, max_new_tokens,
             jump_forward is not False, opportunistic is not False, kwargs,
         )]
     results = [_result(goal, *output) for output in outputs]
@@ -137,15 +142,18 @@ def _config_settings(model: Any) -> list[str]:
     return settings
 
 
+def _model_eos(model: Any, engine: Engine) -> int | None:
+    """The model's EOS id that the vocabulary knows (None: the vocabulary's smallest is used)."""
+    return next((i for i in _model_eos_ids(model) if i in engine.vocab.eos_token_ids), None)
+
+
 def _with_decode_loop(
-    model: Any, tokenizer: Any, grammar: GrammarSpec, prompt_ids: list[int], vocab: Vocabulary | None,
+    model: Any, tokenizer: Any, engine: Engine, prompt_ids: list[int],
     finish_after: int | None, max_new_tokens: int, jump_forward: bool, opportunistic: bool, kwargs: dict,
 ) -> tuple[bytes, bool, int]:
     from grammarc.integrations.decode import Sampling, decode
 
-    vocab = vocab if vocab is not None else vocabulary_for(tokenizer, model)
-    engine = Engine(grammar, vocab)
-    eos = next((i for i in _model_eos_ids(model) if i in vocab.eos_token_ids), None)
+    eos = _model_eos(model, engine)
     config = getattr(model, "generation_config", None)
 
     def option(name: str, default: Any) -> Any:
@@ -168,15 +176,13 @@ def _with_decode_loop(
 
 
 def _with_model_generate(
-    model: Any, tokenizer: Any, grammar: GrammarSpec, prompts: list[list[int]], vocab: Vocabulary | None,
+    model: Any, tokenizer: Any, engine: Engine, prompts: list[list[int]],
     finish_after: int | None, max_new_tokens: int, kwargs: dict,
 ) -> list[tuple[bytes, bool, int]]:
-    """model.generate over left-padded prompts, one grammar engine per row."""
+    """model.generate over left-padded prompts, a clone of `engine` per row."""
     import torch
 
-    processor = GrammarLogitsProcessor.from_grammars(
-        [grammar], tokenizer, model=model, vocab=vocab, finish_after=finish_after
-    )
+    processor = GrammarLogitsProcessor([engine], eos_token_id=_model_eos(model, engine), finish_after=finish_after)
     kwargs = dict(kwargs)
     pad = kwargs.pop("pad_token_id", None)
     if pad is None:

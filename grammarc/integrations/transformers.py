@@ -187,7 +187,10 @@ class GrammarLogitsProcessor:
             vocab = vocabulary_for(tokenizer, model)
         if eos_token_id is None and model is not None:
             eos_token_id = next((i for i in _model_eos_ids(model) if i in vocab.eos_token_ids), None)
-        engines = [None if spec is None else Engine(resolve_grammar(spec), vocab) for spec in grammars]
+        from grammarc.integrations.progress import stage
+
+        with stage("grammarc: compiling the grammars and their token indexes"):
+            engines = [None if spec is None else Engine(resolve_grammar(spec), vocab) for spec in grammars]
         return cls(engines, eos_token_id=eos_token_id, finish_after=finish_after)
 
     def reset(self) -> None:
