@@ -119,7 +119,10 @@ class CompletionPlanner:
     """
 
     def __init__(self, compiled: CompiledGrammar, alphabet: Iterable[int]):
-        self.compiled = compiled
+        # Only the parts are kept, not `compiled` itself: planners are cached per compiled
+        # grammar in a weak mapping, which a reference back to its key would pin forever.
+        self._terminals = compiled.terminals
+        self._n_nonterminals = len(compiled.bnf.nonterminals)
         self.core = parser_core(compiled)
         allowed = set(alphabet)
         self._order = np.array([b for b in _PREFERENCE if b in allowed], dtype=np.intp)
@@ -127,7 +130,7 @@ class CompletionPlanner:
         self._n_terminals = bnf.n_terminals
         self._rhs = [p.rhs for p in bnf.productions]
         self._lhs = [p.lhs for p in bnf.productions]
-        self.any_token = any(t.any_token for t in compiled.terminals)
+        self.any_token = any(t.any_token for t in self._terminals)
         self._paths: dict[tuple[int, int], bytes | None] = {}  # (terminal, dfa state) -> shortest rest
         self._strings: dict[int, bytes] = {}  # symbol -> its shortest yield
         self._length = self._symbol_lengths()
@@ -213,7 +216,7 @@ class CompletionPlanner:
     def _terminal_rest(self, t: int, q: int, used: int) -> bytes | None:
         """The shortest bytes that end terminal `t` from DFA state `q` (`used` tokens already
         spent on it), one token per byte; None when it cannot end within the alphabet."""
-        terminal = self.compiled.terminals[t]
+        terminal = self._terminals[t]
         if terminal.any_token:  # one whole token; a started any! has already ended
             return bytes([int(self._order[0])]) if q == 0 and len(self._order) else None
         rest = self._paths.get((t, q), False)
@@ -229,7 +232,7 @@ class CompletionPlanner:
         `_choice`, a production of each nonterminal that achieves it; the choices are
         well founded, so expanding them always terminates."""
         n_t = self._n_terminals
-        n_nt = len(self.compiled.bnf.nonterminals)
+        n_nt = self._n_nonterminals
         length = [_INF] * (n_t + n_nt)
         for t in range(n_t):
             rest = self._terminal_rest(t, 0, 0)
@@ -332,7 +335,7 @@ class CompletionPlanner:
     def _by_lhs(self) -> list[list[int]]:
         table = self.__dict__.get("_by_lhs_table")
         if table is None:
-            table = [[] for _ in self.compiled.bnf.nonterminals]
+            table = [[] for _ in range(self._n_nonterminals)]
             for p, a in enumerate(self._lhs):
                 table[a].append(p)
             self.__dict__["_by_lhs_table"] = table
@@ -380,15 +383,23 @@ def _ancestors(vertex, depth: int) -> list:
     return frontier
 
 
-_planners: "weakref.WeakKeyDictionary[CompiledGrammar, dict[Vocabulary, CompletionPlanner]]" = weakref.WeakKeyDictionary()
+_planners: "weakref.WeakKeyDictionary[CompiledGrammar, dict[frozenset[int], CompletionPlanner]]" = (
+    weakref.WeakKeyDictionary()
+)
+
+
+_alphabet_keys: "weakref.WeakKeyDictionary[Vocabulary, frozenset[int]]" = weakref.WeakKeyDictionary()
 
 
 def planner_for(engine: Engine) -> CompletionPlanner:
     """The shared planner of an engine's grammar over its vocabulary's single-byte tokens."""
+    alphabet = _alphabet_keys.get(engine.vocab)
+    if alphabet is None:
+        alphabet = _alphabet_keys[engine.vocab] = frozenset(single_byte_tokens(engine.vocab))
     per_grammar = _planners.setdefault(engine.compiled, {})
-    planner = per_grammar.get(engine.vocab)
+    planner = per_grammar.get(alphabet)
     if planner is None:
-        planner = per_grammar[engine.vocab] = CompletionPlanner(engine.compiled, single_byte_tokens(engine.vocab))
+        planner = per_grammar[alphabet] = CompletionPlanner(engine.compiled, alphabet)
     return planner
 
 
