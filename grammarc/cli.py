@@ -1,17 +1,22 @@
 """The ``grammarc`` command line: check text against a grammar, format and compile grammars.
 
 Exit status: 0 success, 1 the text is not in the language, 2 bad input (grammar errors,
-missing files) — with the error printed, never a traceback.
+missing files) — with the error printed, never a traceback. Warnings (an unreachable rule,
+keywords ``--lenient`` ignored) are printed once each as ``warning: ...`` lines on standard
+error; slow steps show progress there when it is a terminal (``--progress``/``--no-progress``).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from pathlib import Path
 
 from grammarc.errors import GrammarcError
 from grammarc.grammar import Grammar
+from grammarc.integrations import progress
+from grammarc.integrations.progress import stage
 
 
 def load_grammar(spec: str, start: str = "start") -> Grammar:
@@ -81,7 +86,8 @@ def cmd_check(args) -> int:
 
     grammar = load_grammar(args.grammar, args.start)
     data = _read_text(args.file)
-    recognizer = Recognizer(grammar.compile())
+    with stage("grammarc: compiling the grammar"):
+        recognizer = Recognizer(grammar.compile())
     failure = recognizer.first_failure(data)
     name = args.file if args.file not in (None, "-") else "<stdin>"
     if failure is not None:
@@ -110,7 +116,9 @@ def cmd_fmt(args) -> int:
 
 
 def cmd_compile(args) -> int:
-    compiled = load_grammar(args.grammar, args.start).compile()
+    grammar = load_grammar(args.grammar, args.start)
+    with stage("grammarc: compiling the grammar"):
+        compiled = grammar.compile()
     for key, value in compiled.summary().items():
         print(f"{key:>13}: {value}")
     if args.verbose:
@@ -120,8 +128,8 @@ def cmd_compile(args) -> int:
     return 0
 
 
-def _write_ebnf(grammar: Grammar, out: str | None) -> int:
-    text = grammar.to_ebnf()
+def _write_ebnf(grammar: Grammar, out: str | None, header: str = "") -> int:
+    text = header + grammar.to_ebnf()
     if out is None or out == "-":
         sys.stdout.write(text)
     else:
@@ -141,7 +149,9 @@ def _layout_options(args) -> dict:
 
 def cmd_from_schema(args) -> int:
     schema = _read_text(args.schema).decode("utf-8")
-    return _write_ebnf(Grammar.from_json_schema(schema, lenient=args.lenient, **_layout_options(args)), args.output)
+    with stage("grammarc: translating the schema"):
+        grammar = Grammar.from_json_schema(schema, lenient=args.lenient, **_layout_options(args))
+    return _write_ebnf(grammar, args.output)
 
 
 def cmd_from_model(args) -> int:
@@ -160,11 +170,17 @@ def cmd_from_model(args) -> int:
         if not hasattr(target, part):
             raise GrammarcError(f"{module_name} has no attribute {attribute!r}")
         target = getattr(target, part)
-    return _write_ebnf(Grammar.from_model(target, **_layout_options(args)), args.output)
+    from grammarc.frontends.pydantic_model import description_comments
+
+    with stage("grammarc: translating the model"):
+        grammar = Grammar.from_model(target, **_layout_options(args))
+    return _write_ebnf(grammar, args.output, description_comments(target))
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="grammarc", description=__doc__.splitlines()[0])
+    parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                        help="show slow steps on standard error (default: when it is a terminal)")
     sub = parser.add_subparsers(dest="command", required=True)
 
     def grammar_command(name: str, help: str):
@@ -202,11 +218,23 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    try:
-        return args.run(args)
-    except GrammarcError as error:
+    progress.enable(args.progress if args.progress is not None else sys.stderr.isatty())
+    error = None
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            status = args.run(args)
+        except GrammarcError as exc:
+            error, status = exc, 2
+    shown = set()
+    for warning in caught:  # once each, whichever stage raised it again
+        text = str(warning.message)
+        if text not in shown:
+            shown.add(text)
+            print(f"warning: {text}", file=sys.stderr)
+    if error is not None:
         print(f"error: {error}", file=sys.stderr)
-        return 2
+    return status
 
 
 if __name__ == "__main__":

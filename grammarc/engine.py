@@ -182,6 +182,12 @@ class Engine:
         what jump-forward needs to know about the text right after forced bytes."""
         return frozenset(self._next_bytes(self._state))
 
+    def configuration(self) -> State:
+        """The current items ``(GSS vertex, terminal, DFA state, tokens used)``: hashable and
+        read-only, for planners that search from here (``grammarc.integrations.steering``).
+        Engines of one grammar with equal configurations accept the same continuations."""
+        return self._state
+
     def forced_bytes(self, limit: int = 256) -> bytes:
         """The text every continuation must start with (for jump-forward decoding)."""
         out = bytearray()
