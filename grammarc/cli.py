@@ -19,14 +19,21 @@ from grammarc.integrations import progress
 from grammarc.integrations.progress import stage
 
 
-def load_grammar(spec: str, start: str = "start") -> Grammar:
-    """GRAMMAR on the command line: a path to an .ebnf file, or a stdlib grammar name."""
+def load_grammar(spec: str, start: str = "start", fmt: str | None = None) -> Grammar:
+    """GRAMMAR on the command line: an .ebnf, .gbnf or .lark file, or a stdlib grammar name.
+
+    A file's syntax is `fmt` when given, else its extension's (anything else is .ebnf).
+    GBNF grammars start at ``root``; `start` does not apply to them.
+    """
     from grammarc import stdlib_grammars
 
     path = Path(spec)
-    if path.is_file() and path.suffix == ".lark":
-        return Grammar.from_lark(path.read_text(encoding="utf-8"), start=start, name=str(path))
     if path.is_file():
+        fmt = fmt or {".gbnf": "gbnf", ".lark": "lark"}.get(path.suffix.lower(), "ebnf")
+        if fmt == "gbnf":
+            return Grammar.from_gbnf(path.read_text(encoding="utf-8"), name=str(path))
+        if fmt == "lark":
+            return Grammar.from_lark(path.read_text(encoding="utf-8"), start=start, name=str(path))
         return Grammar.from_file(path, start=start)
     if spec in stdlib_grammars.names():
         return stdlib_grammars.load(spec, start=start)
@@ -84,7 +91,7 @@ def describe_bytes(byte_set) -> str:
 def cmd_check(args) -> int:
     from grammarc.runtime.recognizer import Recognizer
 
-    grammar = load_grammar(args.grammar, args.start)
+    grammar = load_grammar(args.grammar, args.start, args.format)
     data = _read_text(args.file)
     with stage("grammarc: compiling the grammar"):
         recognizer = Recognizer(grammar.compile())
@@ -111,12 +118,12 @@ def cmd_check(args) -> int:
 
 
 def cmd_fmt(args) -> int:
-    sys.stdout.write(load_grammar(args.grammar, args.start).to_ebnf())
+    sys.stdout.write(load_grammar(args.grammar, args.start, args.format).to_ebnf())
     return 0
 
 
 def cmd_compile(args) -> int:
-    grammar = load_grammar(args.grammar, args.start)
+    grammar = load_grammar(args.grammar, args.start, args.format)
     with stage("grammarc: compiling the grammar"):
         compiled = grammar.compile()
     for key, value in compiled.summary().items():
@@ -185,8 +192,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     def grammar_command(name: str, help: str):
         command = sub.add_parser(name, help=help)
-        command.add_argument("grammar", help="an .ebnf file or a stdlib grammar name (see grammarc.stdlib_grammars.names())")
-        command.add_argument("--start", default="start", help="the start rule (default: start)")
+        command.add_argument("grammar", help="an .ebnf, .gbnf or .lark file, or a stdlib grammar name (see grammarc.stdlib_grammars.names())")
+        command.add_argument("--start", default="start", help="the start rule (default: start; GBNF starts at root)")
+        command.add_argument("--format", choices=("ebnf", "gbnf", "lark"), help="the grammar file's syntax (default: by its extension)")
         return command
 
     check = grammar_command("check", "check that a text is in the grammar's language")
