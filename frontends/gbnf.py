@@ -106,6 +106,7 @@ def _class_char(code: int) -> str:
 #: IR nesting limit (node height): hashing and lowering recurse on the IR.
 MAX_HEIGHT = 200
 
+_NAME_HINT = "GBNF rule names are ASCII letters, digits and '-'"
 _CONTINUATION_HINT = ("in GBNF a newline ends the rule, except after '::=', after '|' and inside "
                       "'( )'; end the line with '|' or wrap the body in parentheses")
 
@@ -173,7 +174,7 @@ class _Parser:
         self.skip_space(False)
         if not self.text.startswith("::=", self.i):
             raise self.error(f"expected '::=' after rule name '{name}', found {describe(self.peek())}",
-                             self.i)
+                             self.i, hint=_NAME_HINT if self.peek() == "_" else None)
         if name in self.rules:
             first = self.rule_spans[name]
             raise GrammarError(f"rule '{name}' is defined twice (first at {first.line}:{first.col}); "
@@ -207,7 +208,8 @@ class _Parser:
             return self.error(f"unexpected '::=' in the body of rule '{rule}'", at, at + 3,
                               hint=f"rule '{rule}' continues over the newline after a '|' or inside "
                                    "'( )'; a new rule must start after the previous one has ended")
-        return self.error(f"unexpected {describe(char)} in the body of rule '{rule}'", at)
+        return self.error(f"unexpected {describe(char)} in the body of rule '{rule}'", at,
+                          hint=_NAME_HINT if char == "_" else None)
 
     # -- expressions --------------------------------------------------------------------
     def alternates(self, nested: bool) -> tuple[Expr, int]:
