@@ -206,3 +206,177 @@ def test_deep_nesting_is_a_precise_error():
                  "root ::= " + '("a" "b"?' * 120 + ")?" * 120):
         with pytest.raises(GrammarError, match="nested more than"):
             Grammar.from_gbnf(text)
+
+
+# ---------------------------------------------------------------- differential: xgrammar
+#
+# Grammars are generated as small ASTs, rendered twice: as GBNF for grammarc (with the GBNF
+# spellings xgrammar 0.2.8 lacks) and in the subset xgrammar reads. Strings sampled from
+# the AST itself (an oracle independent of both parsers) must be accepted by both; random
+# strings and mutations of samples must get the same verdict from both.
+#
+# Where xgrammar 0.2.8 departs from llama.cpp's guide (the guide wins; tested above):
+# it has no `.` (rendered for it as [\x00-\U0010FFFF]), no empty alternative (`| " "`,
+# rendered for it as `"" | " "`), no stacked operators (`"a"*?`), no raw newline in
+# strings, no `\[` `\]` in strings; it continues a rule over a newline and accepts a
+# line starting with `|` (llama.cpp ends the rule there); it reads `[]` as nothing and
+# `[^]` as any character (llama.cpp: the empty string; grammarc: an error); it accepts
+# `\-`, `\b` and other escapes and `_` in names (llama.cpp rejects them); it rejects
+# rule names that start with a digit and an empty rule body (llama.cpp accepts both).
+
+try:
+    import xgrammar
+    from xgrammar.testing import _is_grammar_accept_string
+except ImportError:  # pragma: no cover - the peer is part of the dev environment
+    xgrammar = None
+
+CLASS_POOL = "abcé\n"          # what classes are made of
+UNIVERSE = "abcé\nz😀"         # what strings are made of ('z', '😀' are in no class)
+LITERAL_ALPHABET = 'abé\n"'
+NAMES = ("item", "check-mate", "x2")
+
+
+def _escape(char: str, style: int) -> str:
+    code = ord(char)
+    if char in '"\\':
+        return "\\" + char
+    if char == "\n" and style % 2 == 0:
+        return "\\n"
+    if style == 1 and code < 0x100:
+        return f"\\x{code:02X}"
+    if style == 2 and code < 0x10000:
+        return f"\\u{code:04x}"
+    if style == 3:
+        return f"\\U{code:08X}"
+    return "\\n" if char == "\n" else char
+
+
+@st.composite
+def terminals(draw, refs: tuple[str, ...]):
+    kinds = ["lit", "class", "dot"] + (["ref"] if refs else [])
+    kind = draw(st.sampled_from(kinds))
+    if kind == "lit":
+        text = draw(st.text(LITERAL_ALPHABET, max_size=3))
+        return ("lit", text, tuple(draw(st.integers(0, 3)) for _ in text))
+    if kind == "class":
+        items = draw(st.lists(st.tuples(st.sampled_from(CLASS_POOL), st.sampled_from(CLASS_POOL)),
+                              min_size=1, max_size=3))
+        items = tuple((min(a, b), max(a, b)) if a != b else (a, a) for a, b in items)
+        return ("class", draw(st.booleans()), items, draw(st.integers(0, 3)))
+    if kind == "dot":
+        return ("dot",)
+    return ("ref", draw(st.sampled_from(refs)))
+
+
+@st.composite
+def expressions(draw, refs: tuple[str, ...], depth: int = 0):
+    if depth >= 3 or draw(st.integers(0, 2)) == 0:
+        return draw(terminals(refs))
+    kind = draw(st.sampled_from(["seq", "alt", "rep"]))
+    if kind == "rep":
+        low = draw(st.integers(0, 2))
+        high = draw(st.one_of(st.none(), st.integers(low, 3)))
+        op = draw(st.sampled_from(["sugar", "braces"]))
+        return ("rep", draw(expressions(refs, depth + 1)), low, high, op)
+    items = draw(st.lists(expressions(refs, depth + 1), min_size=0 if kind == "alt" else 1, max_size=3))
+    if kind == "alt":
+        return ("alt", tuple(items) + (("seq", ()),) * draw(st.integers(0, 1)), draw(st.booleans()))
+    return ("seq", tuple(items))
+
+
+@st.composite
+def grammars(draw):
+    names = NAMES[:draw(st.integers(0, len(NAMES)))]
+    rules = [("root", draw(expressions(names)))]
+    for i, name in enumerate(names):
+        rules.append((name, draw(expressions(names[i + 1:]))))
+    return tuple(rules)
+
+
+def render(node, peer: bool, top: bool = False) -> str:
+    """GBNF text of `node`; `peer`: in the subset xgrammar 0.2.8 reads."""
+    kind = node[0]
+    if kind == "lit":
+        return '"' + "".join(_escape(c, s) for c, s in zip(node[1], node[2])) + '"'
+    if kind == "class":
+        _, negated, items, style = node
+        body = "".join(_escape(lo, style) if lo == hi else f"{_escape(lo, style)}-{_escape(hi, style)}"
+                       for lo, hi in items)
+        return f"[{'^' if negated else ''}{body}]"
+    if kind == "dot":
+        return "[\\x00-\\U0010FFFF]" if peer else "."
+    if kind == "ref":
+        return node[1]
+    if kind == "seq":
+        text = " ".join(render(item, peer) for item in node[1])
+        if not node[1]:
+            text = '""' if peer else ""
+        return text if top else f"({text})"
+    if kind == "alt":
+        joiner = " |\n    " if node[2] else " | "
+        texts = [render(item, peer, top=True) for item in node[1]]
+        if texts and not texts[-1]:
+            texts[-1] = "()"  # a trailing '|' would continue the rule on the next line
+        text = joiner.join(texts) if texts else '""'
+        return text if top else f"({text})"
+    _, item, low, high, op = node
+    sugar = {(0, None): "*", (1, None): "+", (0, 1): "?"}.get((low, high))
+    if op == "sugar" and sugar:
+        suffix = sugar
+    else:
+        suffix = f"{{{low}}}" if low == high else f"{{{low},{'' if high is None else high}}}"
+    inner = render(item, peer)
+    return (f"({inner})" if item[0] == "rep" else inner) + suffix
+
+
+def render_grammar(rules, peer: bool) -> str:
+    # An empty body would let the rule continue on the next line (after '::=' newlines are
+    # skipped, as in llama.cpp), so it is written '()'.
+    return "".join(f"{name} ::= {render(expr, peer, top=True) or '()'}  # {name}\n" for name, expr in rules)
+
+
+def sample(node, rules: dict, rng: random.Random) -> str:
+    kind = node[0]
+    if kind == "lit":
+        return node[1]
+    if kind == "class":
+        _, negated, items, _ = node
+        inside = [c for c in UNIVERSE if any(lo <= c <= hi for lo, hi in items)]
+        return rng.choice([c for c in UNIVERSE if c not in inside] if negated else inside)
+    if kind == "dot":
+        return rng.choice(UNIVERSE)
+    if kind == "ref":
+        return sample(rules[node[1]], rules, rng)
+    if kind == "seq":
+        return "".join(sample(item, rules, rng) for item in node[1])
+    if kind == "alt":
+        return sample(rng.choice(node[1]), rules, rng) if node[1] else ""
+    _, item, low, high, _ = node
+    count = rng.randint(low, low + 2 if high is None else high)
+    return "".join(sample(item, rules, rng) for _ in range(count))
+
+
+def mutate(text: str, rng: random.Random) -> str:
+    i = rng.randint(0, len(text))
+    op = rng.randint(0, 2)
+    if op == 0:
+        return text[:i] + rng.choice(UNIVERSE) + text[i:]
+    if op == 1 and text:
+        return text[:max(0, i - 1)] + text[i:]
+    return text[:max(0, i - 1)] + rng.choice(UNIVERSE) + text[i:]
+
+
+@pytest.mark.skipif(xgrammar is None, reason="xgrammar (the peer GBNF implementation) is not installed")
+@pytest.mark.filterwarnings("ignore::grammarc.errors.GrammarWarning")
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(grammars(), st.randoms(use_true_random=False), st.lists(st.text(UNIVERSE, max_size=5), max_size=4))
+def test_differential_against_xgrammar(rules, rng, random_strings):
+    ours = Grammar.from_gbnf(render_grammar(rules, peer=False))
+    peer = xgrammar.Grammar.from_ebnf(render_grammar(rules, peer=True), root_rule_name="root")
+    rule_map = dict(rules)
+    samples = [sample(rules[0][1], rule_map, rng) for _ in range(4)]
+    for text in samples:
+        assert ours.accepts(text), text
+        assert _is_grammar_accept_string(peer, text), text
+    for text in random_strings + [mutate(s, rng) for s in samples]:
+        assert ours.accepts(text) == _is_grammar_accept_string(peer, text), text
