@@ -380,3 +380,57 @@ def test_differential_against_xgrammar(rules, rng, random_strings):
         assert _is_grammar_accept_string(peer, text), text
     for text in random_strings + [mutate(s, rng) for s in samples]:
         assert ours.accepts(text) == _is_grammar_accept_string(peer, text), text
+
+
+# ------------------------------------------------------------------------------- corpus
+
+CORPUS = {
+    "json.gbnf": (
+        ['{}', '{"a": [1, -2.5e3, "x\\n\\u00e9"], "b": {"c": null}}', '{"t": [true, false]}',
+         '{\n  "key": "é😀"\n}\n', '{"a":1} '],
+        ['', '[true]', '{"a":1}  ', '{"a": [1,]}', '{"a" 1}', '{"a": 01}', '"unquoted\n"', '{"a": "\x01"}', '[1,   2]', 'nul'],
+    ),
+    "arithmetic.gbnf": (
+        ["1+2=3\n", "(a *b)/c_2 = x\n1=1\n"],
+        ["1+2\n", "=3\n", "1+2=3", "A=1\n", "(a * b)=1\n"],  # no space after an operator
+    ),
+    "list.gbnf": (["- milk\n", "- milk\n- eggs and é\n"], ["", "- \n", "milk\n", "- milk"]),
+    "chess.gbnf": (
+        ["1. e4 e5\n2. Nf3 Nc6\n", "1. d4 d5\n2. c4 dxc4\n10. O-O O-O-O+\n", "1. e4 e5\n2. exd8=Q# Kxd8\n"],
+        ["1. e4 e5\n", "1. e9 e5\n2. Nf3 Nc6\n", "1. e4 e5\n2. Nf3 Nc6", "1. e4 e5\n100. a3 a6\n"],
+    ),
+    "c-subset.gbnf": (
+        ["", "int x;\n", "int main(int argc) {\n  int y = -x * 2;\n  while (y < 10) {\n  y = y + 1;\n  }\n"
+         "  return y;\n}\n", "void f() {\n  g(1, a);\n}\n"],
+        ["int x\n", "int main() {\n  return y\n}\n", "long x;\n", "int 1x;\n"],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CORPUS))
+def test_corpus(name):
+    path = DATA / name
+    grammar = Grammar.from_gbnf(path.read_text(encoding="utf-8"), name=str(path))
+    grammar.compile()
+    accepted, rejected = CORPUS[name]
+    language_table(path.read_text(encoding="utf-8"), accepted, rejected)
+
+
+def test_corpus_is_complete():
+    assert sorted(path.name for path in DATA.glob("*.gbnf")) == sorted(CORPUS)
+
+
+def test_cli_reads_gbnf_by_extension_or_format(tmp_path, capsys):
+    text = tmp_path / "text.txt"
+    text.write_text("- milk\n")
+    assert cli_main(["check", str(DATA / "list.gbnf"), str(text)]) == 0
+    assert cli_main(["fmt", str(DATA / "list.gbnf")]) == 0
+    assert capsys.readouterr().out.endswith('root ::= ("- " item)+;\nitem ::= #/[^\\u{A}]/+ "\\n";\n')
+    renamed = tmp_path / "list.txt"
+    renamed.write_text((DATA / "list.gbnf").read_text())
+    assert cli_main(["check", "--format", "gbnf", str(renamed), str(text)]) == 0
+    assert cli_main(["check", str(renamed), str(text)]) == 2  # read as .ebnf: a syntax error
+    bad = tmp_path / "bad.gbnf"
+    bad.write_text('root ::= "a\n')
+    assert cli_main(["compile", str(bad)]) == 2
+    assert f"{bad}:1:10: unterminated string" in capsys.readouterr().err
