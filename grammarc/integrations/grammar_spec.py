@@ -191,15 +191,9 @@ def grammar_for(spec: GrammarSpec) -> Grammar:
             return Grammar.from_ebnf(spec.source, name="<request ebnf>", **options)
         if spec.kind == "stdlib":
             return stdlib_grammars.load(spec.source, **options)
-        # GBNF and Lark frontends live on Grammar when this grammarc has them.
-        method = {"gbnf": "from_gbnf", "lark": "from_lark"}[spec.kind]
-        build = getattr(Grammar, method, None)
-        if build is None:
-            raise GrammarSpecError(
-                f"{where}: this grammarc has no {spec.kind.upper()} frontend "
-                f"(Grammar.{method}); use ebnf, json_schema or regex"
-            )
-        return build(spec.source, **options)
+        if spec.kind == "gbnf":
+            return Grammar.from_gbnf(spec.source, name="<request gbnf>", **options)
+        return Grammar.from_lark(spec.source, name="<request lark>", **options)
     except GrammarSpecError:
         raise
     except (GrammarcError, ValueError, KeyError, TypeError) as error:
