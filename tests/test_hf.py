@@ -222,6 +222,19 @@ def test_missing_eos_is_an_error():
     GrammarLogitsProcessor([Engine(Grammar.from_ebnf("start ::= 'a' ;"), vocab)], eos_token_id=1)
 
 
+def test_eos_token_id_is_checked_against_the_vocabulary():
+    vocab = Vocabulary.from_bytes([b"a", b"b", b"<eos>"], eos_token_ids=[2])
+    engine = Engine(Grammar.from_ebnf("start ::= 'a' ;"), vocab)
+    with pytest.raises(grammarc.GrammarcError) as error:
+        GrammarLogitsProcessor([engine], eos_token_id=1)
+    assert str(error.value) == (
+        "row 0: eos_token_id 1 is not an EOS token of the vocabulary (its EOS tokens: [2]); the engine would refuse it")
+    with pytest.raises(grammarc.GrammarcError) as error:
+        GrammarLogitsProcessor([engine], eos_token_id=7)
+    assert str(error.value) == "row 0: eos_token_id 7 is not a token of the vocabulary (ids 0..2)"
+    assert GrammarLogitsProcessor([engine], eos_token_id=2)._forced_eos == [2]
+
+
 def test_resolve_grammar():
     assert resolve_grammar("json") == grammarc.stdlib("json")
     assert resolve_grammar("start ::= 'x' ;").accepts("x")

@@ -155,7 +155,14 @@ class GrammarLogitsProcessor:
             if engine is None:
                 self._forced_eos.append(None)
                 continue
-            eos = eos_token_id if eos_token_id is not None else min(engine.vocab.eos_token_ids, default=None)
+            known = engine.vocab.eos_token_ids
+            if eos_token_id is not None and not (0 <= eos_token_id < engine.vocab.size):
+                raise GrammarcError(f"row {i}: eos_token_id {eos_token_id} is not a token of the vocabulary "
+                                    f"(ids 0..{engine.vocab.size - 1})")
+            if eos_token_id is not None and known and eos_token_id not in known:
+                raise GrammarcError(f"row {i}: eos_token_id {eos_token_id} is not an EOS token of the vocabulary "
+                                    f"(its EOS tokens: {sorted(known)}); the engine would refuse it")
+            eos = eos_token_id if eos_token_id is not None else min(known, default=None)
             if eos is None:
                 raise GrammarcError(
                     f"row {i}: the vocabulary has no EOS token and no eos_token_id was given: "
