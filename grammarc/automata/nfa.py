@@ -13,7 +13,7 @@ from typing import Iterable
 
 import numpy as np
 
-from grammarc.errors import StateBudgetExceeded
+from grammarc.errors import StateBudgetExceeded, clip
 from grammarc.automata.dfa import DEFAULT_MAX_STATES, DFA, _budget_error, _check_budget, _finalize
 from grammarc.automata.regex import ANY, Alt, Anchor, Chars, Node, Repeat, Seq, parse
 from grammarc.automata.utf8 import ranges_sequences
@@ -260,20 +260,23 @@ def _nfa_limit(max_states: int) -> int:
 # ------------------------------------------------------------------------ regexes
 
 
-def from_regex(pattern: str, *, search: bool = False, max_states: int = DEFAULT_MAX_STATES) -> DFA:
+def from_regex(
+    pattern: str, *, search: bool = False, ecma: bool = False, max_states: int = DEFAULT_MAX_STATES
+) -> DFA:
     """The DFA of a regex: ``re.fullmatch`` semantics, or ``re.search`` with `search`.
 
     Strings are UTF-8 text; ``^``/``$`` only match at the very start/end of the text (no
     multiline mode; ``$`` does not match before a final newline, as in ECMAScript).
+    `ecma` reads the pattern as ECMA-262 (JSON Schema ``pattern``; see `regex`).
     """
-    return _from_regex(pattern, bool(search), max_states)
+    return _from_regex(pattern, bool(search), bool(ecma), max_states)
 
 
 @lru_cache(maxsize=4096)
-def _from_regex(pattern: str, search: bool, max_states: int) -> DFA:
+def _from_regex(pattern: str, search: bool, ecma: bool, max_states: int) -> DFA:
     _check_budget(max_states)
-    ast = parse(pattern)
-    what = f"pattern '{pattern}'"
+    ast = parse(pattern, ecma)
+    what = f"pattern '{clip(pattern)}'"
     limit = _nfa_limit(max_states)
     estimate = _estimate(ast) + (40 if search else 0)
     if estimate > limit:

@@ -16,8 +16,8 @@ from grammarc.automata.nfa import _NFA, _determinize, _nfa_limit, from_ast
 from grammarc.automata.regex import ANY, Chars, Repeat
 
 __all__ = [
-    "any_bytes", "concat", "intersect", "literal", "optional", "plus", "repeat", "star", "union",
-    "utf8_text", "without_empty",
+    "any_bytes", "concat", "intersect", "length_window", "literal", "optional", "plus", "repeat",
+    "star", "union", "utf8_text", "without_empty",
 ]
 
 
@@ -210,3 +210,47 @@ def without_empty(d: DFA, *, max_states: int = DEFAULT_MAX_STATES) -> DFA:
     table = np.vstack([shifted[:1], shifted])
     accept = np.concatenate([[False], d.accept])
     return from_table(table, accept)
+
+
+def length_window(d: DFA, lo: int, hi: int | None, *, max_states: int = DEFAULT_MAX_STATES) -> DFA:
+    """The strings of L(d) that are lo..hi characters long (hi=None: at least lo).
+
+    `d` reads UTF-8 text; a character is counted at its first byte. The product with the
+    counter is walked from the start, so only (state, count) pairs that occur are built.
+    """
+    _check_budget(max_states)
+    if lo < 0 or (hi is not None and hi < lo):
+        raise ValueError(f"bad length window {lo}..{hi}")
+    if lo == 0 and hi is None:
+        return d
+    trans = d.trans.astype(np.int64)
+    counts = np.ones(256, dtype=np.int64)
+    counts[0x80:0xC0] = 0  # continuation bytes do not start a character
+    cap = lo if hi is None else hi
+    ids = {(0, 0): 0}
+    pairs = [(0, 0)]
+    rows = []
+    for q, n in pairs:  # grows while iterating
+        row = trans[q]
+        nxt = n + counts
+        if hi is None:
+            nxt = np.minimum(nxt, cap)
+        live = (row >= 0) & (nxt <= cap)
+        codes = np.where(live, row * (cap + 1) + nxt, -1)
+        uniq, inv = np.unique(codes, return_inverse=True)
+        mapped = []
+        for code in uniq.tolist():
+            if code < 0:
+                mapped.append(-1)
+                continue
+            pair = divmod(code, cap + 1)
+            j = ids.get(pair)
+            if j is None:
+                if len(pairs) >= max_states:
+                    raise _budget_error(f"length window {lo}..{'' if hi is None else hi}", max_states)
+                j = ids[pair] = len(pairs)
+                pairs.append(pair)
+            mapped.append(j)
+        rows.append(np.asarray(mapped, dtype=np.int64)[inv.reshape(-1)])
+    accept = np.array([bool(d.accept[q]) and n >= lo for q, n in pairs], dtype=bool)
+    return from_table(np.vstack(rows), accept)
