@@ -59,7 +59,11 @@ def _utf8_nonempty() -> DFA:
 
 
 def _nfa_of(ds: Sequence[DFA], max_states: int, what: str) -> _NFA:
-    total = sum(d.n_states + 2 for d in ds) + 4
+    return _nfa_sized(sum(d.n_states + 2 for d in ds) + 4, max_states, what)
+
+
+def _nfa_sized(total: int, max_states: int, what: str) -> _NFA:
+    """An NFA for `total` states, refused before anything is allocated when over budget."""
     limit = max(_nfa_limit(max_states), 0)
     if total > limit:
         raise StateBudgetExceeded(
@@ -131,7 +135,7 @@ def repeat(d: DFA, lo: int, hi: int | None, *, max_states: int = DEFAULT_MAX_STA
         return _empty()
     copies = lo + (1 if hi is None else hi - lo)
     what = f"repetition {{{lo},{'' if hi is None else hi}}}"
-    nfa = _nfa_of([d] * copies, max_states, what)
+    nfa = _nfa_sized(copies * (d.n_states + 2) + 4, max_states, what)
     s = start = nfa.new()
     for _ in range(lo):
         s = nfa.embed(d, s)
