@@ -156,9 +156,23 @@ def _budget_error(what: str, max_states: int) -> StateBudgetExceeded:
 
 
 def _compress_columns(trans: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Merge bytes with identical columns into classes: (table [n, k], byte -> class)."""
-    cols, b2c = np.unique(trans.T, axis=0, return_inverse=True)
-    return np.ascontiguousarray(cols.T), b2c.reshape(-1).astype(np.int64)
+    """Merge bytes with identical columns into classes: (table [n, k], byte -> class).
+
+    Classes are numbered by their first byte; columns are compared as raw bytes (a dict of
+    256 keys is much faster than sorting the columns).
+    """
+    cols = np.ascontiguousarray(trans.T)
+    index: dict[bytes, int] = {}
+    b2c = np.empty(256, dtype=np.int64)
+    firsts: list[int] = []
+    for b in range(256):
+        key = cols[b].tobytes()
+        c = index.get(key)
+        if c is None:
+            c = index[key] = len(firsts)
+            firsts.append(b)
+        b2c[b] = c
+    return np.ascontiguousarray(cols[firsts].T), b2c
 
 
 def _coreachable(trans: np.ndarray, accept: np.ndarray) -> np.ndarray:

@@ -142,6 +142,8 @@ class _Lowering:
         self._atomic: dict[Expr, DFA] = {}
         self._merged: dict[Expr, DFA | None] = {}
         self._rule_dfa: dict[str, DFA | None] = {}
+        self._built: dict[Expr, DFA | None] = {}  # composite parts tried for a merge (None: too big)
+        self._nonempty: dict[str, DFA] = {}  # DFA key -> the DFA without the empty string
         self._pending: list[str] = []  # rules whose nonterminal exists but has no productions yet
 
     # -- entry point ------------------------------------------------------------------
@@ -197,7 +199,9 @@ class _Lowering:
         """Symbols for a regular language: ``T``, or ``(T⁺ | ε)`` when it contains ε."""
         if not dfa.accepts_empty:
             return (self.terminal(name, dfa),)
-        plus = automata.without_empty(dfa)
+        plus = self._nonempty.get(dfa.key)
+        if plus is None:
+            plus = self._nonempty[dfa.key] = automata.without_empty(dfa)
         if plus.is_empty:
             return ()
         t = self.terminal(name, plus)
@@ -360,6 +364,25 @@ class _Lowering:
         return dfa
 
     def _build(self, expr: Expr) -> DFA:
+        """The DFA of `expr`; composite parts are memoized, failures too, since the same
+        part is tried again as an item of the rule, of its alternatives, of its runs."""
+        if isinstance(expr, (Seq, Alt, Repeat)):
+            if expr in self._built:
+                dfa = self._built[expr]
+                if dfa is None:
+                    raise StateBudgetExceeded("exceeds the merge budget (tried before)")
+                return dfa
+            try:
+                dfa = self._build_new(expr)
+            except StateBudgetExceeded as error:
+                if error.span is None:
+                    self._built[expr] = None
+                raise
+            self._built[expr] = dfa
+            return dfa
+        return self._build_new(expr)
+
+    def _build_new(self, expr: Expr) -> DFA:
         budget = self.merge_max_states
         if isinstance(expr, (Literal, Regex, Substrings, Except)):
             dfa = self.atomic(expr)
@@ -372,7 +395,11 @@ class _Lowering:
                 raise StateBudgetExceeded(f"rule '{expr.name}' exceeds the merge budget")
             return dfa
         if isinstance(expr, Seq):
-            return automata.concat([self._build(item) for item in expr.items], max_states=budget)
+            parts = [self._build(item) for item in expr.items]
+            if sum(d.n_states - 1 for d in parts) > budget:
+                # a concatenation is rarely much smaller than its parts: skip the hopeless try
+                raise StateBudgetExceeded("the parts of the sequence are too large to merge")
+            return automata.concat(parts, max_states=budget)
         if isinstance(expr, Alt):
             return automata.union([self._build(item) for item in expr.items], max_states=budget)
         if isinstance(expr, Repeat):
