@@ -414,7 +414,7 @@ Files.model_rebuild()
         (Secrets, "#/$defs/Files/properties/path/format: Files.path (Path): keyword 'format' is not supported: "
                   "unknown format 'path'"),
         (Lookahead, "#/properties/code/pattern: Lookahead.code (str): keyword 'pattern' is not supported: "
-                    "lookaround and inline flags are not supported (at offset 2 of pattern '^(?=a)[a-z]+$')"),
+                    "lookahead (?=...) is not supported (at offset 1 in pattern '^(?=a)[a-z]+$')"),
         (Annotated[str, Field(pattern=r"^(?=a)[a-z]+$")],
          "#: Annotated[str, FieldInfo(annotation=NoneType, required=True, metadata=[_PydanticGeneralMetadata("
          "pattern='^(?=a)[a-z]+$')])]: pydantic cannot validate it: look-around, including look-ahead and "
