@@ -14,7 +14,7 @@ from grammarc.errors import (
 )
 from grammarc.grammar import Grammar
 from grammarc.tokens.vocabulary import Vocabulary, VocabularyError
-from grammarc.engine import Engine, TokenRejected
+from grammarc.engine import Engine, EngineError, TokenRejected
 from grammarc.lowering.compiler import CompiledGrammar
 from grammarc.integrations.transformers import GrammarLogitsProcessor
 from grammarc.integrations.generate import generate
@@ -26,6 +26,7 @@ __all__ = [
     "constrain",
     "constraint_of",
     "Engine",
+    "EngineError",
     "GrammarLogitsProcessor",
     "generate",
     "TokenRejected",

@@ -41,7 +41,7 @@ def test_every_state_of_a_literal_has_its_own_language():
 def _brute_scan(index: TokenIndex, t: int, q: int):
     """Every token row from position 0 in state q, with no bucketing and no store."""
     rows = np.arange(len(index.token_ids), dtype=np.int32)
-    end_rows, split_rows, split_pos = index._scan(t, rows, np.zeros(len(rows), dtype=np.int32), q)
+    end_rows, _, split_rows, split_pos = index._scan(t, rows, np.zeros(len(rows), dtype=np.int32), q)
     return set(end_rows.tolist()), set(zip(split_rows.tolist(), split_pos.tolist()))
 
 
