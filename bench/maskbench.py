@@ -276,6 +276,54 @@ def layout_texts(instance: Any) -> dict[str, str]:
     return {name: json.dumps(instance, ensure_ascii=False, **kw) for name, kw in PASS_LAYOUTS.items()}
 
 
+def _resolve(schema: Any, root: Any, depth: int = 0) -> Any:
+    """`schema` with a local ``$ref`` ("#/a/b") followed (a few levels); anything else as is."""
+    while isinstance(schema, dict) and isinstance(schema.get("$ref"), str) and schema["$ref"].startswith("#") and depth < 16:
+        target: Any = root
+        for part in schema["$ref"][1:].strip("/").split("/") if schema["$ref"] != "#" else []:
+            part = part.replace("~1", "/").replace("~0", "~")
+            target = target.get(part) if isinstance(target, dict) else None
+        if target is None:
+            break
+        schema, depth = target, depth + 1
+    return schema
+
+
+def _property_schemas(schema: Any, root: Any, depth: int = 0) -> dict[str, Any]:
+    """Property name -> subschema, in the order the schema (and its allOf/anyOf/oneOf
+    branches, depth first) lists them."""
+    schema = _resolve(schema, root)
+    found: dict[str, Any] = {}
+    if not isinstance(schema, dict) or depth > 8:
+        return found
+    if isinstance(schema.get("properties"), dict):
+        found.update(schema["properties"])
+    for key in ("allOf", "anyOf", "oneOf"):
+        for branch in schema.get(key, []) if isinstance(schema.get(key), list) else []:
+            for name, sub in _property_schemas(branch, root, depth + 1).items():
+                found.setdefault(name, sub)
+    return found
+
+
+def in_schema_order(value: Any, schema: Any, root: Any) -> Any:
+    """The instance with every object's keys in the order its schema lists them (others after,
+    as they were): a diagnostic for valid instances rejected only because grammarc lays
+    properties out in the schema's order (the documented narrowing)."""
+    schema = _resolve(schema, root)
+    if isinstance(value, dict):
+        named = _property_schemas(schema, root)
+        other = schema.get("additionalProperties", {}) if isinstance(schema, dict) else {}
+        keys = [k for k in named if k in value] + [k for k in value if k not in named]
+        return {k: in_schema_order(value[k], named.get(k, other), root) for k in keys}
+    if isinstance(value, list) and isinstance(schema, dict):
+        prefix = schema.get("prefixItems") if isinstance(schema.get("prefixItems"), list) else []
+        items = schema.get("items", {})
+        if isinstance(items, list):  # draft 4-7 tuple form
+            prefix, items = items, schema.get("additionalItems", {})
+        return [in_schema_order(v, prefix[i] if i < len(prefix) else items, root) for i, v in enumerate(value)]
+    return value
+
+
 def judge_grammarc(case: Case) -> dict:
     """Compile with the default options and judge every instance in every layout."""
     clock = time.perf_counter
@@ -290,7 +338,12 @@ def judge_grammarc(case: Case) -> dict:
             return {"refused": f"{type(exc).__name__}: {_clip(str(exc).splitlines()[0])}"}
     compile_s = clock() - start - schema_s
     verdicts = [{name: grammar.accepts(text) for name, text in layout_texts(t["data"]).items()} for t in case.tests]
-    return {"schema_ms": schema_s * 1e3, "compile_ms": compile_s * 1e3, "verdicts": verdicts,
+    reordered = {}  # valid instances rejected: accepted once in schema order?
+    for i, (test, verdict) in enumerate(zip(case.tests, verdicts)):
+        if test["valid"] and not all(verdict.values()):
+            texts = layout_texts(in_schema_order(test["data"], case.schema, case.schema))
+            reordered[i] = all(grammar.accepts(text) for text in texts.values())
+    return {"schema_ms": schema_s * 1e3, "compile_ms": compile_s * 1e3, "verdicts": verdicts, "reordered": reordered,
             "judge_ms": (clock() - start) * 1e3 - (schema_s + compile_s) * 1e3}
 
 
@@ -360,6 +413,8 @@ def pass_record(case: Case, engine: str, outcome: Outcome) -> dict:
         for layout, accepted in verdict.items():
             if accepted != test["valid"]:
                 wrong.append({"test": i, "valid": test["valid"], "layout": layout})
+                if i in value.get("reordered", {}):
+                    wrong[-1]["order"] = value["reordered"][i]
     record.update(
         status="fail" if wrong else "pass", wrong=wrong, compile_ms=round(value["compile_ms"], 3),
         schema_ms=round(value.get("schema_ms", 0.0), 3), judge_ms=round(value["judge_ms"], 3),
@@ -421,6 +476,7 @@ def pass_summary(records: list[dict], engines: list[str]) -> list[dict]:
             "indent2 pass %": 100 * sum(r.get("layouts_ok", {}).get("indent2", False) for r in mine) / len(mine),
             "refused": sum(r["status"] == "refused" for r in mine),
             "valid rejected": sum(any(w["valid"] for w in r.get("wrong", ())) for r in mine),
+            "of which order only": sum(_order_only(r) for r in mine),
             "false accepts": sum(sum(not w["valid"] for w in r.get("wrong", ())) for r in mine),
             "false-accept schemas": sum(any(not w["valid"] for w in r.get("wrong", ())) for r in mine),
             "crashes": sum(r["status"] == "crash" for r in mine),
@@ -428,6 +484,12 @@ def pass_summary(records: list[dict], engines: list[str]) -> list[dict]:
             "compile p99 ms": ml.percentile(times, 99) if times else float("nan"),
         })
     return rows
+
+
+def _order_only(record: dict) -> bool:
+    """Fails only on valid instances that grammarc accepts once their keys are in schema order."""
+    wrong = record.get("wrong", ())
+    return bool(wrong) and all(w["valid"] and w.get("order") for w in wrong)
 
 
 def refusal_groups(records: list[dict], engine: str) -> list[tuple[str, int, str]]:
@@ -480,11 +542,11 @@ def pass_report(records: list[dict], engines: list[str], *, show: int = 25) -> s
         parts.append("crashes\n" + table(["engine", "schema", "error"], rows))
     rejected = [r for r in records if r["engine"] == "grammarc" and any(w["valid"] for w in r.get("wrong", ()))]
     if rejected:
-        rows = [[r["schema"], ", ".join(sorted({f"{w['test']}/{w['layout']}" for w in r["wrong"] if w["valid"]}))]
-                for r in rejected[:show]]
+        rows = [[r["schema"], ", ".join(sorted({f"{w['test']}/{w['layout']}" for w in r["wrong"] if w["valid"]})),
+                 "yes" if _order_only(r) else "no"] for r in rejected[:show]]
         more = f"\n({len(rejected) - show} more)" if len(rejected) > show else ""
-        parts.append("grammarc: valid instances rejected (test/layout)\n"
-                     + table(["schema", "tests"], rows) + more)
+        parts.append("grammarc: valid instances rejected (test/layout; order only: accepted with the keys in "
+                     "schema order)\n" + table(["schema", "tests", "order only"], rows) + more)
     return "\n\n".join(parts) + "\n"
 
 
@@ -821,7 +883,8 @@ def save_pass(records: list[dict], engines: list[str], directory: Path, command:
     _write_csv(directory / "maskbench-pass-schemas.csv", [
         {"schema": r["schema"], "engine": r["engine"], "status": r["status"], "tests": r["tests"],
          "compile_ms": r.get("compile_ms", ""), "schema_ms": r.get("schema_ms", ""), "reason": r.get("reason", ""),
-         "wrong": " ".join(f"{w['test']}/{w['layout']}/{'valid' if w['valid'] else 'invalid'}" for w in r.get("wrong", ())),
+         "wrong": " ".join(f"{w['test']}/{w['layout']}/{'valid' if w['valid'] else 'invalid'}"
+                           f"{'/order' if w.get('order') else ''}" for w in r.get("wrong", ())),
          "error": r.get("error", "")[:300]} for r in records])
     groups = {e: [{"reason": why, "count": n, "example": ex} for why, n, ex in refusal_groups(records, e)]
               for e in engines}

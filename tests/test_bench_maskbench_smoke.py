@@ -79,8 +79,9 @@ def test_pass_mode_verdicts_groups_and_files(mb, data, tmp_path, capsys):
     assert {n: r["status"] for n, r in ours.items()} == {"a_pass.json": "pass", "b_refused.json": "refused",
                                                          "c_order.json": "fail"}
     assert ours["a_pass.json"]["wrong"] == [] and ours["a_pass.json"]["layouts_ok"] == {"compact": True, "indent2": True}
-    assert ours["c_order.json"]["wrong"] == [{"test": 0, "valid": True, "layout": "compact"},
-                                             {"test": 0, "valid": True, "layout": "indent2"}]
+    # rejected for the order of its keys only: accepted once they are in the schema's order
+    assert ours["c_order.json"]["wrong"] == [{"test": 0, "valid": True, "layout": "compact", "order": True},
+                                             {"test": 0, "valid": True, "layout": "indent2", "order": True}]
     assert ours["b_refused.json"]["reason"] == "UnsupportedSchemaError: keyword 'unevaluatedProperties' is not supported"
     assert ours["a_pass.json"]["compile_ms"] > 0 and ours["a_pass.json"]["schema_ms"] > 0
     for r in records:
@@ -88,8 +89,9 @@ def test_pass_mode_verdicts_groups_and_files(mb, data, tmp_path, capsys):
     summary = mb.pass_summary(records, engines)
     row = summary[0]
     assert {k: row[k] for k in ("engine", "schemas", "pass", "refused", "valid rejected", "false accepts",
-                                "crashes")} == {"engine": "grammarc", "schemas": 3, "pass": 1, "refused": 1,
-                                                "valid rejected": 1, "false accepts": 0, "crashes": 0}
+                                "of which order only", "crashes")} == {
+        "engine": "grammarc", "schemas": 3, "pass": 1, "refused": 1, "valid rejected": 1, "false accepts": 0,
+        "of which order only": 1, "crashes": 0}
     assert row["pass %"] == pytest.approx(100 / 3)
     assert mb.refusal_groups(records, "grammarc") == [
         ("UnsupportedSchemaError: keyword 'unevaluatedProperties' is not supported", 1, "b_refused.json")]
@@ -102,6 +104,8 @@ def test_pass_mode_verdicts_groups_and_files(mb, data, tmp_path, capsys):
         rows = list(csv.DictReader(f))
     assert len(rows) == 3 * len(engines)
     assert rows[0]["schema"] == "a_pass.json" and rows[0]["status"] == "pass"
+    ours_c = next(r for r in rows if r["schema"] == "c_order.json" and r["engine"] == "grammarc")
+    assert ours_c["wrong"] == "0/compact/valid/order 0/indent2/valid/order"
     saved = json.loads((out_dir / "maskbench-pass.json").read_text())
     assert set(saved) == {"meta", "summary", "refusals", "records"}
     assert saved["meta"]["command"].startswith("python bench/maskbench.py --mode pass")
@@ -162,6 +166,15 @@ def test_isolated_workers_report_errors_hangs_and_deaths(mb):
     assert "boom" in outcomes["error"].trace
     assert outcomes["hang"].kind == "timeout" and outcomes["hang"].error == "no answer after 2 s"
     assert outcomes["died"].kind == "died" and outcomes["died"].error == "killed by SIGKILL"
+
+
+def test_schema_order_follows_refs_branches_and_items(mb):
+    schema = {"$defs": {"P": {"properties": {"y": {"type": "integer"}, "x": {"type": "integer"}}}},
+              "properties": {"b": {"$ref": "#/$defs/P"}, "a": {"type": "array", "items": {"$ref": "#/$defs/P"}}},
+              "allOf": [{"properties": {"c": {}}}]}
+    value = {"z": 0, "c": 1, "a": [{"x": 1, "y": 2}], "b": {"x": 3, "y": 4}}
+    ordered = mb.in_schema_order(value, schema, schema)
+    assert json.dumps(ordered) == '{"b": {"y": 4, "x": 3}, "a": [{"y": 2, "x": 1}], "c": 1, "z": 0}'
 
 
 @pytest.mark.parametrize("error, expected", [
