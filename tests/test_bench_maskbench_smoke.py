@@ -177,6 +177,11 @@ def test_schema_order_follows_refs_branches_and_items(mb):
     assert json.dumps(ordered) == '{"b": {"y": 4, "x": 3}, "a": [{"y": 2, "x": 1}], "c": 1, "z": 0}'
 
 
+def test_isolated_workers_have_a_memory_limit(mb):
+    outcomes = dict(mb.run_isolated([("big", lambda: len(bytearray(1 << 30)))], memory_mb=256))
+    assert outcomes["big"].kind == "error" and outcomes["big"].error == "MemoryError: "
+
+
 @pytest.mark.parametrize("error, expected", [
     ("UnsupportedSchemaError: #/definitions/x/oneOf: keyword 'oneOf' is not supported: its branches are not "
      "provably disjoint, and the negation of 'pattern' is not supported",
