@@ -303,3 +303,17 @@ def test_fast_parser_on_the_large_grammar_and_stdlib() -> None:
     for text in texts:
         fast, slow = _both(text)
         assert fast is not None and fast.rules == slow.rules and _spans(fast) == _spans(slow)
+
+
+def test_unreachable_rule_warns_once_from_text_to_compiled_grammar():
+    import warnings as _warnings
+
+    from grammarc import Grammar
+
+    with _warnings.catch_warnings(record=True) as caught:
+        _warnings.simplefilter("always")
+        grammar = Grammar.from_ebnf("start ::= 'a';\nunused_once ::= 'b';", name="once")
+        grammar.compile()
+        Grammar.from_ebnf("start ::= 'a';\nunused_once ::= 'b';", name="once").compile()
+    assert [str(w.message) for w in caught] == [
+        "once:2:1: rule 'unused_once' is not reachable from the start rule 'start'"]

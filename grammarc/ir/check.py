@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import re
 import warnings
+from collections import OrderedDict
 
 from grammarc.errors import GrammarError, GrammarWarning, Span
 from grammarc.ir.nodes import EXPR_TYPES, Alt, Except, Expr, Grammar, Literal, Ref, Regex, Repeat, Substrings, children
@@ -217,6 +218,24 @@ def _collect_literals(expr: Expr, rules: dict[str, Expr], found: list[str], seen
                                at.item.span or at.span)
 
 
+_WARNED: "OrderedDict[tuple[int, str, int], None]" = OrderedDict()
+_WARNED_MAX = 1024
+
+
+def _first_time(grammar: Grammar) -> bool:
+    """Whether this grammar's unreachable rules were not yet reported: a front-end checks
+    what it builds and the compiler checks again; the user hears it once. Keyed by the
+    grammar's hash (equal grammars alike), bounded, pinning no grammar in memory."""
+    key = (hash(grammar), grammar.start, len(grammar.rules))
+    if key in _WARNED:
+        _WARNED.move_to_end(key)
+        return False
+    _WARNED[key] = None
+    if len(_WARNED) > _WARNED_MAX:
+        _WARNED.popitem(last=False)
+    return True
+
+
 def _warn_unreachable(grammar: Grammar, rules: dict[str, Expr]) -> None:
     reached = {grammar.start}
     stack = [grammar.start]
@@ -228,9 +247,11 @@ def _warn_unreachable(grammar: Grammar, rules: dict[str, Expr]) -> None:
                 reached.add(node.name)
                 stack.append(node.name)
             todo.extend(children(node))
-    for name in rules:
-        if name not in reached:
-            span = grammar.rule_spans.get(name)
-            where = f"{span.location()}: " if span is not None else ""
-            warnings.warn(GrammarWarning(f"{where}rule '{name}' is not reachable from the start rule "
-                                         f"'{grammar.start}'"), stacklevel=4)
+    unreached = [name for name in rules if name not in reached]
+    if not unreached or not _first_time(grammar):
+        return
+    for name in unreached:
+        span = grammar.rule_spans.get(name)
+        where = f"{span.location()}: " if span is not None else ""
+        warnings.warn(GrammarWarning(f"{where}rule '{name}' is not reachable from the start rule "
+                                     f"'{grammar.start}'"), stacklevel=4)
