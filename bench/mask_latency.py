@@ -397,7 +397,7 @@ def _timed_compile(grammar: Grammar):
     """First compile of `grammar` in this process, then a second one with the compile cache
     cleared (imports, regex caches and the like already warm). Each starts after a full
     garbage collection, so that a pause owed to earlier workloads' objects is not counted."""
-    from grammarc import compiler
+    from grammarc.lowering import compiler
 
     gc.collect()
     start = time.perf_counter()
@@ -501,13 +501,13 @@ def index_memory(index, memo: dict | None) -> tuple[int | None, int | None, int 
 
 
 def index_disk_bytes(index) -> int | None:
-    """Bytes on disk of the terminal scans this index uses (grammarc/tokens/scan_cache.py), after
-    writing them; None when disk caching is off."""
-    from grammarc import scan_cache
+    """Bytes on disk of the terminal scans this process stored for the index's vocabulary
+    (grammarc/tokens/scan_cache.py), after writing them; None when nothing is on disk
+    (disk caching off, or every scan narrow enough to be redone rather than stored)."""
+    from grammarc.tokens import scan_cache
 
     scan_cache.save_all()
-    stores = [scan_cache.terminal_scans(t.dfa.key, index.vocab.key, len(index.token_ids)) for t in index.terminals]
-    paths = {s.path for s in stores if s.path is not None and s.path.exists()}
+    paths = scan_cache.files(index.vocab.key)
     return sum(p.stat().st_size for p in paths) if paths else None
 
 

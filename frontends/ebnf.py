@@ -27,7 +27,9 @@ its alternatives, so ``a ::= x | y; a ::= z;`` equals ``a ::= x | y | z;``).
 from __future__ import annotations
 
 import bisect
+import gc
 import re
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Iterator
@@ -111,16 +113,24 @@ _CLOSER_TEXT = {"LPAR": ")", "LBRACK": "]", "LBRACE": "}"}
 
 
 class _Positions:
-    """Offset -> Span in O(log n), giving exactly what `Source.span` gives."""
+    """Offset -> Span, giving exactly what `Source.span` gives.
+
+    O(log n) by bisection, O(1) when the offset lies on the line of the previous query
+    (tokens come in text order, so that is nearly always).
+    """
 
     def __init__(self, source: Source):
         self.source = source
-        self.line_starts = [0] + [m.end() for m in re.finditer("\n", source.text)]
+        self.length = len(source.text)
+        self.line_starts = [0] + [m.end() for m in re.finditer("\n", source.text)] + [self.length + 1]
+        self.line = 0  # index of the line the last query fell on
 
     def position(self, offset: int) -> tuple[int, int]:
-        offset = max(0, min(offset, len(self.source.text)))
-        index = bisect.bisect_right(self.line_starts, offset) - 1
-        return index + 1, offset - self.line_starts[index] + 1
+        offset = max(0, min(offset, self.length))
+        starts, index = self.line_starts, self.line
+        if not starts[index] <= offset < starts[index + 1]:
+            index = self.line = bisect.bisect_right(starts, offset) - 1
+        return index + 1, offset - starts[index] + 1
 
     def span(self, start: int, end: int | None = None) -> Span:
         end = start + 1 if end is None else end
@@ -175,12 +185,14 @@ class _Lexer:
         return GrammarError(message, self.pos.span(start, end), hint=hint)
 
     def token(self, kind: str, start: int, end: int) -> Token:
+        """The lark token of a lexed (kind, start, end) triple."""
         line, col = self.pos.position(start)
         end_line, end_col = self.pos.position(end)
         return Token(kind, self.text[start:end], start_pos=start, line=line, column=col,
                      end_line=end_line, end_column=end_col, end_pos=end)
 
-    def tokens(self) -> Iterator[Token]:
+    def tokens(self) -> Iterator[tuple[str, int, int]]:
+        """(kind, start offset, end offset) of each token, lexed lazily, errors in text order."""
         text, i, n = self.text, 0, len(self.text)
         while i < n:
             char = text[i]
@@ -196,28 +208,28 @@ class _Lexer:
                 if text.startswith("!", end):
                     word = m.group()
                     if word == "any":
-                        yield self.token("ANY", i, end + 1)
+                        yield ("ANY", i, end + 1)
                     elif word == "except":
-                        yield self.token("EXCEPT", i, end + 1)
+                        yield ("EXCEPT", i, end + 1)
                     else:
                         raise self.error(f"unknown special nonterminal '{word}!'", i, end + 1,
                                          hint="the special nonterminals are 'any!' and 'except!(...)'")
                     i = end + 1
                 else:
-                    yield self.token("NAME", i, end)
+                    yield ("NAME", i, end)
                     i = end
             elif char in "'\"":
                 end, value = self.string(i)
                 self.lexed.strings[i] = value
-                yield self.token("STRING", i, end)
+                yield ("STRING", i, end)
                 i = end
             elif char == "#":
                 end = self.regex(i)
-                yield self.token("REGEX", i, end)
+                yield ("REGEX", i, end)
                 i = end
             elif char == ":":
                 if text.startswith("::=", i):
-                    yield self.token("DEFINE", i, i + 3)
+                    yield ("DEFINE", i, i + 3)
                     i += 3
                 else:
                     raise self.error("unexpected character ':'", i, i + 1,
@@ -225,17 +237,17 @@ class _Lexer:
             elif char == "{":
                 token = self.brace(i)
                 yield token
-                i = token.end_pos
+                i = token[2]
             elif m := _NUMBER_RE.match(text, i):
-                yield self.token("NUMBER", i, m.end())
+                yield ("NUMBER", i, m.end())
                 i = m.end()
             elif char in _PUNCT:
-                yield self.token(_PUNCT[char], i, i + 1)
+                yield (_PUNCT[char], i, i + 1)
                 i += 1
             else:
                 raise self.error(f"unexpected character {_describe_char(char)}", i, i + 1)
 
-    def brace(self, i: int) -> Token:
+    def brace(self, i: int) -> tuple[str, int, int]:
         """`{` opens a repetition `{ x }`, or a count `{m,n}` when a digit or ',' follows."""
         text = self.text
         j = i + 1
@@ -253,8 +265,8 @@ class _Lexer:
             else:
                 bounds = (int(low), int(low))
             self.lexed.counts[i] = bounds
-            return self.token("COUNT", i, m.end())
-        return self.token("LBRACE", i, i + 1)
+            return ("COUNT", i, m.end())
+        return ("LBRACE", i, i + 1)
 
     def string(self, start: int, what: str = "string literal", token_start: int | None = None) -> tuple[int, str]:
         """Scan a quoted string at `start`; return (end offset, decoded value)."""
@@ -430,7 +442,8 @@ class _Feeder:
 
     def parse(self) -> Tree:
         interactive = _parser().parse_interactive()
-        for token in self.lexer.tokens():
+        for kind, start, end in self.lexer.tokens():
+            token = self.lexer.token(kind, start, end)
             try:
                 interactive.feed_token(token)
             except UnexpectedToken as error:
@@ -518,6 +531,194 @@ class _Feeder:
             closer = {kind for kind, opener in _CLOSERS.items() if opener == self.open[-1].type}
             return (expected - set(_CLOSERS) - {"SEMI"}) | (expected & closer) or expected
         return expected - set(_CLOSERS) or expected
+
+
+# --------------------------------------------------------------------------------------
+# The fast path: tokens -> IR in one iterative pass
+
+
+class _Refused(Exception):
+    """The fast parser met something it does not accept; the lark path explains it."""
+
+
+_ATOMS = frozenset({"NAME", "STRING", "REGEX", "ANY"})
+_BRACKETS = {"LPAR": "RPAR", "LBRACK": "RBRACK", "LBRACE": "RBRACE"}
+
+
+class _Frame:
+    """An alternation being read: a rule body, or the inside of ( ), [ ] or { }."""
+
+    __slots__ = ("opener", "start", "alts", "leading", "items", "comma_end")
+
+    def __init__(self, opener: str, start: int):
+        self.opener = opener  # "DEFINE" for a rule body, else the bracket's token kind
+        self.start = start  # where the bracket opened (rule bodies: unused)
+        self.alts: list[tuple[Expr, int, int]] = []  # (expr, start, end) of finished sequences
+        self.leading: int | None = None  # offset of a leading '|'
+        self.items: list[list] = []  # [expr, start, end] of the sequence being read
+        self.comma_end: int | None = None  # end of a comma after the last item
+
+
+class _FastParser:
+    """Builds the IR straight from the tokens, with an explicit stack instead of recursion.
+
+    It accepts exactly the texts the lark grammar accepts and builds exactly what `_Builder`
+    builds from lark's tree (spans included), but does none of the explaining: on anything
+    unexpected it gives up (`_Refused`) and `parse_ebnf` runs the lark path, whose errors
+    say what is wrong. The split keeps big grammars fast and deep nesting free of recursion.
+    """
+
+    def __init__(self, lexer: _Lexer, pos: _Positions):
+        self.lexer = lexer
+        self.lexed = lexer.lexed
+        self.pos = pos
+        self.text = lexer.text
+
+    def grammar(self, start: str) -> Grammar:
+        try:
+            tokens = list(self.lexer.tokens())
+        except GrammarError:
+            raise _Refused() from None
+        bodies: dict[str, list[Expr]] = {}
+        spans: dict[str, Span] = {}
+        stack: list[_Frame] = []
+        rule = ""
+        i, n = 0, len(tokens)
+        while i < n:
+            kind, s, e = tokens[i]
+            if not stack:  # between rules: NAME DEFINE
+                if kind != "NAME" or i + 1 >= n or tokens[i + 1][0] != "DEFINE":
+                    raise _Refused()
+                rule = self.text[s:e]
+                spans.setdefault(rule, self.pos.span(s, e))
+                stack.append(_Frame("DEFINE", tokens[i + 1][1]))
+                i += 2
+                continue
+            frame = stack[-1]
+            if kind in _ATOMS:
+                self.item(frame, self.atom(kind, s, e), s, e)
+            elif kind in _POSTFIX:
+                if not frame.items or frame.comma_end is not None:
+                    raise _Refused()
+                last = frame.items[-1]
+                last[0] = self.repeat(last[0], kind, last[1], s, e)
+                last[2] = e
+            elif kind == "COMMA":
+                if not frame.items or frame.comma_end is not None:
+                    raise _Refused()
+                frame.comma_end = e
+            elif kind == "PIPE":
+                if frame.items:
+                    self.end_sequence(frame)
+                elif not frame.alts and frame.leading is None and tokens[i - 1][0] == frame.opener:
+                    frame.leading = s
+                else:
+                    raise _Refused()
+            elif kind == "EXCEPT":
+                i = self.except_(frame, tokens, i)
+                continue
+            elif kind == "LPAR" and i + 1 < n and tokens[i + 1][0] == "RPAR":
+                end = tokens[i + 1][2]
+                self.item(frame, Seq((), span=self.pos.span(s, end)), s, end)
+                i += 2
+                continue
+            elif kind in _BRACKETS:
+                stack.append(_Frame(kind, s))
+            elif kind in _CLOSERS or kind == "SEMI":
+                if _BRACKETS.get(frame.opener, "SEMI") != kind:
+                    raise _Refused()
+                body = self.end_alternation(frame)
+                stack.pop()
+                if kind == "SEMI":
+                    bodies.setdefault(rule, []).append(body)
+                elif kind == "RPAR":
+                    self.item(stack[-1], body, frame.start, e)
+                else:
+                    high = 1 if kind == "RBRACK" else None
+                    self.item(stack[-1], Repeat(body, 0, high, span=self.pos.span(frame.start, e)), frame.start, e)
+            else:
+                raise _Refused()
+            i += 1
+        if stack:
+            raise _Refused()
+        return _merge_definitions(bodies, spans, start)
+
+    def item(self, frame: _Frame, expr: Expr, start: int, end: int) -> None:
+        if frame.comma_end is not None and not frame.items:  # pragma: no cover - refused earlier
+            raise _Refused()
+        frame.items.append([expr, start, end])
+        frame.comma_end = None
+
+    def atom(self, kind: str, s: int, e: int) -> Expr:
+        span = self.pos.span(s, e)
+        if kind == "NAME":
+            return Ref(self.text[s:e], span=span)
+        if kind == "STRING":
+            return Literal(self.lexed.strings[s], span=span)
+        if kind == "ANY":
+            return AnyToken(span=span)
+        prefix, body = self.lexed.regexes[s]
+        mode = _REGEX_PREFIXES[prefix]
+        return Substrings(body, span=span) if mode == "substrs" else Regex(body, mode, span=span)
+
+    def repeat(self, expr: Expr, kind: str, start: int, s: int, e: int) -> Expr:
+        low, high = {"QMARK": (0, 1), "STAR": (0, None), "PLUS": (1, None)}.get(kind) or self.lexed.counts[s]
+        return Repeat(expr, low, high, span=self.pos.span(start, e))
+
+    def except_(self, frame: _Frame, tokens: list, i: int) -> int:
+        """``except!( item [, n] )`` at tokens[i]; returns the index after it."""
+        kinds = [t[0] for t in tokens[i + 1:i + 6]]
+        if kinds[:1] != ["LPAR"] or len(kinds) < 3 or kinds[1] not in ("STRING", "NAME"):
+            raise _Refused()
+        _, s, _ = tokens[i]
+        _, a, b = tokens[i + 2]
+        span = self.pos.span(a, b)
+        item = Literal(self.lexed.strings[a], span=span) if kinds[1] == "STRING" else Ref(self.text[a:b], span=span)
+        if kinds[2:3] == ["RPAR"]:
+            limit, close = None, i + 3
+        elif kinds[2:5] == ["COMMA", "NUMBER", "RPAR"]:
+            limit, close = int(self.text[tokens[i + 4][1]:tokens[i + 4][2]]), i + 5
+        else:
+            raise _Refused()
+        end = tokens[close][2]
+        self.item(frame, Except(item, limit, span=self.pos.span(s, end)), s, end)
+        return close + 1
+
+    def end_sequence(self, frame: _Frame) -> None:
+        items = frame.items
+        start = items[0][1]
+        end = frame.comma_end if frame.comma_end is not None else items[-1][2]
+        if len(items) == 1 and frame.comma_end is None:
+            expr = items[0][0]
+        else:
+            expr = Seq(tuple(x[0] for x in items), span=self.pos.span(start, end))
+        frame.alts.append((expr, start, end))
+        frame.items = []
+        frame.comma_end = None
+
+    def end_alternation(self, frame: _Frame) -> Expr:
+        if not frame.items:
+            raise _Refused()
+        self.end_sequence(frame)
+        alts = frame.alts
+        if len(alts) == 1 and frame.leading is None:
+            return alts[0][0]
+        start = frame.leading if frame.leading is not None else alts[0][1]
+        return Alt(tuple(x[0] for x in alts), span=self.pos.span(start, alts[-1][2]))
+
+
+def _merge_definitions(bodies: dict[str, list[Expr]], spans: dict[str, Span], start: str) -> Grammar:
+    """One rule per name: several definitions become one alternation, in order."""
+    rules = []
+    for name, exprs in bodies.items():
+        if len(exprs) == 1:
+            rules.append((name, exprs[0]))
+            continue
+        items: list[Expr] = []
+        for expr in exprs:
+            items.extend(expr.items if isinstance(expr, Alt) else (expr,))
+        rules.append((name, Alt(tuple(items), span=exprs[0].span)))
+    return Grammar(rules=tuple(rules), start=start, rule_spans=spans)
 
 
 # --------------------------------------------------------------------------------------
@@ -615,16 +816,7 @@ class _Builder:
             name = str(name_token)
             bodies.setdefault(name, []).append(self.expr(alt))
             spans.setdefault(name, self.span_of(name_token))
-        rules = []
-        for name, exprs in bodies.items():
-            if len(exprs) == 1:
-                rules.append((name, exprs[0]))
-                continue
-            items: list[Expr] = []
-            for expr in exprs:
-                items.extend(expr.items if isinstance(expr, Alt) else (expr,))
-            rules.append((name, Alt(tuple(items), span=exprs[0].span)))
-        return Grammar(rules=tuple(rules), start=start, rule_spans=spans)
+        return _merge_definitions(bodies, spans, start)
 
 
 def parse_ebnf(text: str, start: str = "start", *, name: str = "<string>") -> Grammar:
@@ -633,10 +825,36 @@ def parse_ebnf(text: str, start: str = "start", *, name: str = "<string>") -> Gr
     Raises `GrammarError` (``name:line:col: message`` with the source line and a caret)
     for syntax errors and for the problems `grammarc.ir.check.check_grammar` finds.
     """
+    if not isinstance(text, str):
+        hint = "decode it first, e.g. data.decode('utf-8')" if isinstance(text, (bytes, bytearray)) else None
+        raise GrammarError(f"grammar text must be a str, not {type(text).__name__}", hint=hint)
+    if not isinstance(start, str):
+        raise GrammarError(f"the start rule name must be a str, not {type(start).__name__}")
     source = Source(text, name)
     pos = _Positions(source)
-    lexer = _Lexer(text, pos)
-    tree = _Feeder(lexer).parse()
-    grammar = _Builder(lexer.lexed, pos).grammar(tree, start)
+    with _gc_paused():
+        try:
+            grammar = _FastParser(_Lexer(text, pos), pos).grammar(start)
+        except _Refused:
+            lexer = _Lexer(text, pos)
+            tree = _Feeder(lexer).parse()  # raises the precise syntax error
+            grammar = _Builder(lexer.lexed, pos).grammar(tree, start)
     check_grammar(grammar)
     return grammar
+
+
+@contextmanager
+def _gc_paused():
+    """Pause the cyclic garbage collector while a big grammar's objects are made.
+
+    Parsing allocates many small acyclic objects; the collector's full passes over a heap
+    that keeps growing make the parse of 100k rules quadratic. Reference counting still
+    frees everything; the collector resumes (if it ran before) when the parse ends.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()

@@ -2,76 +2,57 @@
 
 A grammar for a JSON document matches the *encoded* text, where one string character can be
 written raw (``é``) or escaped (``\\u00e9``, ``\\u00E9``, ``\\n``, ``\\/``). Schema keywords talk
-about the *decoded* string. This module bridges the two: an ECMA-262 pattern is parsed into a
-small syntax tree of code point sets, and each set is rendered as the regex of every encoding
-of its members (raw where JSON allows it, every short escape, every ``\\uXXXX`` spelling in
-either hex case, surrogate pairs for astral characters). The result is exact: the encoded text
-matches iff the decoded string does.
+about the *decoded* string. This module bridges the two: an ECMA-262 pattern is parsed by
+grammarc's regex parser (`grammarc.automata.regex`, ECMA mode) into a tree of code point sets,
+and each set is rendered as the regex of every encoding of its members (raw where JSON allows
+it, every short escape, every ``\\uXXXX`` spelling in either hex case, surrogate pairs for
+astral characters). The result is exact: the encoded text matches iff the decoded string does.
+Where several constraints meet, their intersection is built with grammarc's DFA algebra over
+the decoded text and read back as an automaton over characters (`string_automaton`).
 
 Generated patterns use only classes, groups, alternation and counted repetition, so they mean
 the same in Python's `re` and in grammarc's regex syntax.
 
 Lone surrogate escapes (``\\ud800`` not followed by a low surrogate) are never produced: they
 decode to no Unicode character, and allowing them would make character counting ambiguous.
+Accordingly a lone surrogate in a pattern matches nothing (see `grammarc.automata.regex`).
 """
 
 from __future__ import annotations
 
-from bisect import bisect_left
-from dataclasses import dataclass
 from functools import lru_cache
+
+from grammarc import automata
+from grammarc.automata import CharDFA
+from grammarc.automata.regex import ANY as ALL, Alt, Anchor, Chars, Node, Repeat, Seq, negate, normalize, parse
+from grammarc.errors import RegexError, StateBudgetExceeded
+
+__all__ = [
+    "CharDFA", "FORMATS", "Hard", "PatternError", "UNIT", "char_label", "char_regex", "class_regex",
+    "format_plain_regex", "format_regex", "format_tree", "lengths", "literal_regex",
+    "match_regex_unanchored", "parse_pattern", "render_tree", "restrict_length", "search_regex",
+    "search_tree", "string_automaton", "string_dfa", "string_excluding", "string_regex",
+]
 
 MAX_CP = 0x10FFFF
 Ranges = tuple[tuple[int, int], ...]
 
 SHORT_ESCAPES = {0x22: '\\\\"', 0x5C: "\\\\\\\\", 0x2F: "\\\\/", 0x08: "\\\\b", 0x0C: "\\\\f", 0x0A: "\\\\n", 0x0D: "\\\\r", 0x09: "\\\\t"}
 
-
-class PatternError(ValueError):
-    """A pattern uses a construct that cannot be translated exactly (message names it)."""
-
-
-# -- code point sets ------------------------------------------------------------------
-
-def normalize(ranges) -> Ranges:
-    out: list[list[int]] = []
-    for lo, hi in sorted(ranges):
-        if lo > hi:
-            continue
-        if out and lo <= out[-1][1] + 1:
-            out[-1][1] = max(out[-1][1], hi)
-        else:
-            out.append([lo, hi])
-    return tuple((a, b) for a, b in out)
+PatternError = RegexError
+"""A pattern uses a construct that cannot be translated exactly (the message names it)."""
 
 
-def complement(ranges: Ranges) -> Ranges:
-    out = []
-    prev = 0
-    for lo, hi in normalize(ranges):
-        if lo > prev:
-            out.append((prev, lo - 1))
-        prev = hi + 1
-    if prev <= MAX_CP:
-        out.append((prev, MAX_CP))
-    return tuple(out)
+# -- code point sets (Unicode scalar values: surrogates never belong to one) ----------------
+
+complement = negate
 
 
 def intersect(a: Ranges, b: Ranges) -> Ranges:
-    return complement(normalize(complement(a) + complement(b)))
+    return negate(normalize(negate(normalize(a)) + negate(normalize(b))))
 
 
-SURROGATES: Ranges = ((0xD800, 0xDFFF),)
-ALL: Ranges = ((0, 0xD7FF), (0xE000, MAX_CP))
 RAW_OK: Ranges = ((0x20, 0x21), (0x23, 0x5B), (0x5D, 0xD7FF), (0xE000, MAX_CP))
-DIGITS: Ranges = ((0x30, 0x39),)
-WORD: Ranges = normalize([(0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A)])
-SPACE: Ranges = normalize(
-    [(0x09, 0x0D), (0x20, 0x20), (0xA0, 0xA0), (0x1680, 0x1680), (0x2000, 0x200A), (0x2028, 0x2029),
-     (0x202F, 0x202F), (0x205F, 0x205F), (0x3000, 0x3000), (0xFEFF, 0xFEFF)]
-)
-LINE_TERMINATORS: Ranges = ((0x0A, 0x0A), (0x0D, 0x0D), (0x2028, 0x2029))
-DOT: Ranges = intersect(complement(LINE_TERMINATORS), ALL)
 
 
 def _class_char(cp: int) -> str:
@@ -217,242 +198,11 @@ def string_regex(min_len: int = 0, max_len: int | None = None) -> str:
     return f'"(?:{UNIT}){rep}"'
 
 
-# -- ECMA-262 pattern syntax tree --------------------------------------------------------
-
-@dataclass(frozen=True)
-class Chars:
-    ranges: Ranges
 
 
-@dataclass(frozen=True)
-class Seq:
-    items: tuple
-
-
-@dataclass(frozen=True)
-class Alt:
-    items: tuple
-
-
-@dataclass(frozen=True)
-class Rep:
-    item: object
-    min: int
-    max: int | None
-
-
-@dataclass(frozen=True)
-class Anchor:
-    kind: str  # "^" or "$"
-
-
-class _Parser:
-    def __init__(self, text: str):
-        self.text = text
-        self.pos = 0
-
-    def error(self, what: str) -> PatternError:
-        return PatternError(f"{what} (at offset {self.pos} of pattern {self.text!r})")
-
-    def peek(self) -> str | None:
-        return self.text[self.pos] if self.pos < len(self.text) else None
-
-    def take(self) -> str:
-        ch = self.text[self.pos]
-        self.pos += 1
-        return ch
-
-    def parse(self):
-        node = self.alt()
-        if self.pos != len(self.text):
-            raise self.error("unbalanced ')'")
-        return node
-
-    def alt(self):
-        items = [self.seq()]
-        while self.peek() == "|":
-            self.take()
-            items.append(self.seq())
-        return items[0] if len(items) == 1 else Alt(tuple(items))
-
-    def seq(self):
-        items = []
-        while self.peek() is not None and self.peek() not in "|)":
-            atom = self.atom()
-            atom = self.quantifier(atom)
-            items.append(atom)
-        return items[0] if len(items) == 1 else Seq(tuple(items))
-
-    def quantifier(self, atom):
-        while True:
-            ch = self.peek()
-            if ch in ("*", "+", "?"):
-                self.take()
-                lo, hi = {"*": (0, None), "+": (1, None), "?": (0, 1)}[ch]
-            elif ch == "{" and self._counted_ahead():
-                lo, hi = self._counted()
-            else:
-                return atom
-            if isinstance(atom, Anchor):
-                raise self.error("quantified anchor")
-            if self.peek() == "?":
-                self.take()  # lazy: same language
-            elif self.peek() == "+":
-                raise self.error("possessive quantifier is not supported")
-            atom = Rep(atom, lo, hi)
-
-    def _counted_ahead(self) -> bool:
-        import re
-
-        return re.match(r"\{\d+(,\d*)?\}", self.text[self.pos:]) is not None
-
-    def _counted(self):
-        end = self.text.index("}", self.pos)
-        body = self.text[self.pos + 1 : end]
-        self.pos = end + 1
-        if "," in body:
-            a, b = body.split(",", 1)
-            lo, hi = int(a), (int(b) if b else None)
-        else:
-            lo = hi = int(body)
-        if hi is not None and hi < lo:
-            raise self.error("numbers out of order in {} quantifier")
-        return lo, hi
-
-    def atom(self):
-        ch = self.take()
-        if ch == "(":
-            if self.text.startswith("?:", self.pos):
-                self.pos += 2
-            elif self.text.startswith("?P<", self.pos) or self.text.startswith("?<", self.pos) and not self.text.startswith("?<=", self.pos) and not self.text.startswith("?<!", self.pos):
-                self.pos = self.text.index(">", self.pos) + 1
-            elif self.peek() == "?":
-                raise self.error("lookaround and inline flags are not supported")
-            node = self.alt()
-            if self.peek() != ")":
-                raise self.error("missing ')'")
-            self.take()
-            return node
-        if ch == "[":
-            return Chars(self.klass())
-        if ch == ".":
-            return Chars(DOT)
-        if ch in "^$":
-            return Anchor(ch)
-        if ch == "\\":
-            return self.escape(in_class=False)
-        if ch in "*+?":
-            raise self.error("nothing to repeat")
-        if ch == ")":
-            raise self.error("unbalanced ')'")
-        return Chars(((ord(ch), ord(ch)),))
-
-    def escape(self, in_class: bool):
-        if self.peek() is None:
-            raise self.error("pattern ends with a backslash")
-        ch = self.take()
-        classes = {"d": DIGITS, "D": complement(DIGITS), "w": WORD, "W": complement(WORD), "s": SPACE, "S": complement(SPACE)}
-        if ch in classes:
-            return Chars(intersect(classes[ch], ALL))
-        simple = {"n": 10, "r": 13, "t": 9, "f": 12, "v": 11}
-        if ch in simple:
-            return Chars(((simple[ch], simple[ch]),))
-        if ch == "0" and not (self.peek() or "").isdigit():
-            return Chars(((0, 0),))
-        if ch == "b" and in_class:
-            return Chars(((8, 8),))
-        if ch in "bB":
-            raise self.error(f"word boundary \\{ch} is not supported")
-        if ch.isdigit():
-            raise self.error("backreferences are not supported")
-        if ch == "x":
-            digits = self.text[self.pos : self.pos + 2]
-            if len(digits) != 2 or not all(c in "0123456789abcdefABCDEF" for c in digits):
-                raise self.error("bad \\x escape")
-            self.pos += 2
-            cp = int(digits, 16)
-            return Chars(((cp, cp),))
-        if ch == "u":
-            if self.peek() == "{":
-                end = self.text.index("}", self.pos)
-                cp = int(self.text[self.pos + 1 : end], 16)
-                self.pos = end + 1
-            else:
-                digits = self.text[self.pos : self.pos + 4]
-                if len(digits) != 4 or not all(c in "0123456789abcdefABCDEF" for c in digits):
-                    raise self.error("bad \\u escape")
-                self.pos += 4
-                cp = int(digits, 16)
-                if 0xD800 <= cp <= 0xDBFF and self.text.startswith("\\u", self.pos):
-                    low = int(self.text[self.pos + 2 : self.pos + 6], 16)
-                    if 0xDC00 <= low <= 0xDFFF:
-                        self.pos += 6
-                        cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00)
-            if 0xD800 <= cp <= 0xDFFF:
-                raise self.error("lone surrogate in pattern")
-            return Chars(((cp, cp),))
-        if ch == "c":
-            letter = self.take()
-            if not letter.isalpha():
-                raise self.error("bad \\c escape")
-            cp = ord(letter) % 32
-            return Chars(((cp, cp),))
-        if ch in "pP":
-            raise self.error(f"unicode property escape \\{ch} is not supported")
-        if ch.isalnum():
-            raise self.error(f"unknown escape \\{ch}")
-        return Chars(((ord(ch), ord(ch)),))
-
-    def klass(self) -> Ranges:
-        negate = False
-        if self.peek() == "^":
-            self.take()
-            negate = True
-        ranges: list[tuple[int, int]] = []
-        first = True
-        while True:
-            ch = self.peek()
-            if ch is None:
-                raise self.error("unterminated character class")
-            if ch == "]" and not first:
-                self.take()
-                break
-            if ch == "]" and first:
-                # ECMA: [] matches nothing, [^] matches anything
-                self.take()
-                break
-            first = False
-            lo = self._class_atom()
-            if self.peek() == "-" and self.text[self.pos + 1 : self.pos + 2] not in ("]", ""):
-                self.take()
-                hi = self._class_atom()
-                if lo is None or hi is None:
-                    raise self.error("character class escape used as a range end")
-                if len(lo) != 1 or len(hi) != 1 or lo[0][0] != lo[0][1] or hi[0][0] != hi[0][1]:
-                    raise self.error("bad class range")
-                if hi[0][0] < lo[0][0]:
-                    raise self.error("class range out of order")
-                ranges.append((lo[0][0], hi[0][0]))
-            else:
-                ranges.extend(lo)
-        result = normalize(ranges)
-        result = complement(result) if negate else result
-        return intersect(result, ALL)
-
-    def _class_atom(self) -> Ranges:
-        ch = self.take()
-        if ch == "\\":
-            node = self.escape(in_class=True)
-            return node.ranges
-        if ch == "[" and self.peek() == ":":
-            raise self.error("POSIX classes are not supported")
-        cp = ord(ch)
-        return ((cp, cp),)
-
-
-def parse_pattern(text: str):
+def parse_pattern(text: str) -> Node:
     """Parse an ECMA-262 (u-mode) pattern; raise PatternError for what we cannot translate."""
-    return _Parser(text).parse()
+    return parse(text, ecma=True)
 
 
 # -- translation ----------------------------------------------------------------------
@@ -476,7 +226,7 @@ def _render(node, escapes: bool, plain: bool) -> str | None:
         if not parts:
             return None
         return "(?:" + "|".join(parts) + ")"
-    if isinstance(node, Rep):
+    if isinstance(node, Repeat):
         inner = _render(node.item, escapes, plain)
         if inner is None:
             return "" if node.min == 0 else None
@@ -488,8 +238,11 @@ def _render(node, escapes: bool, plain: bool) -> str | None:
             q = f"{{{node.min},{node.max}}}"
         return f"(?:{inner}){q}"
     if isinstance(node, Anchor):
-        raise PatternError(f"anchor {node.kind!r} inside a pattern (only at its start or end) is not supported")
+        raise PatternError(f"anchor {_ANCHOR[node.kind]!r} inside a pattern (only at its start or end) is not supported")
     raise TypeError(node)
+
+
+_ANCHOR = {"start": "^", "end": "$"}
 
 
 def _branches(node) -> list:
@@ -499,10 +252,10 @@ def _branches(node) -> list:
 def _strip_anchors(branch) -> tuple[bool, object, bool]:
     items = list(branch.items) if isinstance(branch, Seq) else [branch]
     start = end = False
-    while items and isinstance(items[0], Anchor) and items[0].kind == "^":
+    while items and isinstance(items[0], Anchor) and items[0].kind == "start":
         items.pop(0)
         start = True
-    while items and isinstance(items[-1], Anchor) and items[-1].kind == "$":
+    while items and isinstance(items[-1], Anchor) and items[-1].kind == "end":
         items.pop()
         end = True
     # a group that wraps the whole branch may carry the anchors: ^(a|b)$ is common
@@ -719,8 +472,8 @@ def literal_regex(text: str) -> str:
 # - `restrict_length` pushes a length range into a tree whose concatenations have at most one
 #   part of variable length (``^[a-z0-9_]+$`` with maxLength 64 is ``[a-z0-9_]{1,64}``): a
 #   regex no larger than the pattern's own;
-# - `string_automaton` builds the product of the trees' automata with a character counter
-#   (a small DFA over code point sets) for everything else, within a state budget.
+# - `string_automaton` intersects the trees' automata (grammarc's byte DFAs over the decoded
+#   UTF-8 text) and a length window, then reads the result back as a DFA over characters.
 
 ANY = Chars(ALL)
 
@@ -734,7 +487,7 @@ def search_tree(pattern: str):
     branches = []
     for branch in _branches(parse_pattern(pattern)):
         start, body, end = _strip_anchors(branch)
-        items = ([] if start else [Rep(ANY, 0, None)]) + [body] + ([] if end else [Rep(ANY, 0, None)])
+        items = ([] if start else [Repeat(ANY, 0, None)]) + [body] + ([] if end else [Repeat(ANY, 0, None)])
         branches.append(Seq(tuple(items)))
     return branches[0] if len(branches) == 1 else Alt(tuple(branches))
 
@@ -761,7 +514,7 @@ def lengths(node) -> tuple[int, int | None]:
         pairs = [lengths(i) for i in node.items]
         his = [b for _, b in pairs]
         return min(a for a, _ in pairs), (None if None in his else max(his))
-    if isinstance(node, Rep):
+    if isinstance(node, Repeat):
         a, b = lengths(node.item)
         if b == 0:
             return 0, 0
@@ -773,8 +526,23 @@ def restrict_length(node, a: int, b: int | None):
     """A tree for the strings of `node` whose length lies in [a, b] (None: there is none).
 
     Raises `Hard` where a concatenation has two parts of variable length (the split of the
-    length between them is not a regex of the same shape).
+    length between them is not a regex of the same shape), and for anchors inside the
+    pattern (a regex over the encoded string cannot say them; the automaton can).
     """
+    if _has_anchor(node):
+        raise Hard("an anchor inside the pattern")
+    return _restrict(node, a, b)
+
+
+def _has_anchor(node) -> bool:
+    if isinstance(node, Anchor):
+        return True
+    if isinstance(node, (Seq, Alt)):
+        return any(_has_anchor(i) for i in node.items)
+    return isinstance(node, Repeat) and _has_anchor(node.item)
+
+
+def _restrict(node, a: int, b: int | None):
     lo, hi = lengths(node)
     if b is not None and (lo > b or b < 0):
         return None
@@ -783,7 +551,7 @@ def restrict_length(node, a: int, b: int | None):
     if lo >= a and (b is None or (hi is not None and hi <= b)):
         return node
     if isinstance(node, Alt):
-        kept = [r for r in (restrict_length(i, a, b) for i in node.items) if r is not None]
+        kept = [r for r in (_restrict(i, a, b) for i in node.items) if r is not None]
         return None if not kept else (kept[0] if len(kept) == 1 else Alt(tuple(kept)))
     if isinstance(node, Seq):
         spans = [lengths(i) for i in node.items]
@@ -792,11 +560,11 @@ def restrict_length(node, a: int, b: int | None):
             raise Hard("two parts of variable length")
         j = variable[0]
         fixed = sum(x for k, (x, _) in enumerate(spans) if k != j)
-        inner = restrict_length(node.items[j], max(0, a - fixed), None if b is None else b - fixed)
+        inner = _restrict(node.items[j], max(0, a - fixed), None if b is None else b - fixed)
         if inner is None:
             return None
         return Seq(node.items[:j] + (inner,) + node.items[j + 1:])
-    if isinstance(node, Rep):
+    if isinstance(node, Repeat):
         x, y = lengths(node.item)
         if x == y:  # every repetition adds x characters
             if x == 0:
@@ -807,9 +575,9 @@ def restrict_length(node, a: int, b: int | None):
                 n_hi = node.max if n_hi is None else min(n_hi, node.max)
             if n_hi is not None and n_lo > n_hi:
                 return None
-            return Rep(node.item, n_lo, n_hi)
+            return Repeat(node.item, n_lo, n_hi)
         if node.max == 1:
-            inner = restrict_length(node.item, a, b)
+            inner = _restrict(node.item, a, b)
             parts = ([Seq(())] if node.min == 0 and a <= 0 else []) + ([inner] if inner is not None else [])
             return None if not parts else (parts[0] if len(parts) == 1 else Alt(tuple(parts)))
         raise Hard("a repetition of a part of variable length")
@@ -822,143 +590,39 @@ def render_tree(node, *, escapes: bool = True) -> str | None:
     return None if body is None else '"' + body + '"'
 
 
-@dataclass(frozen=True)
-class CharDFA:
-    """A DFA over characters: state 0 starts; `edges[q]` = ((code point ranges, target), ...)."""
-
-    edges: tuple[tuple[tuple[Ranges, int], ...], ...]
-    accept: tuple[bool, ...]
+BYTE_STATES_PER_CHAR = 8  # working budget of the byte automata, per character state allowed
 
 
-class _CharNFA:
-    """Thompson automaton of a tree: edges carry code point ranges, plus empty moves."""
-
-    def __init__(self, limit: int):
-        self.limit = limit
-        self.eps: list[list[int]] = []
-        self.edges: list[list[tuple[Ranges, int]]] = []
-
-    def new(self) -> int:
-        if len(self.eps) >= self.limit:
-            raise PatternError(f"the intersection needs more than {self.limit} automaton states")
-        self.eps.append([])
-        self.edges.append([])
-        return len(self.eps) - 1
-
-    def build(self, node, s: int) -> int:
-        if isinstance(node, Chars):
-            t = self.new()
-            if node.ranges:
-                self.edges[s].append((node.ranges, t))
-            return t
-        if isinstance(node, Seq):
-            for item in node.items:
-                s = self.build(item, s)
-            return s
-        if isinstance(node, Alt):
-            t = self.new()
-            for item in node.items:
-                self.eps[self.build(item, s)].append(t)
-            return t
-        if isinstance(node, Rep):
-            for _ in range(node.min):
-                s = self.build(node.item, s)
-            if node.max is None:
-                h = self.new()
-                self.eps[s].append(h)
-                self.eps[self.build(node.item, h)].append(h)
-                return h
-            end = self.new()
-            self.eps[s].append(end)
-            for _ in range(node.max - node.min):
-                s = self.build(node.item, s)
-                self.eps[s].append(end)
-            return end
-        if isinstance(node, Anchor):
-            raise PatternError(f"anchor {node.kind!r} inside a pattern (only at its start or end) is not supported")
-        raise TypeError(node)
-
-    def closure(self, states) -> frozenset:
-        seen = set(states)
-        todo = list(states)
-        while todo:
-            for t in self.eps[todo.pop()]:
-                if t not in seen:
-                    seen.add(t)
-                    todo.append(t)
-        return frozenset(seen)
+def string_dfa(trees: list, min_len: int, max_len: int | None, *, max_states: int = 2000):
+    """The byte DFA (over the decoded UTF-8 text) of the strings every tree matches with a
+    length in [min_len, max_len]; anchors anywhere are exact. PatternError past
+    ``BYTE_STATES_PER_CHAR * max_states`` states."""
+    budget = BYTE_STATES_PER_CHAR * max_states
+    try:
+        dfa = None
+        for tree in trees:
+            d = _tree_dfa(tree, budget)
+            dfa = d if dfa is None else automata.intersect(dfa, d, max_states=budget)
+        return automata.length_window(dfa, min_len, max_len, max_states=budget)
+    except StateBudgetExceeded:
+        raise PatternError(f"the intersection needs more than {max_states} automaton states") from None
 
 
 def string_automaton(trees: list, min_len: int, max_len: int | None, *, max_states: int = 2000) -> CharDFA | None:
-    """The DFA of the strings every tree matches with a length in [min_len, max_len].
-
-    Subset construction over the product of the trees' automata and a character counter
-    (the counter saturates at min_len when there is no maximum); dead states are dropped.
-    None when no string qualifies; PatternError past `max_states` states.
-    """
-    nfas, starts, finals = [], [], []
-    for tree in trees:
-        nfa = _CharNFA(20 * max_states)
-        s0 = nfa.new()
-        finals.append(nfa.build(tree, s0))
-        nfas.append(nfa)
-        starts.append(nfa.closure([s0]))
-    bounds = sorted({lo for nfa in nfas for out in nfa.edges for rs, _ in out for lo, _ in rs}
-                    | {hi + 1 for nfa in nfas for out in nfa.edges for rs, _ in out for _, hi in rs})
-    cap = max_len if max_len is not None else min_len
-    start = (tuple(starts), 0)
-    index = {start: 0}
-    order = [start]
-    raw_edges: list[dict] = []
-    for state in order:
-        comps, count = state
-        if max_len is not None and count >= max_len:
-            raw_edges.append({})
-            continue
-        per: list[dict] = []
-        for nfa, comp in zip(nfas, comps):
-            moves: dict[int, set] = {}
-            for q in comp:
-                for rs, t in nfa.edges[q]:
-                    for lo, hi in rs:
-                        i = bisect_left(bounds, lo)
-                        while i < len(bounds) - 1 and bounds[i] <= hi:
-                            moves.setdefault(i, set()).add(t)
-                            i += 1
-            per.append(moves)
-        out: dict[int, int] = {}
-        for i in per[0]:
-            if not all(i in moves for moves in per):
-                continue
-            nxt = (tuple(nfa.closure(moves[i]) for nfa, moves in zip(nfas, per)), min(count + 1, cap) if max_len is None else count + 1)
-            if nxt not in index:
-                if len(order) >= max_states:
-                    raise PatternError(f"the intersection needs more than {max_states} automaton states")
-                index[nxt] = len(order)
-                order.append(nxt)
-            out[i] = index[nxt]
-        raw_edges.append(out)
-    accept = [all(f in comp for f, comp in zip(finals, comps)) and count >= min_len for comps, count in order]
-    # drop states from which no accepting state is reachable
-    live = {q for q, ok in enumerate(accept) if ok}
-    changed = True
-    while changed:
-        changed = False
-        for q, out in enumerate(raw_edges):
-            if q not in live and any(t in live for t in out.values()):
-                live.add(q)
-                changed = True
-    if 0 not in live:
+    """`string_dfa` read as a DFA over characters (None when no string qualifies;
+    PatternError past `max_states` character states)."""
+    dfa = string_dfa(trees, min_len, max_len, max_states=max_states)
+    if dfa.is_empty:
         return None
-    renumber = {q: k for k, q in enumerate(sorted(live))}
-    edges = []
-    for q in sorted(live):
-        by_target: dict[int, list] = {}
-        for i, t in raw_edges[q].items():
-            if t in live:
-                by_target.setdefault(renumber[t], []).append((bounds[i], bounds[i + 1] - 1))
-        edges.append(tuple((normalize(rs), t) for t, rs in sorted(by_target.items())))
-    return CharDFA(tuple(edges), tuple(accept[q] for q in sorted(live)))
+    chars = automata.code_point_dfa(dfa)
+    if len(chars.accept) > max_states:
+        raise PatternError(f"the intersection needs more than {max_states} automaton states")
+    return chars
+
+
+@lru_cache(maxsize=256)
+def _tree_dfa(tree: Node, budget: int):
+    return automata.from_ast(tree, budget, "pattern")
 
 
 @lru_cache(maxsize=4096)

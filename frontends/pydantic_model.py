@@ -199,6 +199,8 @@ def model_json_schema(target: Any) -> dict:
     except (pydantic.PydanticSchemaGenerationError, pydantic.PydanticInvalidForJsonSchema,
             pydantic.PydanticUserError, TypeError) as exc:
         reason = "not supported: " + str(exc).splitlines()[0]
+    except _core_schema_error() as exc:  # pydantic-core cannot build a validator (e.g. a lookahead pattern)
+        reason = "pydantic cannot validate it: " + _last_line(str(exc))
     field = _failing_field(target, generator)
     if field is None:
         raise UnsupportedSchemaError(f"{_describe(target)}: {reason}")
@@ -226,8 +228,14 @@ def _failing_field(target: Any, generator) -> tuple[str, str, Any] | None:
     """(key, name, annotation) of the first field that fails on its own, to point at it."""
     pydantic, _ = _pydantic()
     config = getattr(target, "model_config", None) or getattr(target, "__pydantic_config__", None)
+    is_model = isinstance(target, type) and issubclass(target, pydantic.BaseModel)
     for key, name, annotation, constrained in _fields(target):
         try:
+            if is_model:  # a one-field model keeps the config (val_json_bytes, ...) in force
+                info = target.model_fields[name]
+                probe = pydantic.create_model(target.__name__, __config__=config, **{name: (info.annotation, info)})
+                probe.model_json_schema(schema_generator=generator)
+                continue
             try:
                 adapter = pydantic.TypeAdapter(constrained, config=config)
             except pydantic.PydanticUserError:  # a model type carries its own config
@@ -236,6 +244,87 @@ def _failing_field(target: Any, generator) -> tuple[str, str, Any] | None:
         except Exception:
             return key, name, annotation
     return None
+
+
+def _core_schema_error() -> type:
+    try:
+        from pydantic_core import SchemaError
+    except ImportError:  # pragma: no cover - pydantic always brings pydantic-core
+        return ()
+    return SchemaError
+
+
+def _last_line(text: str) -> str:
+    """The line of a pydantic-core error that says what is wrong (its last non-empty one)."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1].removeprefix("error: ") if lines else text
+
+
+def _classes(target: Any) -> dict[str, Any]:
+    """Models and dataclasses reachable from `target` through field types, by class name
+    (pydantic names its ``$defs`` after them)."""
+    found: dict[str, Any] = {}
+    stack = [target]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, type) and (_is_model(node) or dataclasses.is_dataclass(node)):
+            if node.__name__ in found:
+                continue
+            found[node.__name__] = node
+            try:  # resolves string annotations (``from __future__ import annotations``)
+                stack.extend(typing.get_type_hints(node).values())
+            except Exception:
+                stack.extend(annotation for _, _, annotation, _ in _fields(node))
+        else:
+            stack.extend(typing.get_args(node))
+    return found
+
+
+def _is_model(cls: Any) -> bool:
+    pydantic, _ = _pydantic()
+    return isinstance(cls, type) and issubclass(cls, pydantic.BaseModel)
+
+
+def python_location(target: Any, pointer: str) -> str | None:
+    """``Model.field (type)`` for a JSON pointer into `target`'s schema; None when it names no field.
+
+    ``#/properties/p/format`` -> ``A.p (Path)``; ``#/$defs/B/properties/s`` -> ``B.s (SecretStr)``.
+    """
+    parts = pointer.removeprefix("#").strip("/").split("/")
+    owner = target
+    if len(parts) >= 2 and parts[0] == "$defs":
+        owner = _classes(target).get(parts[1])
+        parts = parts[2:]
+    if owner is None or len(parts) < 2 or parts[0] != "properties":
+        return None
+    key = parts[1].replace("~1", "/").replace("~0", "~")
+    for json_key, name, annotation, _ in _fields(owner):
+        if json_key == key:
+            return f"{_describe(owner)}.{name} ({_describe(annotation)})"
+    return None
+
+
+def field_descriptions(target: Any) -> list[tuple[str, str]]:
+    """``(Model.field, description)`` for every field with a description (``Field(description=...)``
+    or a dataclass field's ``metadata["description"]``) in `target` and the classes it uses."""
+    out = []
+    for cls in _classes(target).values():
+        if _is_model(cls):
+            described = [(name, info.description) for name, info in cls.model_fields.items()]
+        else:
+            described = [(f.name, f.metadata.get("description")) for f in dataclasses.fields(cls)]
+        out.extend((f"{cls.__qualname__}.{name}", text) for name, text in described if text)
+    return out
+
+
+def description_comments(target: Any) -> str:
+    """The field descriptions of `target` as ``.ebnf`` comment lines (empty when there are none):
+    what the grammar cannot say about a field, kept next to it for the reader and the prompt."""
+    lines = []
+    for where, text in field_descriptions(target):
+        text = " ".join(str(text).split()).replace("*)", "* )").replace("(*", "( *")
+        lines.append(f"(* {where}: {text} *)\n")
+    return "".join(lines)
 
 
 def model_to_grammar(target: Any, **options) -> Grammar:
@@ -247,4 +336,11 @@ def model_to_grammar(target: Any, **options) -> Grammar:
     """
     options.setdefault("close_objects", True)
     options.setdefault("integer_fraction", False)  # pydantic reads 1.0 as a float
-    return schema_to_grammar(model_json_schema(target), **options)
+    schema = model_json_schema(target)  # its refusals name the field already
+    try:
+        return schema_to_grammar(schema, **options)
+    except UnsupportedSchemaError as exc:  # name the Python field, not only the JSON pointer
+        where = python_location(target, exc.pointer)
+        if where is None:
+            raise
+        raise UnsupportedSchemaError(f"{where}: {exc.message}", exc.pointer) from None

@@ -14,7 +14,7 @@ from grammarc.errors import (
 )
 from grammarc.grammar import Grammar
 from grammarc.tokens.vocabulary import Vocabulary, VocabularyError
-from grammarc.engine import Engine, TokenRejected
+from grammarc.engine import Engine, EngineError, TokenRejected
 from grammarc.lowering.compiler import CompiledGrammar
 from grammarc.integrations.transformers import GrammarLogitsProcessor
 from grammarc.integrations.generate import generate
@@ -26,6 +26,7 @@ __all__ = [
     "constrain",
     "constraint_of",
     "Engine",
+    "EngineError",
     "GrammarLogitsProcessor",
     "generate",
     "TokenRejected",
@@ -46,7 +47,7 @@ __version__ = "0.1.0"
 
 
 def stdlib(name: str, start: str = "start") -> Grammar:
-    """A grammar shipped with grammarc, by name: ``json``, ``arithmetic``, ``c``, ``xml``."""
+    """A grammar shipped with grammarc, by name; see ``grammarc.stdlib_grammars.names()``."""
     from grammarc.stdlib_grammars import load
 
     return load(name, start=start)

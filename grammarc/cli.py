@@ -1,25 +1,39 @@
 """The ``grammarc`` command line: check text against a grammar, format and compile grammars.
 
 Exit status: 0 success, 1 the text is not in the language, 2 bad input (grammar errors,
-missing files) — with the error printed, never a traceback.
+missing files) — with the error printed, never a traceback. Warnings (an unreachable rule,
+keywords ``--lenient`` ignored) are printed once each as ``warning: ...`` lines on standard
+error; slow steps show progress there when it is a terminal (``--progress``/``--no-progress``).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from pathlib import Path
 
 from grammarc.errors import GrammarcError
 from grammarc.grammar import Grammar
+from grammarc.integrations import progress
+from grammarc.integrations.progress import stage
 
 
-def load_grammar(spec: str, start: str = "start") -> Grammar:
-    """GRAMMAR on the command line: a path to an .ebnf file, or a stdlib grammar name."""
+def load_grammar(spec: str, start: str = "start", fmt: str | None = None) -> Grammar:
+    """GRAMMAR on the command line: an .ebnf, .gbnf or .lark file, or a stdlib grammar name.
+
+    A file's syntax is `fmt` when given, else its extension's (anything else is .ebnf).
+    GBNF grammars start at ``root``; `start` does not apply to them.
+    """
     from grammarc import stdlib_grammars
 
     path = Path(spec)
     if path.is_file():
+        fmt = fmt or {".gbnf": "gbnf", ".lark": "lark"}.get(path.suffix.lower(), "ebnf")
+        if fmt == "gbnf":
+            return Grammar.from_gbnf(path.read_text(encoding="utf-8"), name=str(path))
+        if fmt == "lark":
+            return Grammar.from_lark(path.read_text(encoding="utf-8"), start=start, name=str(path))
         return Grammar.from_file(path, start=start)
     if spec in stdlib_grammars.names():
         return stdlib_grammars.load(spec, start=start)
@@ -77,9 +91,10 @@ def describe_bytes(byte_set) -> str:
 def cmd_check(args) -> int:
     from grammarc.runtime.recognizer import Recognizer
 
-    grammar = load_grammar(args.grammar, args.start)
+    grammar = load_grammar(args.grammar, args.start, args.format)
     data = _read_text(args.file)
-    recognizer = Recognizer(grammar.compile())
+    with stage("grammarc: compiling the grammar"):
+        recognizer = Recognizer(grammar.compile())
     failure = recognizer.first_failure(data)
     name = args.file if args.file not in (None, "-") else "<stdin>"
     if failure is not None:
@@ -103,12 +118,14 @@ def cmd_check(args) -> int:
 
 
 def cmd_fmt(args) -> int:
-    sys.stdout.write(load_grammar(args.grammar, args.start).to_ebnf())
+    sys.stdout.write(load_grammar(args.grammar, args.start, args.format).to_ebnf())
     return 0
 
 
 def cmd_compile(args) -> int:
-    compiled = load_grammar(args.grammar, args.start).compile()
+    grammar = load_grammar(args.grammar, args.start, args.format)
+    with stage("grammarc: compiling the grammar"):
+        compiled = grammar.compile()
     for key, value in compiled.summary().items():
         print(f"{key:>13}: {value}")
     if args.verbose:
@@ -118,8 +135,8 @@ def cmd_compile(args) -> int:
     return 0
 
 
-def _write_ebnf(grammar: Grammar, out: str | None) -> int:
-    text = grammar.to_ebnf()
+def _write_ebnf(grammar: Grammar, out: str | None, header: str = "") -> int:
+    text = header + grammar.to_ebnf()
     if out is None or out == "-":
         sys.stdout.write(text)
     else:
@@ -138,16 +155,14 @@ def _layout_options(args) -> dict:
 
 
 def cmd_from_schema(args) -> int:
-    from grammarc.frontends.jsonschema import schema_to_grammar
-
     schema = _read_text(args.schema).decode("utf-8")
-    return _write_ebnf(schema_to_grammar(schema, lenient=args.lenient, **_layout_options(args)), args.output)
+    with stage("grammarc: translating the schema"):
+        grammar = Grammar.from_json_schema(schema, lenient=args.lenient, **_layout_options(args))
+    return _write_ebnf(grammar, args.output)
 
 
 def cmd_from_model(args) -> int:
     import importlib
-
-    from grammarc.frontends.pydantic_model import model_to_grammar
 
     module_name, _, attribute = args.target.partition(":")
     if not module_name or not attribute:
@@ -162,17 +177,24 @@ def cmd_from_model(args) -> int:
         if not hasattr(target, part):
             raise GrammarcError(f"{module_name} has no attribute {attribute!r}")
         target = getattr(target, part)
-    return _write_ebnf(model_to_grammar(target, **_layout_options(args)), args.output)
+    from grammarc.frontends.pydantic_model import description_comments
+
+    with stage("grammarc: translating the model"):
+        grammar = Grammar.from_model(target, **_layout_options(args))
+    return _write_ebnf(grammar, args.output, description_comments(target))
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="grammarc", description=__doc__.splitlines()[0])
+    parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                        help="show slow steps on standard error (default: when it is a terminal)")
     sub = parser.add_subparsers(dest="command", required=True)
 
     def grammar_command(name: str, help: str):
         command = sub.add_parser(name, help=help)
-        command.add_argument("grammar", help="an .ebnf file or a stdlib grammar name (json, arithmetic, c, xml)")
-        command.add_argument("--start", default="start", help="the start rule (default: start)")
+        command.add_argument("grammar", help="an .ebnf, .gbnf or .lark file, or a stdlib grammar name (see grammarc.stdlib_grammars.names())")
+        command.add_argument("--start", default="start", help="the start rule (default: start; GBNF starts at root)")
+        command.add_argument("--format", choices=("ebnf", "gbnf", "lark"), help="the grammar file's syntax (default: by its extension)")
         return command
 
     check = grammar_command("check", "check that a text is in the grammar's language")
@@ -204,11 +226,23 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    try:
-        return args.run(args)
-    except GrammarcError as error:
+    progress.enable(args.progress if args.progress is not None else sys.stderr.isatty())
+    error = None
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            status = args.run(args)
+        except GrammarcError as exc:
+            error, status = exc, 2
+    shown = set()
+    for warning in caught:  # once each, whichever stage raised it again
+        text = str(warning.message)
+        if text not in shown:
+            shown.add(text)
+            print(f"warning: {text}", file=sys.stderr)
+    if error is not None:
         print(f"error: {error}", file=sys.stderr)
-        return 2
+    return status
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ Three memos make that cheap, all exact:
 from __future__ import annotations
 
 import operator
+from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,10 +53,22 @@ class TokenRejected(GrammarcError, ValueError):
     """`Engine.advance` was given a token that cannot continue the text (state unchanged)."""
 
 
+class EngineError(GrammarcError, ValueError):
+    """An engine was built or called with arguments it cannot use (nothing was changed)."""
+
+
 class Engine:
     """Constrains one sequence. Compiled grammar and index are shared; only state is owned."""
 
     def __init__(self, grammar: Grammar | CompiledGrammar, vocab: Vocabulary, *, max_rollback: int = 64):
+        if not isinstance(grammar, (Grammar, CompiledGrammar)):
+            hint = " (build one with grammarc.Grammar.from_ebnf(text))" if isinstance(grammar, (str, bytes)) else ""
+            raise EngineError(f"Engine needs a grammarc.Grammar or CompiledGrammar, got {type(grammar).__name__}{hint}")
+        if not isinstance(vocab, Vocabulary):
+            raise EngineError(f"Engine needs a grammarc.Vocabulary, got {type(vocab).__name__} "
+                              "(build one with Vocabulary.from_tokenizer or Vocabulary.from_bytes)")
+        if type(max_rollback) is not int or max_rollback < 0:
+            raise EngineError(f"max_rollback must be a non-negative int, got {max_rollback!r}")
         compiled = grammar if isinstance(grammar, CompiledGrammar) else compile_grammar(grammar)
         self.compiled = compiled
         self.vocab = vocab
@@ -74,19 +87,22 @@ class Engine:
         self._state: State = self._initial
         self._text_len = 0
         self._finished = False
-        self._history: list[tuple[State, int, bool]] = []
+        # The state before each of the last `max_rollback` tokens (EOS included); text fed
+        # with `advance_bytes` belongs to the token before it and is undone with the next.
+        self._history: deque[tuple[State, int, bool]] = deque(maxlen=self.max_rollback)
 
     def clone(self) -> "Engine":
         """An independent engine at the same point; immutable parts are shared."""
         twin = object.__new__(Engine)
         twin.__dict__.update(self.__dict__)
-        twin._history = list(self._history)
+        twin._history = deque(self._history, maxlen=self.max_rollback)
         return twin
 
     def rollback(self, n: int) -> None:
-        """Undo the last `n` advanced tokens (at most `max_rollback`)."""
-        if n < 0 or n > len(self._history):
-            raise ValueError(f"cannot roll back {n} tokens: {len(self._history)} can be undone")
+        """Undo the last `n` tokens given to `advance` (at most `max_rollback`), with any
+        text given to `advance_bytes` after the first of them."""
+        if type(n) is not int or n < 0 or n > len(self._history):
+            raise EngineError(f"cannot roll back {n!r} tokens: {len(self._history)} can be undone")
         for _ in range(n):
             self._state, self._text_len, self._finished = self._history.pop()
 
@@ -161,6 +177,12 @@ class Engine:
 
     def mask_logits(self, logits: Any) -> Any:
         """Set disallowed logits to -inf in place (numpy or torch; 1-D or one row)."""
+        shape = tuple(logits.shape)
+        if not shape or any(n != 1 for n in shape[:-1]):
+            raise EngineError(
+                f"mask_logits takes the logits of one sequence, shape (V,) or (1, V); got shape {shape} "
+                "(for a batch, give each row its own engine: engines[i].mask_logits(logits[i]))"
+            )
         mask = self.allowed_mask()
         width = logits.shape[-1]
         if width < self.vocab.size and mask[width:].any():
@@ -181,6 +203,12 @@ class Engine:
         """The bytes that can come next in the text (every byte while ``any!`` may start):
         what jump-forward needs to know about the text right after forced bytes."""
         return frozenset(self._next_bytes(self._state))
+
+    def configuration(self) -> State:
+        """The current items ``(GSS vertex, terminal, DFA state, tokens used)``: hashable and
+        read-only, for planners that search from here (``grammarc.integrations.steering``).
+        Engines of one grammar with equal configurations accept the same continuations."""
+        return self._state
 
     def forced_bytes(self, limit: int = 256) -> bytes:
         """The text every continuation must start with (for jump-forward decoding)."""
@@ -214,7 +242,7 @@ class Engine:
                     f"EOS token {token_id} at byte {self._text_len}: the text is not complete; "
                     f"expected {self._expected_names()}"
                 )
-            self._push_history()
+            self._history.append((self._state, self._text_len, self._finished))
             self._finished = True
             return True
         data = self.vocab.tokens[token_id]
@@ -226,7 +254,7 @@ class Engine:
                 f"token {token_id} ({data!r}) cannot continue the text at byte {self._text_len}; "
                 f"expected {self._expected_names()}"
             )
-        self._push_history()
+        self._history.append((self._state, self._text_len, self._finished))
         self._state, self._text_len = state, self._text_len + len(data)
         return self.is_finished()
 
@@ -236,16 +264,12 @@ class Engine:
             data = data.encode("utf-8")
         if self._finished:
             raise TokenRejected("text after the end: the engine is finished")
+        if not data:
+            return
         state = self._step_bytes(self._state, data, token_boundary=False)
-        if not state and data:
+        if not state:
             raise TokenRejected(f"bytes {data!r} cannot continue the text at byte {self._text_len}")
-        self._push_history()
         self._state, self._text_len = state, self._text_len + len(data)
-
-    def _push_history(self) -> None:
-        self._history.append((self._state, self._text_len, self._finished))
-        if len(self._history) > self.max_rollback:
-            del self._history[0]
 
     # -- internals --------------------------------------------------------------------
     def _step_bytes(self, state: State, data: bytes, *, token_boundary: bool) -> State:
@@ -289,7 +313,15 @@ class Engine:
             current = nxt
             if not current:
                 break
-        return frozenset((node, t, q, k) for node, t, q, k, _ in current) | after_any
+        # A token that spends an except! budget must leave the terminal where the tokens
+        # left can still end it (the last one: where it can end), as the mask demands:
+        # else the text could neither grow nor end (e.g. after a token that stops inside
+        # a UTF-8 character).
+        can_finish = self.index.can_finish
+        return frozenset(
+            (node, t, q, k) for node, t, q, k, _ in current
+            if not token_boundary or terminals[t].token_limit is None or can_finish(t, q, terminals[t].token_limit - k)
+        ) | after_any
 
     def _compute_mask(self, state: State) -> np.ndarray:
         # A state holds an opening item for every terminal that may start where an item's
@@ -297,14 +329,14 @@ class Engine:
         # items' own `inside` and `mid` parts: no separate "after" tree is needed.
         index, core = self.index, self.core
         mask = np.zeros(index.n_words, dtype=np.uint32)  # packed, like fill_bitmask
-        groups: dict[tuple[int, int], set[Node]] = {}  # items of one (terminal, state)
+        groups: dict[tuple[int, int, int], set[Node]] = {}  # items of one (terminal, state, budget left)
         for node, t, q, k in state:
             limit = self._terminals[t].token_limit
             if limit is not None and k >= limit:
                 continue  # no token may touch this terminal any more; it can only end
-            groups.setdefault((t, q), set()).add(node)
-        for (t, q), nodes in groups.items():
-            index.inside(t, q).or_into(mask)
+            groups.setdefault((t, q, 0 if limit is None else limit - k), set()).add(node)
+        for (t, q, budget), nodes in groups.items():
+            (index.inside_within(t, q, budget) if budget else index.inside(t, q)).or_into(mask)
             tree = index.mid(t, q)
             if not tree.is_empty():
                 for tokens in self._walked(tree, core.level(frozenset((node, t) for node in nodes))):

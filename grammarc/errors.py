@@ -9,6 +9,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+MAX_QUOTE = 200  # characters of user text an error message quotes, at most
+
+
+def clip(text: str, at: int = 0, width: int = MAX_QUOTE) -> str:
+    """`text` cut to at most about `width` characters around offset `at`, ``…`` marking cuts.
+
+    Error messages quote the pattern or line they talk about; a generated pattern can be a
+    megabyte long, and a message that long helps nobody.
+    """
+    if len(text) <= width:
+        return text
+    start = max(0, min(at - width // 2, len(text) - width))
+    end = start + width
+    return ("…" if start > 0 else "") + text[start:end] + ("…" if end < len(text) else "")
+
 
 @dataclass(frozen=True)
 class Span:
@@ -34,7 +49,14 @@ class Span:
         text = lines[self.line - 1].expandtabs(1)
         width = self.end_col - self.col if self.end_line == self.line else len(text) - self.col + 1
         width = max(1, min(width, len(text) - self.col + 1))
-        return f"{text}\n{' ' * (self.col - 1)}{'^' * width}"
+        col = self.col
+        if len(text) > MAX_QUOTE:  # a window of the line around the span, carets capped too
+            width = min(width, MAX_QUOTE // 2)
+            start = max(0, min(col - 1 - MAX_QUOTE // 2, len(text) - MAX_QUOTE))
+            clipped = clip(text, col - 1, MAX_QUOTE)
+            col = col - start + (1 if start > 0 else 0)
+            text = clipped
+        return f"{text}\n{' ' * (col - 1)}{'^' * width}"
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 The IR (`grammarc.ir.Grammar`) is plain data so that front-ends can build it without
 importing the compiler. This facade sits above the front-ends, the lowering and the runtime
-and adds what users call on a grammar: ``from_ebnf``, ``from_json_schema``, ``from_model``,
+and adds what users call on a grammar: ``from_ebnf``, ``from_gbnf``, ``from_json_schema``, ``from_model``,
 ``from_regex``, ``from_file``, ``to_ebnf``, ``compile`` and ``accepts``. Every ``from_*``
 returns an instance of this class; it compares equal to the IR grammar it wraps.
 """
@@ -46,6 +46,20 @@ class Grammar(ir.Grammar):
         from grammarc.frontends.ebnf import parse_ebnf
 
         return cls.of(parse_ebnf(text, start=start, name=name))
+
+    @classmethod
+    def from_lark(cls, text: str, start: str = "start", *, name: str = "<string>") -> "Grammar":
+        """Parse a Lark grammar (see docs/importing.rst for how its meaning maps to ours)."""
+        from grammarc.frontends.lark_grammar import lark_to_grammar
+
+        return cls.of(lark_to_grammar(text, start=start, name=name))
+
+    @classmethod
+    def from_gbnf(cls, text: str, *, name: str = "<string>") -> "Grammar":
+        """Parse llama.cpp GBNF text (start rule ``root``; see docs/importing.rst)."""
+        from grammarc.frontends.gbnf import gbnf_to_grammar
+
+        return cls.of(gbnf_to_grammar(text, name=name))
 
     @classmethod
     def from_file(cls, path: str | os.PathLike, start: str = "start") -> "Grammar":

@@ -42,7 +42,6 @@ from grammarc.ir import (
     AnyToken,
     Except,
     Expr,
-    Grammar,
     Literal,
     Ref,
     Regex,
@@ -51,6 +50,7 @@ from grammarc.ir import (
     Substrings,
     walk,
 )
+from grammarc.ir import Grammar
 
 __all__ = [
     "OracleError",

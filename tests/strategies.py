@@ -28,7 +28,6 @@ from grammarc.ir import (
     AnyToken,
     Except,
     Expr,
-    Grammar,
     Literal,
     Ref,
     Regex,
@@ -37,6 +36,7 @@ from grammarc.ir import (
     Substrings,
     walk,
 )
+from grammarc import Grammar
 
 __all__ = ["grammars", "strings", "regex_patterns", "HAND_WRITTEN"]
 
@@ -138,11 +138,12 @@ def _too_large(pattern: str) -> bool:
 
 
 class _Ctx:
-    def __init__(self, alphabet: str, names: list[str], lits: bool, any_token: bool) -> None:
+    def __init__(self, alphabet: str, names: list[str], lits: bool, any_token: bool, token_level: bool = False) -> None:
         self.alphabet = alphabet
         self.names = names
         self.lits = lits
         self.any_token = any_token
+        self.token_level = token_level  # favour any! and small except! budgets
 
 
 def _literal(draw, ctx: _Ctx, min_size: int = 0) -> Literal:
@@ -151,6 +152,8 @@ def _literal(draw, ctx: _Ctx, min_size: int = 0) -> Literal:
 
 def _leaf(draw, ctx: _Ctx) -> Expr:
     kinds = ["lit"] * 5 + ["ref"] * 4 + ["regex", "regex", "substrs", "except", "eps"]
+    if ctx.token_level:
+        kinds += ["except", "except", "eps", "eps"]
     kind = draw(st.sampled_from(kinds))
     if kind == "lit":
         return _literal(draw, ctx)
@@ -165,10 +168,10 @@ def _leaf(draw, ctx: _Ctx) -> Expr:
             target: Literal | Ref = Ref("lits")
         else:
             target = _literal(draw, ctx, min_size=1)
-        limit = draw(st.sampled_from([None, None, 1, 3]))
+        limit = draw(st.sampled_from([1, 1, 2, None] if ctx.token_level else [None, None, 1, 3]))
         return Except(target, limit)
     # epsilon, or (rarely) any!
-    if ctx.any_token and draw(st.integers(0, 5)) == 0:
+    if ctx.any_token and draw(st.integers(0, 1 if ctx.token_level else 5)) == 0:
         return AnyToken()
     return draw(st.sampled_from([Seq(()), Literal("")]))
 
@@ -226,12 +229,14 @@ def _reachable(rules: dict[str, Expr], start: str) -> list[str]:
 
 
 @st.composite
-def grammars(draw, alphabet: str = "ab", max_rules: int = 4, *, any_token: bool = True) -> Grammar:
-    """A small valid grammar over `alphabet` with start rule ``start`` (see module doc)."""
+def grammars(draw, alphabet: str = "ab", max_rules: int = 4, *, any_token: bool = True,
+             token_level: bool = False) -> Grammar:
+    """A small valid grammar over `alphabet` with start rule ``start`` (see module doc);
+    `token_level` favours ``any!`` (when allowed) and ``except!`` with budgets of 1 or 2."""
     n = draw(st.integers(1, max_rules))
     names = ["start"] + [f"r{i}" for i in range(1, n)]
     lits = draw(st.integers(0, 3)) == 0
-    ctx = _Ctx(alphabet, names, lits, any_token)
+    ctx = _Ctx(alphabet, names, lits, any_token, token_level)
     rules: dict[str, Expr] = {name: _rule_body(draw, ctx, name) for name in names}
     if lits:
         words = tuple(_literal(draw, ctx, min_size=1) for _ in range(draw(st.integers(1, 2))))

@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from grammarc import automata as A
+from grammarc.automata import dfa
 from grammarc.errors import RegexError, StateBudgetExceeded
 
 ALPHABET = ["a", "b", "1", " ", "\n", "é", "😀"]
@@ -289,10 +290,8 @@ def test_literal_and_basics() -> None:
 
 @pytest.mark.parametrize("pattern", ["(a|b)*a(a|b){20}", "a{100000}", "(?:a{1000}){1000}"])
 def test_pathological_regex_hits_budget(pattern: str) -> None:
-    start = time.perf_counter()
     with pytest.raises(StateBudgetExceeded) as info:
         A.from_regex(pattern)
-    assert time.perf_counter() - start < 3
     assert f"pattern '{pattern}'" in info.value.message
     assert isinstance(info.value, RegexError) and info.value.span is None
 
@@ -315,19 +314,20 @@ def test_budget_parameter() -> None:
         A.except_strings(["abcdefgh" * 20], max_states=100)
 
 
-def test_schema_like_patterns_are_fast() -> None:
-    patterns = [
-        r"^[a-zA-Z0-9._%+-]+@[a-zA-Z0-9.-]+\.[a-zA-Z]{2,}$",
-        r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$",
-        r"^(\([0-9]{3}\))?[0-9]{3}-[0-9]{4}$",
-        r"^[^\s@]+@[^\s@]+$",
-    ]
-    start = time.perf_counter()
-    for p in patterns:
-        A._from_regex.cache_clear()
-        A.from_regex(p)
-        A.from_regex(p, search=True)
-    assert time.perf_counter() - start < 1.0
+def test_schema_like_patterns() -> None:
+    """Patterns typical of JSON Schemas compile, fullmatch and search alike, as in `re`."""
+    cases = {
+        r"^[a-zA-Z0-9._%+-]+@[a-zA-Z0-9.-]+\.[a-zA-Z]{2,}$": ["a.b@c.de", "x@y.z", "@a.bc"],
+        r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$":
+            ["2020-01-02T03:04:05Z", "2020-01-02T03:04:05.5+01:00", "2020-01-02T03:04:05"],
+        r"^(\([0-9]{3}\))?[0-9]{3}-[0-9]{4}$": ["(555)123-4567", "123-4567", "(55)123-4567"],
+        r"^[^\s@]+@[^\s@]+$": ["a@b", "a b@c", "a@@b"],
+    }
+    for pattern, texts in cases.items():
+        full, search = A.from_regex(pattern), A.from_regex(pattern, search=True)
+        for text in texts:
+            want = re.search(pattern, text, re.ASCII) is not None
+            assert full.matches(text.encode()) == want == search.matches(text.encode()), (pattern, text)
 
 
 # ------------------------------------------------------------ dialect constructs

@@ -499,3 +499,83 @@ def test_grammarc_generate_uses_the_loop_or_model_generate(tiny, monkeypatch):
     assert len(calls) == 2
     with pytest.raises(grammarc.GrammarcError, match="generation_config.repetition_penalty"):
         grammarc.generate(model, tokenizer, "json", "", opportunistic=True)
+
+
+# ------------------------------------------------- finish_after on a realistic model
+
+
+def _realistic_model():
+    pydantic = pytest.importorskip("pydantic", reason="pip install pydantic for models")
+    import datetime
+    import enum
+    from typing import Literal, Optional
+
+    Field = pydantic.Field
+
+    class Role(str, enum.Enum):
+        admin = "admin"
+        user = "user"
+        guest = "guest"
+
+    class Address(pydantic.BaseModel):
+        street: str
+        city: str
+        zip: str = Field(pattern=r"^[0-9]{5}$")
+        country: Literal["US", "CA", "MX"] = "US"
+
+    class Person(pydantic.BaseModel):
+        name: str = Field(description="full name", max_length=40)
+        age: int = Field(ge=0, le=150)
+        email: Optional[str] = None
+        role: Role
+        born: datetime.date
+        address: Address
+        tags: list[str] = Field(default_factory=list, max_length=5)
+        scores: dict[str, float] = {}
+        active: bool = True
+
+    return Person
+
+
+LAYOUTS = {"compact": dict(whitespace="compact"), "bounded": dict(whitespace="bounded"),
+           "unbounded": dict(whitespace="unbounded"), "indent": dict(indent=2)}
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+def test_finish_after_completes_a_pydantic_model_under_every_whitespace_policy(tiny, layout):
+    """Steering plans once, exactly, and the output is valid within the token budget: at most
+    `after` free tokens, one token per planned byte, then EOS (no whitespace bias here)."""
+    from grammarc.integrations.steering import shortest_completion
+    from grammarc.integrations.transformers import GrammarLogitsProcessor
+
+    model, _, vocab, _ = tiny
+    Person = _realistic_model()
+    grammar = Grammar.from_model(Person, **LAYOUTS[layout])
+    engine = Engine(grammar, vocab)
+    after, budget = 24, 200
+
+    def bound(ids):
+        head = engine.clone()
+        for token in ids[:after]:
+            head.advance(token)
+        return after + len(shortest_completion(head)) + 1
+
+    for sampling in (False, True):
+        for opportunistic in (False, True):
+            result = decode(model, [1, 1091], engine, max_new_tokens=budget, finish_after=after,
+                            sampling=Sampling(do_sample=sampling), generator=torch.Generator().manual_seed(2),
+                            opportunistic=opportunistic, jump_forward=False)
+            assert result.complete and result.ids[-1] in vocab.eos_token_ids, result.text
+            assert isinstance(Person.model_validate_json(result.text), Person)
+            assert len(result.ids) <= bound(result.ids) <= budget
+            assert result.stats.plans == 1
+    processor = GrammarLogitsProcessor([engine], finish_after=after, eos_token_id=2)
+    prompt = torch.tensor([[1, 1091]])
+    torch.manual_seed(3)
+    with torch.no_grad():
+        out = model.generate(prompt, attention_mask=torch.ones_like(prompt), logits_processor=[processor],
+                             max_new_tokens=budget, do_sample=True, top_k=0, pad_token_id=11)
+    processor.update(out)
+    ids = processor.generated_ids(0)
+    assert processor.is_complete(0) and Person.model_validate_json(processor.generated_bytes(0))
+    assert len(ids) <= bound(ids) and processor.steering(0).plans == 1

@@ -221,3 +221,99 @@ def test_large_grammar():
     assert len(g.rules) == 502
     assert g["r499"] == Alt((Seq((Literal("x499"), Ref("r500"))), Seq((Regex("[a-z]+"), Repeat(Literal("q"))))))
     assert g["r499"].span.location() == "<string>:501:10"
+
+
+# ------------------------------------------------- the fast path against lark's parse
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from grammarc.errors import GrammarError  # noqa: E402
+from grammarc.frontends.ebnf import _Builder, _FastParser, _Feeder, _Lexer, _Refused  # noqa: E402
+from grammarc.ir import walk  # noqa: E402
+
+PIECES = ["a", "b", "'x'", "#'y'", "#substrs'z'", "any!", "except!('z')", "except!(b, 2)", "except!(", "(",
+          ")", "[", "]", "{", "}", "|", ",", "?", "*", "+", "{2,3}", "{,2}", ";", "::=", "=", "()", "2"]
+
+
+def _both(text: str):
+    """(fast result or None, lark-path result or None) for `text`."""
+    pos = _Positions(Source(text, "t"))
+    try:
+        fast = _FastParser(_Lexer(text, pos), pos).grammar("start")
+    except _Refused:
+        fast = None
+    lexer = _Lexer(text, pos)
+    try:
+        slow = _Builder(lexer.lexed, pos).grammar(_Feeder(lexer).parse(), "start")
+    except GrammarError:
+        slow = None
+    return fast, slow
+
+
+def _spans(grammar) -> list:
+    return [(name, grammar.rule_spans.get(name)) for name in grammar.names] + [
+        (type(node).__name__, node.span) for _, expr in grammar.rules for node in walk(expr)]
+
+
+@given(st.lists(st.sampled_from(PIECES), max_size=12), st.lists(st.sampled_from(PIECES), max_size=6))
+@settings(max_examples=400, deadline=None)
+def test_fast_parser_builds_what_lark_builds(body, other) -> None:
+    text = "start ::= " + " ".join(body) + " ;\nb ::= " + " ".join(other) + " ;\n"
+    fast, slow = _both(text)
+    assert (fast is None) == (slow is None), text
+    if fast is not None:
+        assert fast.rules == slow.rules and fast.start == slow.start, text
+        assert _spans(fast) == _spans(slow), text
+
+
+def _valid_rhs():
+    atoms = st.sampled_from(["a", "b", "'x'", "#'y'", "any!", "except!('z')", "except!(b, 2)", "()"])
+
+    def extend(inner):
+        return st.one_of(
+            st.tuples(inner, st.sampled_from([" ", ", ", ","]), inner).map("".join),
+            st.tuples(inner, inner).map(lambda x: f"{x[0]} | {x[1]}"),
+            inner.map(lambda x: f"{x},"),
+            inner.map(lambda x: f"| {x}"),
+            st.tuples(st.sampled_from(["({})", "[{}]", "{{{}}}"]), inner).map(lambda x: x[0].format(x[1])),
+            st.tuples(inner, st.sampled_from(["?", "*", "+", "{2}", "{1,}"])).map(lambda x: f"({x[0]}){x[1]}"),
+        )
+
+    return st.recursive(atoms, extend, max_leaves=8)
+
+
+@given(_valid_rhs(), st.sampled_from(["", "|", ",", ")", "(", "?", ";"]), st.integers(0, 40))
+@settings(max_examples=300, deadline=None)
+def test_fast_parser_on_valid_and_damaged_rules(rhs, piece, at) -> None:
+    for body in (rhs, rhs[:at] + piece + rhs[at:]):
+        text = f"start ::= {body} ;\nb ::= 'q' ;\n"
+        fast, slow = _both(text)
+        assert (fast is None) == (slow is None), text
+        if fast is not None:
+            assert fast.rules == slow.rules and _spans(fast) == _spans(slow), text
+
+
+def test_fast_parser_on_the_large_grammar_and_stdlib() -> None:
+    from importlib import resources
+
+    texts = [p.read_text(encoding="utf-8") for p in resources.files("grammarc.stdlib_grammars").iterdir()
+             if p.name.endswith(".ebnf")]
+    texts.append("".join(f"r{i} ::= 'x{i}' r{i + 1} | #'[a-z]+' {{'q'}} , ;\n" for i in range(50)) + "r50 ::= (| 'e');")
+    for text in texts:
+        fast, slow = _both(text)
+        assert fast is not None and fast.rules == slow.rules and _spans(fast) == _spans(slow)
+
+
+def test_unreachable_rule_warns_once_from_text_to_compiled_grammar():
+    import warnings as _warnings
+
+    from grammarc import Grammar
+
+    with _warnings.catch_warnings(record=True) as caught:
+        _warnings.simplefilter("always")
+        grammar = Grammar.from_ebnf("start ::= 'a';\nunused_once ::= 'b';", name="once")
+        grammar.compile()
+        Grammar.from_ebnf("start ::= 'a';\nunused_once ::= 'b';", name="once").compile()
+    assert [str(w.message) for w in caught] == [
+        "once:2:1: rule 'unused_once' is not reachable from the start rule 'start'"]

@@ -579,3 +579,127 @@ def test_eos_mask_when_a_nonempty_text_returns_to_the_start_items():
     assert allowed(engine) == [b"a", b"b", EOS] and engine.accepts_eos()
     feed(engine, "a")  # "abaa": back to the start items, not complete
     assert allowed(engine) == [b"a", b"b"] and not engine.accepts_eos()
+
+
+# ------------------------------------------- token budgets that end inside a character
+
+
+def test_last_token_of_an_except_budget_must_end_where_the_terminal_can():
+    """Issue 10: `a\\xc3` spent the only token of the budget inside the character é, after
+    which the text could neither grow (no token may touch the except! text) nor end."""
+    grammar = Grammar.from_ebnf("start ::= except!(';', 1) ';' ;")
+    vocab = make_vocab("a", b"a\xc3", b"\xc3\xa9", ";", EOS)
+    engine = Engine(grammar, vocab)
+    assert allowed(engine) == [b"a", b"\xc3\xa9"]
+    with pytest.raises(TokenRejected, match=re.escape("token 1 (b'a\\xc3') cannot continue the text at byte 0")):
+        engine.advance(1)
+    assert allowed(engine) == [b"a", b"\xc3\xa9"]  # refused: nothing changed
+    feed(engine, b"\xc3\xa9")
+    assert allowed(engine) == [b";"]
+    # With a budget of 2 the first token may stop inside é if one token can finish it:
+    # none of this vocabulary starts with the byte \xa9, so "a\xc3" is still refused...
+    engine = Engine(Grammar.from_ebnf("start ::= except!(';', 2) ';' ;"), vocab)
+    assert allowed(engine) == [b"a", b"\xc3\xa9"]
+    # ... and allowed where one can.
+    engine = Engine(Grammar.from_ebnf("start ::= except!(';', 2) ';' ;"), make_vocab("a", b"a\xc3", b"\xa9", b"\xa9;", ";", EOS))
+    assert allowed(engine) == [b"a", b"a\xc3"]
+    feed(engine, b"a\xc3")
+    assert allowed(engine) == [b"\xa9", b"\xa9;"]
+    feed(engine, b"\xa9")
+    assert allowed(engine) == [b";"]
+
+
+def test_budget_of_one_opened_inside_a_token_must_end_in_it_too():
+    grammar = Grammar.from_ebnf("start ::= 'x' except!(';', 1) ';' ;")
+    vocab = make_vocab("x", "xa", b"xa\xc3", b"x\xc3\xa9", "a", ";", "a;", EOS)
+    engine = Engine(grammar, vocab)
+    # "xa\xc3" opens the except! text and stops inside é: its one token is spent there.
+    assert allowed(engine) == [b"x", b"xa", b"x\xc3\xa9"]
+    feed(engine, "xa")
+    assert allowed(engine) == [b";"]
+    engine.reset()
+    feed(engine, "x")
+    assert allowed(engine) == [b"x", b"xa", b"x\xc3\xa9", b"a", b"a;"]  # never "xa\xc3"
+
+
+def test_advance_bytes_of_nothing_keeps_pending_any_token():
+    engine = Engine(Grammar.from_ebnf("start ::= 'x' any! ;"), make_vocab("x", "y", EOS))
+    feed(engine, "x")
+    before = snapshot(engine)
+    engine.advance_bytes(b"")
+    assert snapshot(engine) == before and allowed(engine) == [b"x", b"y"]
+    feed(engine, "y")
+    assert engine.is_finished()
+
+
+# ------------------------------------------------------ rollback counts tokens only
+
+
+def test_rollback_counts_tokens_not_advance_bytes():
+    engine = Engine(SCHEMA_LIKE, SCHEMA_VOCAB, max_rollback=2)
+    feed(engine, "{")
+    after_brace = snapshot(engine)
+    engine.advance_bytes('"name": ')  # forced text: not a token, no history entry of its own
+    feed(engine, "1")
+    after_one = snapshot(engine)
+    engine.advance_bytes("2")
+    feed(engine, "23")
+    engine.rollback(1)  # undoes "23" only: the state right before it, "2" included
+    assert engine.forced_bytes() == b"" and engine.next_bytes() == frozenset(b"0123456789}")
+    engine.advance_bytes("")
+    engine.rollback(1)  # undoes "1" and the "2" fed after it
+    assert snapshot(engine) != after_brace and snapshot(engine) == snapshot(_replayed('{"name": '))
+    with pytest.raises(ValueError, match=re.escape("cannot roll back 1 tokens: 0 can be undone")):
+        engine.rollback(1)  # max_rollback=2 tokens, both spent; "{" is out of reach
+    assert after_one != after_brace
+
+
+def _replayed(text: str) -> Engine:
+    engine = Engine(SCHEMA_LIKE, SCHEMA_VOCAB)
+    feed(engine, "{")
+    engine.advance_bytes(text[1:])
+    return engine
+
+
+def test_max_rollback_zero_keeps_no_history_and_everything_else_works():
+    engine = Engine(SCHEMA_LIKE, SCHEMA_VOCAB, max_rollback=0)
+    feed(engine, "{")
+    assert engine.forced_bytes() == b'"name": '
+    engine.advance_bytes(engine.forced_bytes())  # jump-forward needs no history
+    feed(engine, "23", "}")
+    assert engine.is_finished()
+    with pytest.raises(ValueError, match=re.escape("cannot roll back 1 tokens: 0 can be undone")):
+        engine.rollback(1)
+    engine.rollback(0)
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, "3", None, True])
+def test_max_rollback_must_be_a_non_negative_int(bad):
+    with pytest.raises(grammarc.GrammarcError, match=re.escape(f"max_rollback must be a non-negative int, got {bad!r}")):
+        Engine(JSON, JSON_VOCAB, max_rollback=bad)
+
+
+# ---------------------------------------------------------- arguments refused precisely
+
+
+def test_engine_refuses_what_is_not_a_grammar_or_a_vocabulary():
+    with pytest.raises(grammarc.GrammarcError, match=re.escape(
+            "Engine needs a grammarc.Grammar or CompiledGrammar, got str (build one with grammarc.Grammar.from_ebnf(text))")):
+        Engine("start ::= 'a' ;", JSON_VOCAB)
+    with pytest.raises(grammarc.GrammarcError, match=re.escape("Engine needs a grammarc.Vocabulary, got list")):
+        Engine(JSON, [b"a", b"b"])
+
+
+def test_mask_logits_refuses_a_batch():
+    engine = Engine(LETTERS, LETTER_VOCAB)
+    logits = np.zeros((3, 37), dtype=np.float32)
+    with pytest.raises(grammarc.GrammarcError, match=re.escape(
+            "mask_logits takes the logits of one sequence, shape (V,) or (1, V); got shape (3, 37)")):
+        engine.mask_logits(logits)
+    assert not np.isinf(logits).any()  # nothing was written
+    for shape in ((), (1, 2, 37)):
+        with pytest.raises(ValueError, match="one sequence"):
+            engine.mask_logits(np.zeros(shape))
+    one = np.zeros((1, 1, 37))
+    engine.mask_logits(one)
+    assert np.isinf(one).sum() == 11

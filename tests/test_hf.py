@@ -24,7 +24,8 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import grammarc  # noqa: E402
 from grammarc import Engine, Grammar, TokenRejected, Vocabulary  # noqa: E402
-from grammarc.integrations.transformers import GrammarLogitsProcessor, resolve_grammar, shortest_completion  # noqa: E402
+from grammarc.integrations.steering import shortest_completion  # noqa: E402
+from grammarc.integrations.transformers import GrammarLogitsProcessor, resolve_grammar  # noqa: E402
 
 NEG = float("-inf")
 
@@ -221,6 +222,19 @@ def test_missing_eos_is_an_error():
     GrammarLogitsProcessor([Engine(Grammar.from_ebnf("start ::= 'a' ;"), vocab)], eos_token_id=1)
 
 
+def test_eos_token_id_is_checked_against_the_vocabulary():
+    vocab = Vocabulary.from_bytes([b"a", b"b", b"<eos>"], eos_token_ids=[2])
+    engine = Engine(Grammar.from_ebnf("start ::= 'a' ;"), vocab)
+    with pytest.raises(grammarc.GrammarcError) as error:
+        GrammarLogitsProcessor([engine], eos_token_id=1)
+    assert str(error.value) == (
+        "row 0: eos_token_id 1 is not an EOS token of the vocabulary (its EOS tokens: [2]); the engine would refuse it")
+    with pytest.raises(grammarc.GrammarcError) as error:
+        GrammarLogitsProcessor([engine], eos_token_id=7)
+    assert str(error.value) == "row 0: eos_token_id 7 is not a token of the vocabulary (ids 0..2)"
+    assert GrammarLogitsProcessor([engine], eos_token_id=2)._forced_eos == [2]
+
+
 def test_resolve_grammar():
     assert resolve_grammar("json") == grammarc.stdlib("json")
     assert resolve_grammar("start ::= 'x' ;").accepts("x")
@@ -374,6 +388,130 @@ def test_grammarc_generate(tiny):
     assert text.startswith("x")
     with pytest.raises(grammarc.GrammarcError, match="one sequence"):
         grammarc.generate(model, tokenizer, "json", "", num_return_sequences=2)
+
+
+# ------------------------------------------------------------------ the one-liner
+
+
+def _person_models():
+    from enum import Enum
+    from typing import Literal, Optional
+
+    from pydantic import BaseModel, Field
+
+    class Role(str, Enum):
+        admin = "admin"
+        user = "user"
+
+    class Address(BaseModel):
+        city: str = Field(max_length=30)
+        zip: str = Field(pattern=r"^[0-9]{5}$")
+        country: Literal["US", "CA"] = "US"
+
+    class Person(BaseModel):
+        name: str = Field(description="full name", max_length=40)
+        age: int = Field(ge=0, le=150)
+        email: Optional[str] = None
+        role: Role
+        address: Address
+        tags: list[str] = Field(default_factory=list, max_length=3)
+
+    return Person
+
+
+def test_one_liner_returns_a_validated_model(tiny):
+    pytest.importorskip("pydantic", reason="pip install pydantic for models")
+    model, tokenizer, _ = tiny
+    Person = _person_models()
+    options = dict(finish_after=30, max_new_tokens=160)
+    person = grammarc.generate(model, tokenizer, Person, "A person:", **options)
+    assert isinstance(person, Person)
+    # exactly the text path, parsed: the same greedy tokens under the same grammar
+    text = grammarc.generate(model, tokenizer, Grammar.from_model(Person), "A person:", **options)
+    assert person == Person.model_validate_json(text)
+    # a decorated model takes its registered options
+    grammarc.constrain(Person, whitespace="compact")
+    compact = grammarc.generate(model, tokenizer, Person, "A person:", **options)
+    text = grammarc.generate(model, tokenizer, Grammar.from_model(Person, whitespace="compact"), "A person:", **options)
+    assert compact == Person.model_validate_json(text) and " " not in text.partition('"name"')[0]
+    # a constraint, and Constraint.generate, are the same path
+    constraint = grammarc.constraint_of(Person)
+    assert grammarc.generate(model, tokenizer, constraint, "A person:", **options) == compact
+    assert constraint.generate(model, tokenizer, "A person:", **options) == compact
+    with pytest.raises(grammarc.GrammarcError, match="^generation stopped after 5 tokens, before the text"):
+        grammarc.generate(model, tokenizer, Person, "A person:", max_new_tokens=5)
+
+
+def test_one_liner_with_a_dict_schema_returns_parsed_json(tiny):
+    model, tokenizer, _ = tiny
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}, "ok": {"type": "boolean"}},
+              "required": ["n", "ok"], "additionalProperties": False}
+    value = grammarc.generate(model, tokenizer, schema, "Some JSON:", finish_after=12, max_new_tokens=60)
+    text = grammarc.generate(model, tokenizer, Grammar.from_json_schema(schema), "Some JSON:", finish_after=12,
+                             max_new_tokens=60)
+    assert value == json.loads(text) and set(value) == {"n", "ok"}
+    for wrong in ([1], None, b"json"):
+        with pytest.raises(grammarc.GrammarcError, match="^expected a grammar"):
+            grammarc.generate(model, tokenizer, wrong, "x")
+
+
+def test_a_list_of_prompts_is_one_padded_batch(tiny, monkeypatch):
+    pytest.importorskip("pydantic", reason="pip install pydantic for models")
+    torch = _torch()
+    model, tokenizer, _ = tiny
+    Person = _person_models()
+    prompts = ["A person:", "Here is another person, written as JSON:", "P"]
+    options = dict(finish_after=30, max_new_tokens=120)
+    people = grammarc.generate(model, tokenizer, Person, prompts, **options)
+    assert isinstance(people, list) and len(people) == 3 and all(isinstance(p, Person) for p in people)
+    # each row equals the same prompt alone (padding and the attention mask leave it as it is)
+    alone = [grammarc.generate(model, tokenizer, Person, [p], **options)[0] for p in prompts]
+    assert people == alone
+    # sampling parameters reach model.generate, and a seed reproduces the batch
+    calls = []
+    real = model.generate
+    monkeypatch.setattr(model, "generate", lambda *a, **k: calls.append(k) or real(*a, **k))
+    runs = []
+    for _ in range(2):
+        torch.manual_seed(5)
+        runs.append(grammarc.generate(model, tokenizer, "json", prompts[:2], do_sample=True, temperature=0.7,
+                                      top_p=0.9, top_k=0, finish_after=10, max_new_tokens=40))
+    assert runs[0] == runs[1] and all(isinstance(t, str) for t in runs[0])
+    for text in runs[0]:
+        json.loads(text)
+    assert {k: calls[0][k] for k in ("do_sample", "temperature", "top_p", "top_k", "max_new_tokens", "pad_token_id")} == {
+        "do_sample": True, "temperature": 0.7, "top_p": 0.9, "top_k": 0, "max_new_tokens": 40, "pad_token_id": 11}
+    mask = calls[0]["attention_mask"]
+    n_first = len(tokenizer(prompts[0])["input_ids"])
+    assert mask[0].tolist() == [0] * (mask.shape[1] - n_first) + [1] * n_first  # left padding
+    with pytest.raises(grammarc.GrammarcError, match="generator= works with one prompt"):
+        grammarc.generate(model, tokenizer, "json", prompts, generator=torch.Generator())
+    with pytest.raises(grammarc.GrammarcError, match="a list of prompts"):
+        grammarc.generate(model, tokenizer, "json", prompts, jump_forward=True)
+
+
+CHAT_TEMPLATE = (
+    "{% for m in messages %}[{{ m['role'] }}] {{ m['content'] }}\n{% endfor %}"
+    "{% if add_generation_prompt %}[assistant] {% endif %}"
+)
+
+
+def test_chat_messages_only_through_messages(tiny, monkeypatch):
+    model, tokenizer, _ = tiny
+    monkeypatch.setattr(tokenizer, "chat_template", CHAT_TEMPLATE, raising=False)
+    chat = [{"role": "user", "content": "JSON please"}]
+    rendered = "[user] JSON please\n[assistant] "
+    options = dict(finish_after=10, max_new_tokens=40)
+    assert grammarc.generate(model, tokenizer, "json", messages=chat, **options) == \
+        grammarc.generate(model, tokenizer, "json", rendered, **options)
+    both = grammarc.generate(model, tokenizer, "json", messages=[chat, chat], **options)
+    assert both == [grammarc.generate(model, tokenizer, "json", [rendered], **options)[0]] * 2
+    with pytest.raises(grammarc.GrammarcError, match=r"^chat messages go in messages=, not in prompt"):
+        grammarc.generate(model, tokenizer, "json", chat)
+    with pytest.raises(grammarc.GrammarcError, match="^give prompt or messages=, not both$"):
+        grammarc.generate(model, tokenizer, "json", "x", messages=chat)
+    with pytest.raises(grammarc.GrammarcError, match="^messages= takes a list of chat messages"):
+        grammarc.generate(model, tokenizer, "json", messages=["hi"])
 
 
 def test_demo_runs_and_every_document_is_valid(tiny):

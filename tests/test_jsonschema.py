@@ -668,3 +668,39 @@ def test_fraction_range_regex_differential(lo, lo_strict, hi, hi_strict):
         plain = format(v, "f")
         for text in {plain, plain + "0", format(v.normalize(), "f")}:
             assert bool(compiled is not None and compiled.fullmatch(text)) == want, (lo, lo_strict, hi, hi_strict, text)
+
+
+# -- keys: named properties, patternProperties and additionalProperties together -----------
+
+_KEYED = {"type": "object",
+          "properties": {"ab": {"type": "integer"}, "é": {"type": "boolean"}},
+          "patternProperties": {"^a": {"type": ["string", "integer"]}, "b$": {"type": ["integer", "null"]},
+                                "^[^a]*$": {"not": {"pattern": "^x+$"}}},
+          "additionalProperties": {"type": "null"}}
+
+
+def _spellings(key: str) -> list[str]:
+    escaped = '"' + "".join(f"\\u{ord(c):04x}" if ord(c) < 0x10000 else json.dumps(c)[1:-1] for c in key) + '"'
+    return [json.dumps(key, ensure_ascii=False), json.dumps(key), escaped]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.text(alphabet="abxé\"\\/\U0001F600", max_size=4),
+       st.sampled_from(["1", '"x"', '"xx"', "null", "true", '"q"']))
+def test_pattern_and_additional_keys_against_jsonschema(key, value):
+    """Each key, in every JSON spelling, gets exactly the schemas jsonschema applies to it."""
+    import jsonschema
+
+    g = _keyed_grammar()
+    valid = jsonschema.Draft202012Validator(_KEYED).is_valid({key: json.loads(value)})
+    for spelled in _spellings(key):
+        assert g.accepts("{" + spelled + ":" + value + "}") == valid, (spelled, value)
+
+
+_KEYED_GRAMMAR = []
+
+
+def _keyed_grammar() -> Grammar:
+    if not _KEYED_GRAMMAR:
+        _KEYED_GRAMMAR.append(G(_KEYED, whitespace="compact"))
+    return _KEYED_GRAMMAR[0]

@@ -13,7 +13,6 @@ from grammarc.ir import (
     AnyToken,
     Except,
     Expr,
-    Grammar,
     Literal as L,
     Ref as R,
     Regex,
@@ -21,6 +20,7 @@ from grammarc.ir import (
     Seq,
     Substrings,
 )
+from grammarc import Grammar
 from oracle import OracleError, accepts, is_viable_prefix, language, viable_prefixes
 from strategies import HAND_WRITTEN, grammars, regex_patterns
 

@@ -387,6 +387,88 @@ def test_constrain_fails_at_decoration_time():
             when: pydantic.PastDate
 
 
+class Files(BaseModel):
+    name: str
+    path: "pathlib.Path"
+
+
+class Secrets(BaseModel):
+    files: list[Files]
+    token: pydantic.SecretStr
+
+
+class Lookahead(BaseModel):
+    model_config = ConfigDict(regex_engine="python-re")  # pydantic's own engine refuses lookarounds
+    code: str = Field(pattern=r"^(?=a)[a-z]+$")
+
+
+import pathlib  # noqa: E402
+
+Files.model_rebuild()
+
+
+@pytest.mark.parametrize(
+    "target, message",
+    [
+        (Files, "#/properties/path/format: Files.path (Path): keyword 'format' is not supported: unknown format 'path'"
+                " (formats='strict')"),
+        (Secrets, "#/$defs/Files/properties/path/format: Files.path (Path): keyword 'format' is not supported: "
+                  "unknown format 'path' (formats='strict')"),
+        (Lookahead, "#/properties/code/pattern: Lookahead.code (str): keyword 'pattern' is not supported: "
+                    "lookahead (?=...) is not supported (at offset 1 in pattern '^(?=a)[a-z]+$')"),
+        (Annotated[str, Field(pattern=r"^(?=a)[a-z]+$")],
+         "#: Annotated[str, FieldInfo(annotation=NoneType, required=True, metadata=[_PydanticGeneralMetadata("
+         "pattern='^(?=a)[a-z]+$')])]: pydantic cannot validate it: look-around, including look-ahead and "
+         "look-behind, is not supported"),
+    ],
+    ids=["Path", "nested-Path", "lookahead-model", "lookahead-type"],
+)
+def test_refusals_name_the_python_field_and_type(target, message):
+    # formats='strict': a format grammarc does not know is refused (the default reads it as
+    # an annotation, below)
+    with pytest.raises(UnsupportedSchemaError) as info:
+        Grammar.from_model(target, formats="strict")
+    assert str(info.value) == message
+
+
+def test_path_and_secret_str_are_any_string():
+    # pydantic reads any JSON string as a Path or a SecretStr: format 'path' is an annotation
+    # (default formats='known'), 'password' is OpenAPI's annotation in either policy
+    class Login(BaseModel):
+        user: str
+        password: pydantic.SecretStr
+        path: pathlib.Path
+
+    text = '{"user":"u","password":"p \\u00e9","path":"/x y"}'
+    assert Login.model_validate_json(text).path == pathlib.Path("/x y")
+    assert Grammar.from_model(Login, whitespace="compact").accepts(text)
+    assert not Grammar.from_model(Login, whitespace="compact").accepts('{"user":"u","password":1,"path":"x"}')
+    assert Grammar.from_model(Login.model_fields["password"].annotation, formats="strict").accepts('"p"')
+
+
+@grammarc.constrain
+class Home(BaseModel):
+    city: str = Field(description="the city (*not* the *) country)")
+    zip: str
+
+
+@dataclasses.dataclass
+class Owner:
+    home: Home
+    name: str = dataclasses.field(default="", metadata={"description": "full\n name"})
+
+
+def test_field_descriptions_become_ebnf_comments():
+    c = grammarc.constraint_of(Owner)
+    assert c.ebnf.splitlines()[:2] == [
+        "(* Owner.name: full name *)",
+        "(* Home.city: the city ( *not* the * ) country) *)",
+    ]
+    assert Grammar.from_ebnf(c.ebnf) == c.grammar
+    assert grammarc.constraint_of(Home).ebnf.startswith("(* Home.city: the city")
+    assert grammarc.constraint_of(Point).ebnf == grammarc.constraint_of(Point).grammar.to_ebnf()
+
+
 def test_strict_integers_are_exact():
     grammar = Grammar.from_model(StrictModel)
     assert grammar.accepts('{"n":1}')
@@ -478,11 +560,17 @@ def test_generate_with_a_causal_lm(vocab):
             self.step += 1
             return Output(logits)
 
-    def tokenizer(prompt, return_tensors="pt"):
-        return {"input_ids": torch.tensor([[1, 2, 3]])}
+    def tokenizer(prompt, add_special_tokens=True):
+        return {"input_ids": [1, 2, 3]}
 
     point = grammarc.constraint_of(Point).generate(StubModel(), tokenizer, "a point:", vocab=vocab)
     assert point == Point(x=12, y=-3)
+    # the one-liner takes the same path, and runs out of tokens with a precise error
+    assert grammarc.generate(StubModel(), tokenizer, Point, "a point:", vocab=vocab) == Point(x=12, y=-3)
+    with pytest.raises(grammarc.GrammarcError) as info:
+        grammarc.generate(StubModel(), tokenizer, Point, "a point:", vocab=vocab, max_new_tokens=3)
+    assert str(info.value) == ("generation stopped after 3 tokens, before the text was complete: raise "
+                               "max_new_tokens or set finish_after (got '{\"x')")
 
 
 # ------------------------------------------------------------------------------ CLI
@@ -501,6 +589,7 @@ def test_cli_from_model_and_from_schema(tmp_path, capsys, monkeypatch):
     grammar = Grammar.from_ebnf(text)
     assert grammar.accepts('{"w":3,"tags":["a"]}') and not grammar.accepts('{"tags":[]}')
     assert 'root ::= "{" "\\"w\\"" ":" root_w ("," "\\"tags\\"" ":" root_tags)? "}";' in text.splitlines()
+    assert not text.startswith("(*")  # no descriptions: no comments
 
     (tmp_path / "s.json").write_text('{"type": "array", "items": {"enum": [1, "x"]}, "maxItems": 2}', encoding="utf-8")
     assert main(["from-schema", "s.json", "--whitespace", "compact"]) == 0

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import oracle
-from grammarc.ir import Grammar
+from grammarc import Grammar
 from grammarc.runtime.recognizer import Recognizer
 from strategies import HAND_WRITTEN, grammars, strings
 

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
 from grammarc.errors import GrammarError, RegexError
 from grammarc.automata.regex import (
+    ANY,
     CASED_BLOCKS,
     DIGIT,
     DOT,
+    ECMA_DOT,
     SPACE,
     WORD,
     Alt,
@@ -27,6 +29,7 @@ from grammarc.automata.regex import (
     parse,
 )
 from grammarc.automata.utf8 import encode, range_sequences
+from ecma import NODE, ecma_patterns, ecma_texts, node_results
 
 
 def ch(c: str) -> Chars:
@@ -158,6 +161,132 @@ def test_errors(pattern: str, message: str) -> None:
     assert err.message == message
     assert err.span is None
     assert isinstance(err, GrammarError)
+
+
+# ------------------------------------------------------------------ ECMA-262 mode
+
+
+@pytest.mark.parametrize(
+    "pattern, expected",
+    [
+        (".", Chars(ECMA_DOT)),
+        ("[^]", Chars(ANY)),
+        ("[]", Chars(())),
+        ("a[]", Seq((ch("a"), Chars(())))),
+        ("[^]a]", Seq((Chars(ANY), ch("a"), ch("]")))),
+        (r"\cA\cz", Seq((Chars(((1, 1),)), Chars(((26, 26),))))),
+        (r"[\cJ-\cM]", Chars(((10, 13),))),
+        ("a{,5}", Seq(tuple(ch(c) for c in "a{,5}"))),
+        ("a{2,}", Repeat(ch("a"), 2, None)),
+        (r"\ud83d\ude00", ch("😀")),
+        ("\ud83d\ude00", ch("😀")),  # a raw pair, as a UTF-16 engine would read it
+        (r"\ud800", Chars(())),  # no text contains a lone surrogate
+        ("\udc00", Chars(())),
+        (r"[\ud800-\udfffa]", ch("a")),
+        (r"[^\ud800-\udfff]", Chars(ANY)),
+        (r"\u{1F600}", ch("😀")),
+        (r"(?<n>a)", ch("a")),
+        (r"\s", Chars(SPACE)),
+    ],
+)
+def test_parse_ecma(pattern: str, expected) -> None:
+    assert parse(pattern, ecma=True) == expected
+
+
+def test_ecma_sets() -> None:
+    assert not contains(ECMA_DOT, 0x0D) and not contains(ECMA_DOT, 0x2028) and not contains(ECMA_DOT, 0x2029)
+    assert contains(ECMA_DOT, 0x85) and contains(DOT, 0x0D) and contains(DOT, 0x2028)
+    for cp in (0x09, 0x0B, 0x0C, 0x20, 0xA0, 0x1680, 0x2000, 0x200A, 0x2028, 0x2029, 0x202F, 0x205F, 0x3000, 0xFEFF):
+        assert contains(SPACE, cp), hex(cp)
+    for cp in (0x85, 0x180E, 0x200B):
+        assert not contains(SPACE, cp), hex(cp)
+
+
+@pytest.mark.parametrize(
+    "pattern, message",
+    [
+        ("(?i)a", "inline flags (?i) are not supported in ECMA-262 patterns (at offset 0 in pattern '(?i)a')"),
+        ("(?i:a)", "inline flags (?i:...) are not supported in ECMA-262 patterns (at offset 0 in pattern '(?i:a)')"),
+        ("(?-i:a)", "inline flags (?-...) are not supported in ECMA-262 patterns (at offset 0 in pattern '(?-i:a)')"),
+        ("x(?P<n>a)", "named group (?P<name>...) is Python syntax; ECMA-262 writes (?<name>...) "
+                      "(at offset 1 in pattern 'x(?P<n>a)')"),
+        ("a(?#c)", "comment group (?#...) is not ECMA-262 syntax (at offset 1 in pattern 'a(?#c)')"),
+        (r"\Aa", r"bad escape \A (at offset 0 in pattern '\Aa')"),
+        (r"a\Z", r"bad escape \Z (at offset 1 in pattern 'a\Z')"),
+        (r"\U0001F600", r"bad escape \U (at offset 0 in pattern '\U0001F600')"),
+        ("[[:alpha:]]", "POSIX class syntax [: is not ECMA-262 (escape the '[' if it is meant) "
+                        "(at offset 1 in pattern '[[:alpha:]]')"),
+        (r"\c1", r"bad escape \c (a control escape needs a letter A-Z or a-z) (at offset 0 in pattern '\c1')"),
+        ("a**", "multiple repeat (at offset 2 in pattern 'a**')"),
+        ("{2}", "nothing to repeat (at offset 0 in pattern '{2}')"),
+        (r"\bx", r"word boundary \b is not supported (at offset 0 in pattern '\bx')"),
+        (r"x\B", r"word boundary \B is not supported (at offset 1 in pattern 'x\B')"),
+        ("(?=a)", "lookahead (?=...) is not supported (at offset 0 in pattern '(?=a)')"),
+        ("(?<!a)b", "lookbehind (?<!...) is not supported (at offset 0 in pattern '(?<!a)b')"),
+        (r"(a)\1", r"backreference \1 is not supported (at offset 3 in pattern '(a)\1')"),
+        (r"\p{L}", r"unicode property \p{...} is not supported (at offset 0 in pattern '\p{L}')"),
+        (r"\u{110000}", r"code point out of range (at offset 0 in pattern '\u{110000}')"),
+    ],
+)
+def test_errors_ecma(pattern: str, message: str) -> None:
+    with pytest.raises(RegexError) as info:
+        parse(pattern, ecma=True)
+    assert info.value.message == message
+
+
+def test_control_escapes_in_both_dialects() -> None:
+    assert parse(r"\cA") == parse(r"\ca") == Chars(((1, 1),))
+    assert parse(r"[\cA]", ecma=True) == parse(r"[\cA]")
+
+
+def test_long_patterns_are_quoted_in_part() -> None:
+    pattern = "a" * 100_000 + "(?=x)" + "b" * 100_000
+    with pytest.raises(RegexError) as info:
+        parse(pattern)
+    message = info.value.message
+    assert message.startswith("lookahead (?=...) is not supported (at offset 100000 in pattern '…aaaa")
+    assert "(?=x)" in message and message.endswith("bbbb…')") and len(message) < 300
+
+
+def test_parse_refuses_what_is_not_text() -> None:
+    for value in (None, b"a", 3, ["a"]):
+        with pytest.raises(RegexError, match=f"a regex pattern must be text \\(str\\), not {type(value).__name__}"):
+            parse(value)
+
+
+
+
+@pytest.mark.skipif(NODE is None, reason="node (an ECMA-262 engine to compare with) is not installed")
+@given(st.lists(ecma_patterns(), min_size=60, max_size=60, unique=True))
+@settings(max_examples=4, deadline=None, phases=[Phase.explicit, Phase.generate])  # failures name their case
+def test_ecma_mode_agrees_with_an_ecma_engine(patterns) -> None:
+    from grammarc.automata import from_regex
+
+    texts = ecma_texts()
+    cases = []
+    for p in patterns:
+        cases.append((f"^(?:{p})$", "u", texts))
+        cases.append((p, "u", texts))
+    results = node_results(cases)
+    for i, p in enumerate(patterns):
+        full, search = results[2 * i], results[2 * i + 1]
+        assert full != "SyntaxError", p  # the generator only writes valid ECMA syntax
+        whole, anywhere = from_regex(p, ecma=True), from_regex(p, ecma=True, search=True)
+        for t, want_full, want_search in zip(texts, full, search):
+            data = t.encode("utf-8")
+            assert whole.matches(data) == want_full, (p, t)
+            assert anywhere.matches(data) == want_search, (p, t)
+
+
+@pytest.mark.skipif(NODE is None, reason="node (an ECMA-262 engine to compare with) is not installed")
+def test_ecma_syntax_errors_agree_with_an_ecma_engine() -> None:
+    invalid = ["a**", "{2}", "a{2}{3}", r"\c1", r"\q", r"\Z", r"\U00000041", "(?P<n>a)", "(?#c)", "(?i)a",
+               "(a", "a)", "[ab", "[z-a]", r"[\d-z]", "a|*", r"\u{110000}", r"\x4", r"\u12", "(?<1>a)"]
+    results = node_results([(p, "u", []) for p in invalid])
+    assert results == ["SyntaxError"] * len(invalid)
+    for p in invalid:
+        with pytest.raises(RegexError):
+            parse(p, ecma=True)
 
 
 # ------------------------------------------------------------------- code points

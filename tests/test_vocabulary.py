@@ -8,6 +8,7 @@ SentencePiece, with the dummy-prefix space in front: see `Vocabulary.prefix_spac
 
 from __future__ import annotations
 
+import re
 import json
 import random
 import unicodedata
@@ -136,6 +137,9 @@ def test_duplicate_bytes_keep_both_ids():
         (dict(tokens=[b"a"], size=0), "size=0 is smaller"),
         (dict(tokens=[b"a"], eos_token_ids=[5], size=3), "size=3 is smaller"),
         (dict(tokens=[b"a"], eos_token_ids=[-1]), "negative token id"),
+        (dict(tokens=[b"a", b"b"], eos_token_ids=[2]),
+         re.escape("eos_token_ids [2] are past the 2 tokens listed (ids 0..1): list those ids too")),
+        (dict(tokens=[b"a"], special_token_ids=[3, 1]), re.escape("special_token_ids [1, 3] are past the 1 tokens")),
         (dict(tokens=[b"a", 3]), "token 1 is int"),
     ],
 )
@@ -191,12 +195,12 @@ def test_key_is_stable_and_hex():
     data=st.data(),
 )
 def test_key_changes_when_any_token_changes(tokens, data):
-    base = Vocabulary.from_bytes(tokens, eos_token_ids=[len(tokens)])
+    base = Vocabulary.from_bytes(tokens + [None], eos_token_ids=[len(tokens)])
     i = data.draw(st.integers(0, len(tokens) - 1))
     new = data.draw(st.binary(max_size=4).filter(lambda b: b != tokens[i]))
     changed = list(tokens)
     changed[i] = new
-    other = Vocabulary.from_bytes(changed, eos_token_ids=[len(tokens)])
+    other = Vocabulary.from_bytes(changed + [None], eos_token_ids=[len(tokens)])
     assert other.key != base.key and other != base
 
 

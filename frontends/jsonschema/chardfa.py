@@ -1,139 +1,108 @@
-"""Character automata (json_formats' `CharDFA`) under the Boolean operations schemas need.
+"""Key and string languages as byte DFAs over UTF-8 text, under the Boolean operations
+schemas need.
 
-`pattern` compiles to a regex directly; these automata are for what a regex cannot say
+`pattern` compiles to a regex directly; these languages are for what a regex cannot say
 compactly: the keys that no ``patternProperties`` pattern matches and that name no listed
 property (the keys ``additionalProperties`` governs), and the strings a pattern does *not*
-match (``not: {pattern: ...}``). Automata run over decoded characters; the builder renders
-them with every JSON spelling of each character, so the languages are exact.
+match (``not: {pattern: ...}``). They are grammarc's byte DFAs over the *decoded* text
+(`grammarc.automata`: union, intersection, complement within UTF-8 text); `chars` reads one
+back as a DFA over code points, which the builder renders with every JSON spelling of each
+character, so the languages are exact. An empty language is None throughout.
 """
 
 from __future__ import annotations
 
+from grammarc import automata
+from grammarc.automata import DFA, CharDFA
+from grammarc.errors import StateBudgetExceeded
 from grammarc.frontends import json_formats as jf
-
-CharDFA = jf.CharDFA
 
 
 class TooLarge(ValueError):
     """An automaton would need more states than allowed."""
 
 
-def everything() -> CharDFA:
+def _budget(max_states: int) -> int:
+    return jf.BYTE_STATES_PER_CHAR * max_states
+
+
+def _some(d: DFA) -> DFA | None:
+    return None if d.is_empty else d
+
+
+def everything() -> DFA:
     """Every string."""
-    return CharDFA(((((jf.ALL), 0),),), (True,))
+    return automata.utf8_text()
 
 
-def pattern(text: str, max_states: int) -> CharDFA | None:
-    """The strings in which the ECMA pattern `text` finds a match (None: none does)."""
+def strings(trees: list, min_len: int, max_len: int | None, max_states: int) -> DFA | None:
+    """The strings every tree (json_formats' pattern trees) matches, of length in [min_len, max_len]."""
     try:
-        return jf.string_automaton([jf.search_tree(text)], 0, None, max_states=max_states)
+        return _some(jf.string_dfa(trees, min_len, max_len, max_states=max_states))
     except jf.PatternError as exc:
-        if "automaton states" in str(exc):
-            raise TooLarge(str(exc)) from None
-        raise
+        raise TooLarge(str(exc)) from None
 
 
-def literals(words) -> CharDFA | None:
-    """Exactly the strings in `words` (a trie)."""
-    edges: list[dict[int, int]] = [{}]
-    accept = [False]
+def pattern(text: str, max_states: int) -> DFA | None:
+    """The strings in which the ECMA pattern `text` finds a match (None: none does).
+
+    PatternError where the pattern cannot be translated; TooLarge past the budget.
+    """
+    return strings([jf.search_tree(text)], 0, None, max_states)
+
+
+def literals(words) -> DFA | None:
+    """Exactly the strings in `words` (a word no text can hold, a lone surrogate, is left out)."""
+    data = []
     for word in words:
-        q = 0
-        for ch in word:
-            cp = ord(ch)
-            if cp not in edges[q]:
-                edges.append({})
-                accept.append(False)
-                edges[q][cp] = len(edges) - 1
-            q = edges[q][cp]
-        accept[q] = True
-    if not any(accept):
+        try:
+            data.append(word.encode("utf-8"))
+        except UnicodeEncodeError:
+            continue
+    if not data:
         return None
-    return CharDFA(tuple(tuple((((cp, cp),), t) for cp, t in sorted(out.items())) for out in edges), tuple(accept))
+    return _guard(lambda b: automata.union([automata.literal(x) for x in data], max_states=b), 1 << 20)
 
 
-def complement(dfa: CharDFA | None) -> CharDFA | None:
-    """The strings `dfa` rejects (over the characters JSON strings can hold)."""
-    if dfa is None:
+def complement(d: DFA | None, max_states: int) -> DFA | None:
+    """The strings `d` rejects (text: valid UTF-8)."""
+    if d is None:
         return everything()
-    full = _complete(dfa)
-    return _trim(full.edges, tuple(not a for a in full.accept))
+    return _some(_guard(lambda b: automata.complement(d, max_states=b), _budget(max_states)))
 
 
-def intersection(a: CharDFA | None, b: CharDFA | None, max_states: int) -> CharDFA | None:
+def intersection(a: DFA | None, b: DFA | None, max_states: int) -> DFA | None:
     if a is None or b is None:
         return None
-    return _product(a, b, lambda x, y: x and y, max_states)
+    return _some(_guard(lambda n: automata.intersect(a, b, max_states=n), _budget(max_states)))
 
 
-def union(a: CharDFA | None, b: CharDFA | None, max_states: int) -> CharDFA | None:
+def union(a: DFA | None, b: DFA | None, max_states: int) -> DFA | None:
     if a is None or b is None:
         return b if a is None else a
-    return _product(_complete(a), _complete(b), lambda x, y: x or y, max_states)
+    return _guard(lambda n: automata.union([a, b], max_states=n), _budget(max_states))
 
 
-def _complete(dfa: CharDFA) -> CharDFA:
-    """`dfa` with a dead state taking every character no edge reads."""
-    sink = len(dfa.accept)
-    edges = []
-    for out in dfa.edges:
-        covered = jf.normalize(r for ranges, _ in out for r in ranges)
-        missing = jf.intersect(jf.complement(covered), jf.ALL)
-        edges.append(out + (((missing, sink),) if missing else ()))
-    edges.append(((jf.ALL, sink),))
-    return CharDFA(tuple(edges), dfa.accept + (False,))
+def _guard(build, budget: int) -> DFA:
+    try:
+        return build(budget)
+    except StateBudgetExceeded:
+        raise TooLarge(f"the automaton needs more than {budget} byte-level states") from None
 
 
-def _product(a: CharDFA, b: CharDFA, combine, max_states: int) -> CharDFA | None:
-    index = {(0, 0): 0}
-    order = [(0, 0)]
-    edges: list[tuple] = []
-    for p, q in order:
-        by_target: dict[int, list] = {}
-        for ra, ta in a.edges[p]:
-            for rb, tb in b.edges[q]:
-                common = jf.intersect(ra, rb)
-                if not common:
-                    continue
-                if (ta, tb) not in index:
-                    if len(order) >= max_states:
-                        raise TooLarge(f"the automaton needs more than {max_states} states")
-                    index[(ta, tb)] = len(order)
-                    order.append((ta, tb))
-                by_target.setdefault(index[(ta, tb)], []).extend(common)
-        edges.append(tuple((jf.normalize(rs), t) for t, rs in sorted(by_target.items())))
-    accept = tuple(combine(a.accept[p], b.accept[q]) for p, q in order)
-    return _trim(tuple(edges), accept)
+def chars(d: DFA, max_states: int) -> CharDFA:
+    """`d` as a DFA over code points (what the builder renders); TooLarge past `max_states`."""
+    out = automata.code_point_dfa(d)
+    if len(out.accept) > max_states:
+        raise TooLarge(f"the automaton needs more than {max_states} character states")
+    return out
 
 
-def _trim(edges, accept) -> CharDFA | None:
-    """Drop the states from which no string is accepted; None when the start is one of them."""
-    live = {q for q, ok in enumerate(accept) if ok}
-    changed = True
-    while changed:
-        changed = False
-        for q, out in enumerate(edges):
-            if q not in live and any(t in live for _, t in out):
-                live.add(q)
-                changed = True
-    if 0 not in live:
-        return None
-    renumber = {q: k for k, q in enumerate(sorted(live))}
-    return CharDFA(tuple(tuple((rs, renumber[t]) for rs, t in edges[q] if t in live) for q in sorted(live)),
-                   tuple(accept[q] for q in sorted(live)))
-
-
-def accepts(dfa: CharDFA | None, text: str) -> bool:
-    """Whether `dfa` accepts `text` (for validating concrete keys)."""
-    if dfa is None:
+def accepts(d: DFA | None, text: str) -> bool:
+    """Whether `d` accepts `text` (for validating concrete keys)."""
+    if d is None:
         return False
-    q = 0
-    for ch in text:
-        cp = ord(ch)
-        for ranges, t in dfa.edges[q]:
-            if any(lo <= cp <= hi for lo, hi in ranges):
-                q = t
-                break
-        else:
-            return False
-    return dfa.accept[q]
+    try:
+        return d.matches(text.encode("utf-8"))
+    except UnicodeEncodeError:
+        return False

@@ -142,21 +142,22 @@ class Objects:
             if simple is not None:
                 return simple
         try:
-            regions = [(chardfa.complement(chardfa.literals(named)), ())]
+            regions = [(chardfa.complement(chardfa.literals(named), MAX_STRING_STATES), ())]
             for i, (n2, p2, _, dfa) in enumerate(found):
                 split = []
                 for region, tags in regions:
                     yes = chardfa.intersection(region, dfa, MAX_STRING_STATES)
-                    no = chardfa.intersection(region, chardfa.complement(dfa), MAX_STRING_STATES)
+                    no = chardfa.intersection(region, chardfa.complement(dfa, MAX_STRING_STATES), MAX_STRING_STATES)
                     split += [(r, t) for r, t in ((yes, tags + (i,)), (no, tags)) if r is not None]
                 regions = split
                 if len(regions) > MAX_KEY_REGIONS:
                     raise chardfa.TooLarge(f"the patterns split the keys into more than {MAX_KEY_REGIONS} regions")
+            keys = [(chardfa.chars(region, MAX_STRING_STATES), tags) for region, tags in regions]
         except chardfa.TooLarge as exc:
             self.unsupported("patternProperties", found[0][0].ptr, str(exc))
             return []
         out = []
-        for region, tags in regions:
+        for region, tags in keys:
             if tags:
                 conj = tuple(found[i][0].child("patternProperties", None).child(found[i][1], found[i][2]) for i in tags)
                 value = self.value(conj, depth + 1, hint=f"{hint}_pattern")
@@ -177,10 +178,14 @@ class Objects:
         if value is not None and body is not None:
             out.append((Regex('"' + body + '"'), value))
         if not adds_closed:
-            rest = chardfa.complement(dfa)
+            try:
+                rest = chardfa.complement(dfa, MAX_STRING_STATES)
+                keys = None if rest is None else chardfa.chars(rest, MAX_STRING_STATES)
+            except chardfa.TooLarge:
+                return None
             value = self.value(tuple(adds), depth + 1, hint=f"{hint}_additional")
-            if value is not None and rest is not None:
-                out.append((self._char_dfa(rest, True, f"{hint}_key"), value))
+            if value is not None and keys is not None:
+                out.append((self._char_dfa(keys, True, f"{hint}_key"), value))
         return out
 
     def _property_name_regex(self, name_conj, named) -> Expr | None:

@@ -87,15 +87,16 @@ class Strings:
             return Regex(jf.string_regex(m.min_len, m.max_len))
         try:
             trees = [jf.search_tree(p) for p in patterns] or [jf.search_tree("")]
-            dfa = jf.string_automaton(trees, m.min_len, m.max_len, max_states=MAX_STRING_STATES)
+            dfa = chardfa.strings(trees, m.min_len, m.max_len, MAX_STRING_STATES)
             for pattern, _ in m.not_patterns or []:
-                dfa = chardfa.intersection(dfa, chardfa.complement(chardfa.pattern(pattern, MAX_STRING_STATES)), MAX_STRING_STATES)
+                dfa = chardfa.intersection(dfa, chardfa.complement(chardfa.pattern(pattern, MAX_STRING_STATES), MAX_STRING_STATES), MAX_STRING_STATES)
             if m.not_strings:
-                dfa = chardfa.intersection(dfa, chardfa.complement(chardfa.literals(m.not_strings)), MAX_STRING_STATES)
+                dfa = chardfa.intersection(dfa, chardfa.complement(chardfa.literals(m.not_strings), MAX_STRING_STATES), MAX_STRING_STATES)
+            chars = None if dfa is None else chardfa.chars(dfa, MAX_STRING_STATES)
         except (jf.PatternError, chardfa.TooLarge) as exc:
             self.unsupported("not", ptr, str(exc))
             return Regex(jf.string_regex(m.min_len, m.max_len))
-        return None if dfa is None else self._char_dfa(dfa, True)
+        return None if chars is None else self._char_dfa(chars, True)
 
     def _char_dfa(self, dfa, escapes: bool, hint: str | None = None) -> Expr:
         """A JSON string whose decoded contents `dfa` accepts, as right-linear rules."""

@@ -1,13 +1,41 @@
-"""Regex syntax -> a small AST over code point sets.
+"""Regex syntax -> a small AST over code point sets: one parser, two dialects.
 
-The supported dialect is the Perl/ECMA subset that JSON Schema ``pattern`` uses (see
-notes/SEMANTICS.md): literals and escapes, ``.``, classes, ``\\d \\w \\s`` (ASCII / ECMA
-meaning, not Python's Unicode one), groups, alternation, greedy and lazy quantifiers
-(same language), ``^``/``$`` (and ``\\A``, ``\\Z``, ``\\z``), ``(?i)``/``(?s)`` at the start
-and scoped ``(?i:...)``/``(?s:...)``. Everything that is not regular, or that we do not
-implement, is rejected with a `RegexError` naming the construct and its offset, because a
-silently different language is worse than an error. Errors carry ``span=None``: the
-caller knows where the pattern sits in the grammar.
+grammarc's dialect (the ``#'...'`` terminals of ``.ebnf`` text, `Grammar.from_regex`) is the
+Perl/ECMA subset described in notes/SEMANTICS.md: literals and escapes, ``.``, classes,
+``\\d \\w \\s`` (ASCII / ECMA meaning, not Python's Unicode one), groups, alternation,
+greedy and lazy quantifiers (same language), ``^``/``$`` (and ``\\A``, ``\\Z``, ``\\z``),
+``(?i)``/``(?s)`` at the start and scoped ``(?i:...)``/``(?s:...)``.
+
+``parse(pattern, ecma=True)`` reads ECMA-262 (``u`` mode) syntax, for JSON Schema ``pattern``.
+Where the two disagree:
+
+==================  =======================================  ================================
+construct           grammarc dialect (Python-like)           ECMA-262
+==================  =======================================  ================================
+``.``               any character but ``\\n``                 any but ``\\n \\r \\u2028 \\u2029``
+``[]`` / ``[^]``    ``]`` first in a class is literal        nothing / any character
+``{,n}``            ``{0,n}``                                the literal text ``{,n}``
+``(?i)`` ``(?s:)``  inline flags                             refused (not ECMA syntax)
+``(?P<n>`` ``(?#``  named group, comment                     refused (not ECMA syntax)
+``\\A \\Z \\z \\U``     anchors, 8-digit escape                  refused (bad escape)
+``[[:alpha:]]``     Python's meaning (``[[:alph]`` + ``]``)    refused (a POSIX class mistake)
+lone surrogates     refused                                  a code point no text contains
+==================  =======================================  ================================
+
+Both read ``\\cX`` control escapes (X an ASCII letter), and both read an escaped punctuation
+character (``\\-``, ``\\@``) as itself, as ECMA-262's Annex B does (``u`` mode allows it only for
+syntax characters; the meaning is never in doubt). Lone surrogates: grammarc's texts are
+valid UTF-8, so they never contain a lone surrogate (a JSON string escape ``\\ud800`` that no
+low surrogate follows decodes to no Unicode text, and the JSON Schema front-end never
+generates one); in ECMA mode a lone surrogate in a pattern (escaped or raw) is therefore a
+code point that matches nothing, a class keeps only its other members, and a negated class
+such as ``[^\\ud800-\\udfff]`` is every Unicode scalar value. Escape pairs ``\\ud83d\\ude00`` are
+one astral character, as in ECMA-262.
+
+Everything that is not regular, or that we do not implement (lookaround, backreferences,
+``\\b`` word boundaries, ``\\p{...}``), is rejected with a `RegexError` naming the construct
+and its offset, because a silently different language is worse than an error. Errors carry
+``span=None``: the caller knows where the pattern sits in the grammar.
 """
 
 from __future__ import annotations
@@ -16,7 +44,7 @@ import bisect
 from dataclasses import dataclass
 from functools import lru_cache
 
-from grammarc.errors import RegexError
+from grammarc.errors import RegexError, clip
 from grammarc.automata.utf8 import MAX_CODE_POINT, SURROGATE_HI, SURROGATE_LO
 
 Ranges = tuple[tuple[int, int], ...]
@@ -127,6 +155,8 @@ SPACE: Ranges = normalize(
 )
 ANY: Ranges = normalize([(0, MAX_CODE_POINT)])
 DOT: Ranges = negate(((0x0A, 0x0A),))
+LINE_TERMINATORS: Ranges = ((0x0A, 0x0A), (0x0D, 0x0D), (0x2028, 0x2029))
+ECMA_DOT: Ranges = negate(LINE_TERMINATORS)
 
 _CLASS_ESCAPES = {"d": DIGIT, "D": negate(DIGIT), "w": WORD, "W": negate(WORD),
                   "s": SPACE, "S": negate(SPACE)}
@@ -192,14 +222,15 @@ class _Flags:
 
 
 class _Parser:
-    def __init__(self, pattern: str):
+    def __init__(self, pattern: str, ecma: bool):
         self.p = pattern
         self.i = 0
+        self.ecma = ecma
 
     # -- errors and helpers
     def error(self, what: str, at: int | None = None) -> RegexError:
         at = self.i if at is None else at
-        return RegexError(f"{what} (at offset {at} in pattern '{self.p}')")
+        return RegexError(f"{what} (at offset {at} in pattern '{clip(self.p, at)}')")
 
     def peek(self, k: int = 0) -> str:
         j = self.i + k
@@ -214,7 +245,8 @@ class _Parser:
     # -- grammar
     def parse(self) -> Node:
         flags = _Flags()
-        self.global_flags(flags)
+        if not self.ecma:
+            self.global_flags(flags)
         node = self.alternation(flags, depth=0)
         if self.i < len(self.p):
             # Only an unbalanced ')' stops the top-level alternation early.
@@ -301,7 +333,7 @@ class _Parser:
             while j < len(self.p) and self.p[j].isdigit() and self.p[j].isascii():
                 n_txt += self.p[j]
                 j += 1
-        if j >= len(self.p) or self.p[j] != "}" or (not m_txt and not n_txt):
+        if j >= len(self.p) or self.p[j] != "}" or (not m_txt and (not n_txt or self.ecma)):
             return None  # not a quantifier: '{' is a literal (as in Python and ECMA)
         lo = int(m_txt) if m_txt else 0
         hi: int | None = lo if not comma else (int(n_txt) if n_txt else None)
@@ -312,7 +344,6 @@ class _Parser:
         return lo, hi, at
 
     def atom(self, flags: _Flags, depth: int) -> Node:
-        at = self.i
         c = self.peek()
         if c in ("*", "+", "?") or (c == "{" and self.quantifier(probe=True) is not None):
             raise self.error("nothing to repeat")
@@ -322,7 +353,7 @@ class _Parser:
             return self.klass(flags)
         if c == ".":
             self.i += 1
-            return Chars(ANY if flags.dot_all else DOT)
+            return Chars(ANY if flags.dot_all else ECMA_DOT if self.ecma else DOT)
         if c == "^":
             self.i += 1
             return Anchor("start")
@@ -335,12 +366,25 @@ class _Parser:
                 return value
             if isinstance(value, tuple):
                 return self.chars(value, flags)
-            return self.chars(((value, value),), flags)
+        else:
+            value = self.raw_char()
+        if SURROGATE_LO <= value <= SURROGATE_HI:
+            return Chars(())  # ECMA mode only: no text contains a lone surrogate
+        return self.chars(((value, value),), flags)
+
+    def raw_char(self) -> int:
+        """The code point at the cursor; a raw surrogate pair is one character in ECMA mode."""
+        at = self.i
+        cp = ord(self.p[self.i])
         self.i += 1
-        cp = ord(c)
         if SURROGATE_LO <= cp <= SURROGATE_HI:
-            raise self.error("lone surrogate in pattern", at)
-        return self.chars(((cp, cp),), flags)
+            if not self.ecma:
+                raise self.error("lone surrogate in pattern", at)
+            low = ord(self.peek()) if self.peek() else 0
+            if cp <= 0xDBFF and 0xDC00 <= low <= 0xDFFF:
+                self.i += 1
+                return 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00)
+        return cp
 
     def group(self, flags: _Flags, depth: int) -> Node:
         at = self.i
@@ -349,7 +393,9 @@ class _Parser:
         self.i += 1
         inner = _Flags(flags.ignore_case, flags.dot_all)
         if self.peek() == "?":
-            rest = self.p[self.i + 1:]
+            rest = self.p[self.i + 1:self.i + 3]
+            if self.ecma:
+                self.ecma_group_check(rest, at)
             if rest.startswith(":"):
                 self.i += 2
             elif rest.startswith("P<"):
@@ -398,6 +444,21 @@ class _Parser:
         self.i += 1
         return node
 
+    def ecma_group_check(self, rest: str, at: int) -> None:
+        """Refuse the group syntaxes that Python has and ECMA-262 does not."""
+        if rest.startswith("P<"):
+            raise self.error("named group (?P<name>...) is Python syntax; ECMA-262 writes (?<name>...)", at)
+        if rest.startswith("#"):
+            raise self.error("comment group (?#...) is not ECMA-262 syntax", at)
+        j = self.i + 1
+        while j < len(self.p) and self.p[j].isalpha():
+            j += 1
+        letters = self.p[self.i + 1:j]
+        nxt = self.p[j] if j < len(self.p) else ""
+        if (letters and nxt in (":", ")", "-")) or rest.startswith("-"):
+            shape = f"(?{letters})" if nxt == ")" else f"(?{letters}{nxt}...)"
+            raise self.error(f"inline flags {shape} are not supported in ECMA-262 patterns", at)
+
     def group_name(self, j: int, at: int) -> None:
         end = self.p.find(">", j)
         name = self.p[j:end] if end >= 0 else ""
@@ -440,6 +501,12 @@ class _Parser:
             raise self.error(f"backreference {ref} is not supported", at)
         if c in "pP":
             raise self.error(f"unicode property \\{c}{{...}} is not supported", at)
+        if c == "c":
+            letter = self.peek()
+            if not (letter.isascii() and letter.isalpha()):
+                raise self.error("bad escape \\c (a control escape needs a letter A-Z or a-z)", at)
+            self.i += 1
+            return ord(letter) % 32
         if c == "x":
             return self.hex_digits(2, at, "\\x")
         if c == "u":
@@ -459,9 +526,9 @@ class _Parser:
                     return 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00)
                 self.i = save
             return self.check_cp(cp, at)
-        if c == "U":
+        if c == "U" and not self.ecma:
             return self.check_cp(self.hex_digits(8, at, "\\U"), at)
-        if c in "AzZ" and not in_class:
+        if c in "AzZ" and not in_class and not self.ecma:
             return Anchor("start" if c == "A" else "end")
         if c.isascii() and c.isalnum():
             raise self.error(f"bad escape \\{c}", at)
@@ -477,7 +544,7 @@ class _Parser:
     def check_cp(self, cp: int, at: int) -> int:
         if cp > MAX_CODE_POINT:
             raise self.error("code point out of range", at)
-        if SURROGATE_LO <= cp <= SURROGATE_HI:
+        if SURROGATE_LO <= cp <= SURROGATE_HI and not self.ecma:
             raise self.error("lone surrogate escape is not supported", at)
         return cp
 
@@ -488,7 +555,7 @@ class _Parser:
         if negated:
             self.i += 1
         items: list[tuple[int, int]] = []
-        first = True
+        first = not self.ecma  # ECMA: ']' right away closes the class ([] and [^])
         while True:
             if self.i >= len(self.p):
                 raise self.error("unterminated character set", at)
@@ -524,18 +591,25 @@ class _Parser:
             if isinstance(value, Anchor):  # pragma: no cover - escape() never returns it here
                 raise self.error("anchor in character class", at)
             return value
-        self.i += 1
-        cp = ord(c)
-        if SURROGATE_LO <= cp <= SURROGATE_HI:
-            raise self.error("lone surrogate in pattern", at)
-        return cp
+        if c == "[" and self.ecma and self.peek(1) and self.peek(1) in ":.=":
+            raise self.error(f"POSIX class syntax [{self.peek(1)} is not ECMA-262 (escape the '[' if it is meant)", at)
+        return self.raw_char()
 
 
 def _is_hex(s: str) -> bool:
     return all(ch in "0123456789abcdefABCDEF" for ch in s)
 
 
+def parse(pattern: str, ecma: bool = False) -> Node:
+    """Parse a regex into the AST; raises RegexError (span=None) for anything unsupported.
+
+    `ecma` reads ECMA-262 syntax (JSON Schema ``pattern``) instead of grammarc's dialect.
+    """
+    if not isinstance(pattern, str):
+        raise RegexError(f"a regex pattern must be text (str), not {type(pattern).__name__}")
+    return _parse(pattern, bool(ecma))
+
+
 @lru_cache(maxsize=1024)
-def parse(pattern: str) -> Node:
-    """Parse a regex into the AST; raises RegexError (span=None) for anything unsupported."""
-    return _Parser(pattern).parse()
+def _parse(pattern: str, ecma: bool) -> Node:
+    return _Parser(pattern, ecma).parse()

@@ -15,7 +15,7 @@ frozen `Constraint` holding everything grammarc derives from it::
     c.ebnf                                   # its canonical .ebnf text
     c.parse('{"name": "Ada", "age": 36}')    # -> Person(name='Ada', age=36), validated
     c.engine(vocab)                          # an Engine for one sequence
-    c.generate(model, tokenizer, prompt)     # -> Person, generated under the constraint
+    c.generate(model, tokenizer, prompt)     # -> Person (grammarc.generate(model, tokenizer, Person, prompt))
 
 The grammar is built when the class is decorated, so an unsupported field type fails at
 import time with `UnsupportedSchemaError`, not in the middle of generation.
@@ -43,15 +43,16 @@ class Constraint:
 
     @classmethod
     def build(cls, target: Any, **options) -> "Constraint":
-        from grammarc.frontends.pydantic_model import model_to_grammar
-
-        grammar = model_to_grammar(target, **options)
+        grammar = Grammar.from_model(target, **options)
         return cls(target, grammar, tuple(sorted(options.items())))
 
     @cached_property
     def ebnf(self) -> str:
-        """The grammar as canonical ``.ebnf`` text."""
-        return self.grammar.to_ebnf()
+        """The grammar as canonical ``.ebnf`` text, after one comment line per described field
+        (``(* Person.name: full name *)``; pydantic ``Field(description=...)``)."""
+        from grammarc.frontends.pydantic_model import description_comments
+
+        return description_comments(self.target) + self.grammar.to_ebnf()
 
     @cached_property
     def _adapter(self):
@@ -76,40 +77,15 @@ class Constraint:
             vocab = Vocabulary.from_tokenizer(vocab)
         return Engine(self.grammar.compile(), vocab)
 
-    def generate(self, model: Any, tokenizer: Any, prompt: str, *, max_new_tokens: int = 512,
-                 vocab: Any = None) -> Any:
-        """Greedy constrained decoding with a transformers causal LM; returns the parsed instance.
+    def generate(self, model: Any, tokenizer: Any, prompt: Any = None, **options: Any) -> Any:
+        """Generate with a transformers causal LM; a validated instance (a list for a list of
+        prompts). The same as ``grammarc.generate(model, tokenizer, self, prompt, **options)``:
+        sampling, ``finish_after``, ``messages=`` and batches included. Raises `GrammarcError`
+        when the token budget runs out before the text is complete."""
+        from grammarc.integrations.generation import Target, run
 
-        A minimal single-sequence loop (with the model's KV cache); batching and sampling
-        belong to grammarc's transformers integration. Raises `GrammarcError` when the token
-        budget runs out before the text is complete.
-        """
-        import torch
-
-        from grammarc.errors import GrammarcError
-
-        engine = self.engine(vocab if vocab is not None else tokenizer)
-        ids = tokenizer(prompt, return_tensors="pt")["input_ids"]
-        device = getattr(model, "device", None)
-        if device is not None:
-            ids = ids.to(device)
-        generated: list[int] = []
-        past, step_input = None, ids
-        with torch.no_grad():
-            for _ in range(max_new_tokens):
-                out = model(input_ids=step_input, past_key_values=past, use_cache=True)
-                past = getattr(out, "past_key_values", None)
-                logits = out.logits[0, -1].float()
-                engine.mask_logits(logits)
-                token = int(torch.argmax(logits))
-                finished = engine.advance(token)
-                generated.append(token)
-                if finished:
-                    break
-                step_input = torch.tensor([[token]], device=ids.device)
-        if not engine.is_finished() and not engine.accepts_eos():
-            raise GrammarcError(f"generation stopped after {max_new_tokens} tokens before the JSON was complete")
-        return self.parse(engine.vocab.decode(generated))
+        options.setdefault("max_new_tokens", 512)
+        return run(model, tokenizer, Target(self.grammar, self.parse), prompt, **options)
 
 
 def constrain(target: Any = None, /, **options):

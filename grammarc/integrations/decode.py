@@ -65,6 +65,7 @@ import numpy as np
 
 from grammarc.engine import Engine, TokenRejected
 from grammarc.errors import GrammarcError
+from grammarc.integrations.steering import Steering
 from grammarc.tokens.vocabulary import Vocabulary
 
 __all__ = ["Sampling", "DecodeStats", "DecodeResult", "decode", "backoff", "jump_tokens"]
@@ -307,6 +308,7 @@ class DecodeStats:
     hits: int = 0  # ... that the grammar accepted (no mask needed)
     jumps: int = 0  # jump-forwards (forced text appended without per-token forward passes)
     jumped_tokens: int = 0  # tokens those added beyond the sampled one (net of retokenization)
+    plans: int = 0  # finish_after: runs of the completion planner (1 unless the text left the plan)
     grammar_s: float = 0.0  # engine work: checks, masks, advance, steering, forced text and its tokens
     sample_s: float = 0.0  # drawing tokens from logits (argmax or sampling), also unconstrained
     model_s: float = 0.0  # forward passes
@@ -352,7 +354,8 @@ def decode(
     ``(input_ids, scores) -> scores`` applied to the raw logits before the grammar; they
     must treat each token independently (a bias, a penalty), which commutes with masking.
     The model is called as ``model(input_ids=..., past_key_values=..., use_cache=True)``
-    (plus ``logits_to_keep=1`` where its forward takes it).
+    (``cache=`` instead where its forward takes that; plus ``logits_to_keep=1`` where it
+    takes it).
     """
     import torch
 
@@ -370,7 +373,7 @@ def decode(
     stops = frozenset(stop_ids if stop_ids is not None else (vocab.eos_token_ids if vocab else ()))
     choice = _Chooser(sampling, generator, opportunistic and not sampling.truncates, stats)
     jump = jump_forward and engine is not None and encode is not None
-    steer = _Steer(finish_after, eos_token_id) if engine is not None and finish_after is not None else None
+    steer = Steering(finish_after, eos_token_id) if engine is not None and finish_after is not None else None
     forward = _Forward(model, stats)
     generated: list[int] = []
     feed = list(prompt_ids)
@@ -413,6 +416,7 @@ def decode(
             if token in stops:
                 break
     stats.tokens = len(generated)
+    stats.plans = steer.plans if steer is not None else 0
     stats.total_s = time.perf_counter() - began
     if engine is None:
         return DecodeResult(generated, None, True, stats)
@@ -426,14 +430,16 @@ class _Forward:
         self.model, self.stats, self.past = model, stats, None
         self.device = getattr(model, "device", "cpu")
         self.extra = {"logits_to_keep": 1} if _takes(model, "logits_to_keep") else {}
+        # transformers >= 5.2x names the KV cache `cache` (and warns about `past_key_values`)
+        self.cache_name = "cache" if _takes(model, "cache") else "past_key_values"
 
     def __call__(self, ids: list[int]) -> Any:
         import torch
 
         start = time.perf_counter()
         x = torch.tensor([ids], dtype=torch.long, device=self.device)
-        out = self.model(input_ids=x, past_key_values=self.past, use_cache=True, **self.extra)
-        self.past = out.past_key_values
+        out = self.model(input_ids=x, use_cache=True, **{self.cache_name: self.past}, **self.extra)
+        self.past = getattr(out, self.cache_name)
         logits = out.logits[0, -1].float().cpu()  # one row: masks and sampling run on the CPU
         self.stats.forward_passes += 1
         self.stats.model_s += time.perf_counter() - start
@@ -446,61 +452,6 @@ def _takes(model: Any, name: str) -> bool:
         return name in inspect.signature(forward).parameters
     except (TypeError, ValueError):
         return False
-
-
-class _Steer:
-    """finish_after steering, as in `GrammarLogitsProcessor`: after `after` tokens only
-    tokens that spell a prefix of a planned shortest completion (EOS once it is empty)."""
-
-    def __init__(self, after: int, eos: int):
-        if after < 0:
-            raise ValueError(f"finish_after must be >= 0, got {after}")
-        self.after, self.eos = after, eos
-        self.plan: bytes | None = None
-
-    def active(self, n_generated: int) -> bool:
-        return n_generated >= self.after
-
-    def consumed(self, data: bytes) -> None:
-        """The text grew by `data`: shorten the plan, or drop it when the text left it."""
-        if self.plan is not None:
-            self.plan = self.plan[len(data) :] if data and self.plan.startswith(data) else None
-
-    def ensure_plan(self, engine: Engine) -> bytes | None:
-        from grammarc.integrations.transformers import shortest_completion
-
-        if self.plan is None:
-            self.plan = shortest_completion(engine)
-        return self.plan
-
-    def fits(self, engine: Engine, token: int) -> bool:
-        """Whether `token` spells a non-empty prefix of the plan (the grammar is not asked)."""
-        vocab = engine.vocab
-        data = vocab.tokens[token] if 0 <= token < vocab.size else b""
-        return bool(data and self.plan) and self.plan.startswith(data)
-
-    def candidates(self, engine: Engine, allowed: np.ndarray) -> np.ndarray | None:
-        """The allowed ids that follow the plan (planned again once if none do); None: no plan."""
-        for _ in range(2):
-            if self.ensure_plan(engine) is None:
-                return None
-            if self.plan == b"":
-                if engine.accepts_eos():
-                    return np.array([self.eos], dtype=np.int64)
-            else:
-                vocab = engine.vocab
-                ids = sorted({i for k in range(1, len(self.plan) + 1) for i in vocab.ids_for(self.plan[:k])})
-                steered = _members(np.array(ids, dtype=np.int64), allowed)
-                if len(steered):
-                    return steered
-            self.plan = None  # the plan no longer fits (token-level rules): plan again
-        return None
-
-
-def _members(ids: np.ndarray, allowed: np.ndarray) -> np.ndarray:
-    """The `ids` found in sorted `allowed` (a few ids against ~V: searchsorted, not a set op)."""
-    at = np.minimum(np.searchsorted(allowed, ids), max(len(allowed) - 1, 0))
-    return ids[allowed[at] == ids] if len(allowed) else ids[:0]
 
 
 @dataclass
@@ -530,19 +481,19 @@ class _Chooser:
         self.stats.sample_s += time.perf_counter() - start
         return index
 
-    def constrained(self, logits: Any, engine: Engine, steer: _Steer | None, n_generated: int) -> int:
+    def constrained(self, logits: Any, engine: Engine, steer: Steering | None, n_generated: int) -> int:
         """The next token under the grammar (and the steering plan, when given); the engine
         is advanced with it."""
         import torch
 
         stats = self.stats
         if steer is not None:
-            plan = steer.ensure_plan(engine)
+            plan = steer.ensure(engine)
             if plan == b"" and engine.accepts_eos():
                 engine.advance(steer.eos)  # the plan is done: EOS only, as the processor does
                 return steer.eos
             if plan is None:
-                steer = None  # no completion found within the search budget: the plain mask
+                steer = None  # no plan (Steering warned): the plain mask
         if self.opportunistic and (steer is None or steer.plan) and self._try_free_draw():
             token = self.draw(logits)
             stats.checks += 1

@@ -154,6 +154,7 @@ def run(
     """Generate one document per grammar in a single batch and print them; return them."""
     import torch
 
+    from grammarc.integrations.progress import stage
     from grammarc.stdlib_grammars import load as stdlib
     from grammarc.integrations.transformers import GrammarLogitsProcessor, vocabulary_for
 
@@ -161,7 +162,8 @@ def run(
     threads = torch.get_num_threads()
     if model_dir is None:
         torch.set_num_threads(1)  # a tiny model is fastest on one thread (no sync overhead)
-        tokenizer, vocab = tekken_tokenizer()
+        with stage("grammarc demo: building the Tekken tokenizer"):
+            tokenizer, vocab = tekken_tokenizer()
         model = tiny_llama(vocab.size, seed=seed)
         name = f"a randomly initialised LlamaForCausalLM (2 layers, hidden size 64, {vocab.size:,}-token vocabulary)"
         source = "Mistral's Tekken tokenizer (shipped by mistral-common)"
@@ -174,9 +176,10 @@ def run(
         name, source = f"the model in {model_dir}", "its own tokenizer"
         prompt = prompt or "Here is a JSON document:\n"
     parsed = {g: stdlib(g) for g in grammars}
-    processor = GrammarLogitsProcessor.from_grammars(
-        [parsed[g] for g in grammars], vocab=vocab, model=model, finish_after=finish_after
-    )
+    with stage("grammarc demo: compiling the grammars and their token indexes"):
+        processor = GrammarLogitsProcessor.from_grammars(
+            [parsed[g] for g in grammars], vocab=vocab, model=model, finish_after=finish_after
+        )
     processors = [processor] if model_dir is not None else [LowerWhitespace(vocab), processor]
     ids = tokenizer(prompt)["input_ids"] if prompt else []
     input_ids = torch.tensor([ids or [tokenizer.bos_token_id]] * len(grammars), dtype=torch.long)

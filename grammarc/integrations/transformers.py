@@ -25,8 +25,6 @@ Nothing here imports torch or transformers at module level: ``import grammarc`` 
 
 from __future__ import annotations
 
-import heapq
-import itertools
 import os
 import time
 import weakref
@@ -39,9 +37,10 @@ from grammarc.lowering.compiler import CompiledGrammar
 from grammarc.engine import Engine, TokenRejected
 from grammarc.errors import GrammarcError
 from grammarc.grammar import Grammar
+from grammarc.integrations.steering import Steering
 from grammarc.tokens.vocabulary import Vocabulary
 
-__all__ = ["GrammarLogitsProcessor", "resolve_grammar", "vocabulary_for", "shortest_completion"]
+__all__ = ["GrammarLogitsProcessor", "resolve_grammar", "vocabulary_for"]
 
 GrammarSpec = Grammar | CompiledGrammar | str | os.PathLike
 
@@ -114,7 +113,7 @@ class _Row:
     engine: Engine | None
     seen: list[int] = field(default_factory=list)
     fed: int = 0  # seen[:fed] went into the engine; the rest came after it finished
-    plan: bytes | None = None  # remaining shortest completion, once the row is steered
+    steering: Steering | None = None  # finish_after: the plan to a shortest completion
     times: list[float] = field(default_factory=list)  # seconds of grammar work per step until the end
 
 
@@ -131,9 +130,10 @@ class GrammarLogitsProcessor:
     smallest EOS id of the row's vocabulary); give the model's, so that generation stops.
 
     `finish_after`: after that many generated tokens a row is steered to a shortest
-    completion of its text (single-byte steps found by breadth-first search; multi-byte
-    tokens that spell a prefix of it are allowed too), so a weak or random model still
-    ends with a complete document inside ``max_new_tokens``. ``None``: never steer.
+    completion of its text (`grammarc.integrations.steering`: planned once, exactly, in
+    single-byte steps; multi-byte tokens that spell a prefix of it are allowed too), so a
+    weak or random model still ends with a complete document inside ``max_new_tokens``.
+    ``None``: never steer.
 
     One processor serves one ``generate`` call; call `reset` to reuse it.
     """
@@ -155,7 +155,14 @@ class GrammarLogitsProcessor:
             if engine is None:
                 self._forced_eos.append(None)
                 continue
-            eos = eos_token_id if eos_token_id is not None else min(engine.vocab.eos_token_ids, default=None)
+            known = engine.vocab.eos_token_ids
+            if eos_token_id is not None and not (0 <= eos_token_id < engine.vocab.size):
+                raise GrammarcError(f"row {i}: eos_token_id {eos_token_id} is not a token of the vocabulary "
+                                    f"(ids 0..{engine.vocab.size - 1})")
+            if eos_token_id is not None and known and eos_token_id not in known:
+                raise GrammarcError(f"row {i}: eos_token_id {eos_token_id} is not an EOS token of the vocabulary "
+                                    f"(its EOS tokens: {sorted(known)}); the engine would refuse it")
+            eos = eos_token_id if eos_token_id is not None else min(known, default=None)
             if eos is None:
                 raise GrammarcError(
                     f"row {i}: the vocabulary has no EOS token and no eos_token_id was given: "
@@ -187,7 +194,10 @@ class GrammarLogitsProcessor:
             vocab = vocabulary_for(tokenizer, model)
         if eos_token_id is None and model is not None:
             eos_token_id = next((i for i in _model_eos_ids(model) if i in vocab.eos_token_ids), None)
-        engines = [None if spec is None else Engine(resolve_grammar(spec), vocab) for spec in grammars]
+        from grammarc.integrations.progress import stage
+
+        with stage("grammarc: compiling the grammars and their token indexes"):
+            engines = [None if spec is None else Engine(resolve_grammar(spec), vocab) for spec in grammars]
         return cls(engines, eos_token_id=eos_token_id, finish_after=finish_after)
 
     def reset(self) -> None:
@@ -222,6 +232,10 @@ class GrammarLogitsProcessor:
     def mask_times(self, row: int) -> list[float]:
         """Seconds of grammar work (advance + mask) for each step of the row until its end."""
         return list(self._row(row).times)
+
+    def steering(self, row: int) -> Steering | None:
+        """The row's `Steering` (its plan and how often it was planned); None without finish_after."""
+        return self._row(row).steering
 
     def _row(self, row: int) -> _Row:
         if self._rows is None:
@@ -283,10 +297,13 @@ class GrammarLogitsProcessor:
             raise ValueError(f"the batch has {batch} rows but the processor was given {n} engines")
         per = batch // n
         rows = []
+        self._forced = [self._forced_eos[i // per] for i in range(batch)]
         for i in range(batch):
             template = self.engines[i // per]
-            rows.append(_Row(template, None if template is None else template.clone()))
-        self._forced = [self._forced_eos[i // per] for i in range(batch)]
+            steering = None
+            if template is not None and self.finish_after is not None:
+                steering = Steering(self.finish_after, self._forced[i])
+            rows.append(_Row(template, None if template is None else template.clone(), steering=steering))
         self._rows, self._prompt_len = rows, length
 
     def _sync(self, i: int, row: _Row, tokens: list[int]) -> None:
@@ -305,7 +322,8 @@ class GrammarLogitsProcessor:
 
     def _undo(self, i: int, row: _Row, keep: int) -> None:
         """Drop generated ids past `keep`: roll the engine back, or replay from the start."""
-        row.plan = None
+        if row.steering is not None:
+            row.steering.drop()
         if row.engine is None or row.fed <= keep:
             del row.seen[keep:]
             return
@@ -330,9 +348,8 @@ class GrammarLogitsProcessor:
         except TokenRejected as error:
             raise TokenRejected(f"batch row {i}, generated token {len(row.seen) - 1}: {error}") from None
         row.fed = len(row.seen)
-        if row.plan is not None:
-            data = engine.vocab.tokens[token]
-            row.plan = row.plan[len(data) :] if data and row.plan.startswith(data) else None
+        if row.steering is not None:
+            row.steering.consumed(engine.vocab.tokens[token])
 
     def _row_mask(self, i: int, row: _Row, width: int) -> np.ndarray:
         engine = row.engine
@@ -341,10 +358,11 @@ class GrammarLogitsProcessor:
             out[self._forced[i]] = True
             return out
         mask = engine.allowed_mask()
-        if self.finish_after is not None and len(row.seen) >= self.finish_after:
-            steered = self._steer(i, row, mask)
+        if row.steering is not None and row.steering.active(len(row.seen)):
+            steered = row.steering.candidates(engine, np.flatnonzero(mask))
             if steered is not None:
-                mask = steered
+                mask = np.zeros_like(mask)
+                mask[steered] = True
         n = min(width, len(mask))
         out[:n] = mask[:n]
         if not out.any():
@@ -355,84 +373,3 @@ class GrammarLogitsProcessor:
         if engine.accepts_eos() and self._forced[i] < width:
             out[self._forced[i]] = True
         return out
-
-    def _steer(self, i: int, row: _Row, mask: np.ndarray) -> np.ndarray | None:
-        """Tokens that follow the row's planned shortest completion (None: no plan)."""
-        engine = row.engine
-        for _ in range(2):
-            if row.plan is None:
-                row.plan = shortest_completion(engine)
-                if row.plan is None:
-                    return None
-            steered = np.zeros_like(mask)
-            if row.plan == b"":
-                if engine.accepts_eos():
-                    steered[self._forced[i]] = True
-                    return steered
-            else:
-                vocab = engine.vocab
-                for k in range(1, len(row.plan) + 1):
-                    steered[list(vocab.ids_for(row.plan[:k]))] = True
-                steered &= mask
-                if steered.any():
-                    return steered
-            row.plan = None  # the plan no longer fits (token-level rules): plan again
-        return None
-
-
-# ------------------------------------------------------------- shortest completion
-
-
-_single_bytes: "weakref.WeakKeyDictionary[Vocabulary, dict[int, int]]" = weakref.WeakKeyDictionary()
-
-
-def shortest_completion(engine: Engine, *, max_states: int = 5_000) -> bytes | None:
-    """A short text, made of single-byte tokens, after which the engine's text is complete.
-
-    Best-first search over the engine's states, each byte taken as one whole token (so
-    ``any!`` and the token budget of ``except!(X, n)`` keep their meaning), ordered by
-    length so far plus the depth of the shallowest parser stack: closing a nesting level
-    is progress. The result is short, not always the shortest. ``None`` when nothing is
-    found within `max_states`, or the vocabulary lacks the single-byte tokens needed.
-    """
-    if engine.is_finished():
-        return None
-    if engine.accepts_eos():
-        return b""
-    vocab = engine.vocab
-    singles = _single_bytes.get(vocab)
-    if singles is None:
-        singles = {}
-        for b in range(256):
-            ids = [t for t in vocab.ids_for(bytes([b])) if t not in vocab.special_ids]
-            if ids:
-                singles[b] = ids[0]
-        _single_bytes[vocab] = singles
-    # Engine internals: states are hashable item sets, stepped a byte at a time without
-    # touching the engine itself. (A public Engine.shortest_completion would be neater.)
-    start = engine._state
-    text_len = engine._text_len
-    parents: dict[Any, tuple[Any, int] | None] = {start: None}
-    order = itertools.count()
-    queue = [(0, next(order), start, 0)]
-    while queue:
-        _, _, state, length = heapq.heappop(queue)
-        for byte in sorted(engine._next_bytes(state)):
-            if byte not in singles:
-                continue
-            nxt = engine._step_bytes(state, bytes([byte]), token_boundary=True)
-            if not nxt or nxt in parents:
-                continue
-            parents[nxt] = (state, byte)
-            if engine._complete(nxt, text_len + length + 1):
-                out = bytearray()
-                node = nxt
-                while parents[node] is not None:
-                    node, b = parents[node]
-                    out.append(b)
-                return bytes(reversed(out))
-            if len(parents) > max_states:
-                return None
-            depth = min(item[0].depth for item in nxt)
-            heapq.heappush(queue, (length + 1 + depth, next(order), nxt, length + 1))
-    return None

@@ -11,11 +11,17 @@ from __future__ import annotations
 import difflib
 import re
 import warnings
+from collections import OrderedDict
 
 from grammarc.errors import GrammarError, GrammarWarning, Span
 from grammarc.ir.nodes import EXPR_TYPES, Alt, Except, Expr, Grammar, Literal, Ref, Regex, Repeat, Substrings, children
 
-__all__ = ["check_grammar", "literal_alternatives"]
+__all__ = ["MAX_DEPTH", "check_depth", "check_grammar", "literal_alternatives"]
+
+MAX_DEPTH = 200
+"""Deepest nesting of expressions a rule may have. Printing, comparing, hashing and lowering
+an expression recurse on its structure; this bound keeps them far from Python's recursion
+limit, so a deeper grammar gets a precise error instead of a RecursionError."""
 
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _MODES = ("match", "early", "complement")
@@ -28,6 +34,26 @@ def check_grammar(grammar: Grammar) -> None:
     for name, expr in grammar.rules:
         _check_rule(name, expr, rules, grammar)
     _warn_unreachable(grammar, rules)
+
+
+def check_depth(grammar: Grammar) -> None:
+    """Raise `GrammarError` where a rule nests expressions deeper than `MAX_DEPTH` levels.
+
+    Iterative, and safe to call before anything else touches (hashes, prints) the grammar.
+    """
+    for name, expr in grammar.rules:
+        stack = [(expr, 1)]
+        while stack:
+            node, depth = stack.pop()
+            if depth > MAX_DEPTH:
+                raise _too_deep(name, node, grammar)
+            stack.extend((child, depth + 1) for child in children(node))
+
+
+def _too_deep(name: str, node: Expr, grammar: Grammar) -> GrammarError:
+    span = getattr(node, "span", None) or grammar.rule_spans.get(name)
+    return GrammarError(f"rule '{name}' nests expressions deeper than {MAX_DEPTH} levels",
+                        span, hint="split the expression into rules that refer to each other")
 
 
 def literal_alternatives(grammar_rules: dict[str, Expr], item: Literal | Ref) -> tuple[str, ...]:
@@ -66,14 +92,24 @@ def _check_start(grammar: Grammar, rules: dict[str, Expr]) -> None:
 
 
 def _check_rule(name: str, expr: Expr, rules: dict[str, Expr], grammar: Grammar) -> None:
-    stack = [expr]
+    stack = [(expr, 1)]
     while stack:
-        node = stack.pop()
+        node, depth = stack.pop()
         if not isinstance(node, EXPR_TYPES):
-            raise GrammarError(f"rule '{name}' contains {node!r}, which is not an IR expression",
+            raise GrammarError(f"rule '{name}' contains {_short_repr(node)}, which is not an IR expression",
                                grammar.rule_spans.get(name))
+        if depth > MAX_DEPTH:
+            raise _too_deep(name, node, grammar)
         _check_node(name, node, rules)
-        stack.extend(reversed(children(node)))
+        stack.extend((child, depth + 1) for child in reversed(children(node)))
+
+
+def _short_repr(value: object) -> str:
+    try:
+        text = repr(value)
+    except RecursionError:
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _check_node(rule: str, node: Expr, rules: dict[str, Expr]) -> None:
@@ -150,31 +186,54 @@ def _check_except(rule: str, node: Except, rules: dict[str, Expr]) -> None:
 
 def _collect_literals(expr: Expr, rules: dict[str, Expr], found: list[str], seen: set[str],
                       rule: str | None, at: Except | None = None, current: str | None = None) -> None:
-    """Gather the literals `expr` expands to through Refs and Alts; raise if anything else."""
-    if isinstance(expr, Literal):
-        if expr.text == "" and rule is not None:
-            raise GrammarError(f"rule '{rule}': except!({at.item.name}) includes the empty literal, "
-                               "which makes it meaningless (every text contains the empty string)",
-                               expr.span or at.item.span or at.span)
-        found.append(expr.text)
-    elif isinstance(expr, Ref):
-        if expr.name in seen:
-            return
-        if expr.name not in rules:
-            _check_node(current or "?", expr, rules)  # raises: undefined rule
-        seen.add(expr.name)
-        _collect_literals(rules[expr.name], rules, found, seen, rule, at, expr.name)
-    elif isinstance(expr, Alt):
-        for item in expr.items:
-            _collect_literals(item, rules, found, seen, rule, at, current)
-    elif rule is not None:
-        what = {"Seq": "a sequence", "Repeat": "a repetition", "Regex": "a regex", "Substrings":
-                "#substrs", "AnyToken": "any!", "Except": "except!"}.get(type(expr).__name__, "a non-literal")
-        name = at.item.name
-        via = f"'{name}'" if current == name else f"'{name}' expands to rule '{current}', which"
-        raise GrammarError(f"rule '{rule}': except!({name}) needs a literal or a rule that expands to an "
-                           f"alternation of literals, but {via} contains {what}",
-                           at.item.span or at.span)
+    """Gather the literals `expr` expands to through Refs and Alts; raise if anything else.
+
+    Depth first, left to right, with an explicit stack (chains of rules can be long).
+    """
+    stack: list[tuple[Expr, str | None]] = [(expr, current)]
+    while stack:
+        expr, current = stack.pop()
+        if isinstance(expr, Literal):
+            if expr.text == "" and rule is not None:
+                raise GrammarError(f"rule '{rule}': except!({at.item.name}) includes the empty literal, "
+                                   "which makes it meaningless (every text contains the empty string)",
+                                   expr.span or at.item.span or at.span)
+            found.append(expr.text)
+        elif isinstance(expr, Ref):
+            if expr.name in seen:
+                continue
+            if expr.name not in rules:
+                _check_node(current or "?", expr, rules)  # raises: undefined rule
+            seen.add(expr.name)
+            stack.append((rules[expr.name], expr.name))
+        elif isinstance(expr, Alt):
+            stack.extend((item, current) for item in reversed(expr.items))
+        elif rule is not None:
+            what = {"Seq": "a sequence", "Repeat": "a repetition", "Regex": "a regex", "Substrings":
+                    "#substrs", "AnyToken": "any!", "Except": "except!"}.get(type(expr).__name__, "a non-literal")
+            name = at.item.name
+            via = f"'{name}'" if current == name else f"'{name}' expands to rule '{current}', which"
+            raise GrammarError(f"rule '{rule}': except!({name}) needs a literal or a rule that expands to an "
+                               f"alternation of literals, but {via} contains {what}",
+                               at.item.span or at.span)
+
+
+_WARNED: "OrderedDict[tuple[int, str, int], None]" = OrderedDict()
+_WARNED_MAX = 1024
+
+
+def _first_time(grammar: Grammar) -> bool:
+    """Whether this grammar's unreachable rules were not yet reported: a front-end checks
+    what it builds and the compiler checks again; the user hears it once. Keyed by the
+    grammar's hash (equal grammars alike), bounded, pinning no grammar in memory."""
+    key = (hash(grammar), grammar.start, len(grammar.rules))
+    if key in _WARNED:
+        _WARNED.move_to_end(key)
+        return False
+    _WARNED[key] = None
+    if len(_WARNED) > _WARNED_MAX:
+        _WARNED.popitem(last=False)
+    return True
 
 
 def _warn_unreachable(grammar: Grammar, rules: dict[str, Expr]) -> None:
@@ -188,9 +247,11 @@ def _warn_unreachable(grammar: Grammar, rules: dict[str, Expr]) -> None:
                 reached.add(node.name)
                 stack.append(node.name)
             todo.extend(children(node))
-    for name in rules:
-        if name not in reached:
-            span = grammar.rule_spans.get(name)
-            where = f"{span.location()}: " if span is not None else ""
-            warnings.warn(GrammarWarning(f"{where}rule '{name}' is not reachable from the start rule "
-                                         f"'{grammar.start}'"), stacklevel=4)
+    unreached = [name for name in rules if name not in reached]
+    if not unreached or not _first_time(grammar):
+        return
+    for name in unreached:
+        span = grammar.rule_spans.get(name)
+        where = f"{span.location()}: " if span is not None else ""
+        warnings.warn(GrammarWarning(f"{where}rule '{name}' is not reachable from the start rule "
+                                     f"'{grammar.start}'"), stacklevel=4)

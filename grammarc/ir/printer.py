@@ -29,6 +29,7 @@ Canonical forms:
 
 from __future__ import annotations
 
+from grammarc.ir.check import check_depth
 from grammarc.ir.nodes import Alt, AnyToken, Except, Expr, Grammar, Literal, Ref, Regex, Repeat, Seq, Substrings
 
 __all__ = ["to_ebnf", "expr_to_ebnf", "quote"]
@@ -40,6 +41,7 @@ _REGEX_PREFIX = {"match": "#", "early": "#e", "complement": "#ex"}
 
 def to_ebnf(grammar: Grammar) -> str:
     """The canonical text of `grammar`, one rule per line, ending with a newline."""
+    check_depth(grammar)  # printing recurses on expressions
     return "".join(_rule(name, expr) + "\n" for name, expr in grammar.rules)
 
 

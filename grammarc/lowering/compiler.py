@@ -21,14 +21,16 @@ Everything here is vocabulary-independent; the result is cached per (grammar, op
 from __future__ import annotations
 
 import functools
+import gc
 import json
+from contextlib import contextmanager
 from collections import deque
 from dataclasses import dataclass
 
 from grammarc import automata
 from grammarc.automata import DFA
 from grammarc.errors import GrammarError, RegexError, StateBudgetExceeded
-from grammarc.ir.check import check_grammar
+from grammarc.ir.check import check_depth, check_grammar
 from grammarc.ir.nodes import AnyToken, Alt, Except, Expr, Grammar, Literal, Ref, Regex, Repeat, Seq, Substrings, walk
 from grammarc.ir.printer import expr_to_ebnf
 from grammarc.lowering.lr import Bnf, LRTables, Production, build_tables
@@ -81,16 +83,35 @@ def compile_grammar(
     merge_max_states: int = DEFAULT_MERGE_MAX_STATES,
 ) -> CompiledGrammar:
     """Compile `grammar` (cached: equal grammars with equal options compile once)."""
+    check_depth(grammar)  # before the cache hashes the grammar, which recurses on it
     return _compile_cached(grammar, max_states, merge_max_states)
 
 
 @functools.lru_cache(maxsize=128)
 def _compile_cached(grammar: Grammar, max_states: int, merge_max_states: int) -> CompiledGrammar:
     check_grammar(grammar)
-    lowering = _Lowering(grammar, max_states, merge_max_states)
-    start_symbols = lowering.lower_all()
-    bnf, terminals, accepts_empty = _normalize(lowering, start_symbols)
-    return CompiledGrammar(grammar, terminals, bnf, build_tables(bnf), accepts_empty)
+    with _gc_paused():
+        lowering = _Lowering(grammar, max_states, merge_max_states)
+        start_symbols = lowering.lower_all()
+        bnf, terminals, accepts_empty = _normalize(lowering, start_symbols)
+        return CompiledGrammar(grammar, terminals, bnf, build_tables(bnf), accepts_empty)
+
+
+@contextmanager
+def _gc_paused():
+    """Pause the cyclic garbage collector while the compiler allocates.
+
+    Lowering a grammar of 100k rules makes millions of small acyclic objects (items,
+    tuples, sets); full collections over a heap that keeps growing would make that
+    quadratic. Reference counting still frees everything; collection resumes after.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 # Symbols during lowering: a terminal is its index t >= 0; a nonterminal j is ~j (< 0).
@@ -109,7 +130,8 @@ class _Lowering:
         self.rules = grammar.rule_map
         self.max_states = max_states
         self.merge_max_states = merge_max_states
-        self.regular_rules = _regular_rules(grammar)
+        self.regular_order = _regular_rules(grammar)  # callees before callers
+        self.regular_rules = set(self.regular_order)
         self.terminals: list[Terminal] = []
         self._terminal_ids: dict[tuple, int] = {}
         self.nonterminals: list[str] = []
@@ -119,26 +141,41 @@ class _Lowering:
         self._nullable_wrappers: dict[int, int] = {}
         self._atomic: dict[Expr, DFA] = {}
         self._merged: dict[Expr, DFA | None] = {}
+        self._rule_dfa: dict[str, DFA | None] = {}
+        self._built: dict[Expr, DFA | None] = {}  # composite parts tried for a merge (None: too big)
+        self._nonempty: dict[str, DFA] = {}  # DFA key -> the DFA without the empty string
+        self._pending: list[str] = []  # rules whose nonterminal exists but has no productions yet
 
     # -- entry point ------------------------------------------------------------------
     def lower_all(self) -> tuple[Sym, ...]:
+        """Lower every rule without recursing along chains of rules (any length works).
+
+        Regular rules are merged callees first, so a reference always finds its rule's
+        DFA built; other rules get their nonterminal on first reference and their
+        productions from a worklist.
+        """
+        for name in self.regular_order:
+            self._rule_dfa[name] = self.merged(self.rules[name])
         for name in self.grammar.names:
             self.rule_symbols(name)
+            while self._pending:
+                pending = self._pending.pop()
+                nt = self._rule_nt[pending]
+                for alternative in _alternatives(self.rules[pending]):
+                    self.add(nt, self.symbols(alternative, pending))
         return self.rule_symbols(self.grammar.start)
 
     def rule_symbols(self, name: str) -> tuple[Sym, ...]:
         """The symbols standing for a reference to rule `name`."""
         if name in self._rule_symbols:
             return self._rule_symbols[name]
-        expr = self.rules[name]
-        if name in self.regular_rules and (dfa := self.merged(expr)) is not None:
+        dfa = self._rule_dfa.get(name)
+        if dfa is not None:
             symbols = self.terminal_symbols(dfa, name)
         else:
             nt = self.new_nonterminal(name)
             self._rule_nt[name] = nt
-            self._rule_symbols[name] = (~nt,)
-            for alternative in _alternatives(expr):
-                self.add(nt, self.symbols(alternative, name))
+            self._pending.append(name)
             symbols = (~nt,)
         self._rule_symbols[name] = symbols
         return symbols
@@ -162,7 +199,9 @@ class _Lowering:
         """Symbols for a regular language: ``T``, or ``(T⁺ | ε)`` when it contains ε."""
         if not dfa.accepts_empty:
             return (self.terminal(name, dfa),)
-        plus = automata.without_empty(dfa)
+        plus = self._nonempty.get(dfa.key)
+        if plus is None:
+            plus = self._nonempty[dfa.key] = automata.without_empty(dfa)
         if plus.is_empty:
             return ()
         t = self.terminal(name, plus)
@@ -237,8 +276,8 @@ class _Lowering:
         lo, hi = expr.min, expr.max
         if max(lo, hi or 0) > MAX_EXPANSION:
             raise GrammarError(
-                f"counted repetition {{{lo},{'' if hi is None else hi}}} in rule '{rule}' is too large "
-                f"(at most {MAX_EXPANSION})",
+                f"counted repetition {_bounds(lo, hi)} in rule '{rule}' is too large: its bounds may be "
+                f"at most {MAX_EXPANSION}",
                 expr.span,
             )
         if hi is None:
@@ -325,19 +364,42 @@ class _Lowering:
         return dfa
 
     def _build(self, expr: Expr) -> DFA:
+        """The DFA of `expr`; composite parts are memoized, failures too, since the same
+        part is tried again as an item of the rule, of its alternatives, of its runs."""
+        if isinstance(expr, (Seq, Alt, Repeat)):
+            if expr in self._built:
+                dfa = self._built[expr]
+                if dfa is None:
+                    raise StateBudgetExceeded("exceeds the merge budget (tried before)")
+                return dfa
+            try:
+                dfa = self._build_new(expr)
+            except StateBudgetExceeded as error:
+                if error.span is None:
+                    self._built[expr] = None
+                raise
+            self._built[expr] = dfa
+            return dfa
+        return self._build_new(expr)
+
+    def _build_new(self, expr: Expr) -> DFA:
         budget = self.merge_max_states
         if isinstance(expr, (Literal, Regex, Substrings, Except)):
             dfa = self.atomic(expr)
             if dfa.n_states > budget:
                 raise StateBudgetExceeded(f"{dfa.n_states} states")
             return dfa
-        if isinstance(expr, Ref):  # through the memo: a shared rule is built once
-            dfa = self.merged(self.rules[expr.name])
+        if isinstance(expr, Ref):  # built before (callees first), or by the memo
+            dfa = self._rule_dfa[expr.name] if expr.name in self._rule_dfa else self.merged(self.rules[expr.name])
             if dfa is None:
                 raise StateBudgetExceeded(f"rule '{expr.name}' exceeds the merge budget")
             return dfa
         if isinstance(expr, Seq):
-            return automata.concat([self._build(item) for item in expr.items], max_states=budget)
+            parts = [self._build(item) for item in expr.items]
+            if sum(d.n_states - 1 for d in parts) > budget:
+                # a concatenation is rarely much smaller than its parts: skip the hopeless try
+                raise StateBudgetExceeded("the parts of the sequence are too large to merge")
+            return automata.concat(parts, max_states=budget)
         if isinstance(expr, Alt):
             return automata.union([self._build(item) for item in expr.items], max_states=budget)
         if isinstance(expr, Repeat):
@@ -345,12 +407,16 @@ class _Lowering:
         raise TypeError(expr)
 
 
+def _bounds(lo: int, hi: int | None) -> str:
+    return f"{{{lo}}}" if lo == hi else f"{{{lo},{'' if hi is None else hi}}}"
+
+
 def _alternatives(expr: Expr) -> tuple[Expr, ...]:
     return expr.items if isinstance(expr, Alt) else (expr,)
 
 
-def _regular_rules(grammar: Grammar) -> set[str]:
-    """Rules that are not (mutually) recursive and use only regular constructs."""
+def _regular_rules(grammar: Grammar) -> list[str]:
+    """Rules that are not (mutually) recursive and use only regular constructs, callees first."""
     refs = {name: {n.name for n in walk(expr) if isinstance(n, Ref)} for name, expr in grammar.rules}
     token_level = {
         name
@@ -358,6 +424,7 @@ def _regular_rules(grammar: Grammar) -> set[str]:
         if any(isinstance(n, AnyToken) or (isinstance(n, Except) and n.limit is not None) for n in walk(expr))
     }
     regular: set[str] = set()
+    order: list[str] = []
     for component in _sccs(list(refs), lambda n: refs[n]):  # reverse topological order
         cyclic = len(component) > 1 or component[0] in refs[component[0]]
         if cyclic:
@@ -365,7 +432,8 @@ def _regular_rules(grammar: Grammar) -> set[str]:
         (name,) = component
         if name not in token_level and all(r in regular for r in refs[name]):
             regular.add(name)
-    return regular
+            order.append(name)
+    return order
 
 
 def _sccs(nodes, successors) -> list[list]:

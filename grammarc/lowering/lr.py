@@ -87,18 +87,30 @@ def _productions_by_lhs(bnf: Bnf) -> list[list[int]]:
     return by_lhs
 
 
-def _first_sets(bnf: Bnf, by_lhs: list[list[int]]) -> list[int]:
-    """FIRST of each nonterminal as a bitset of terminals (no symbol is nullable)."""
-    first = [0] * len(bnf.nonterminals)
-    changed = True
-    while changed:
-        changed = False
-        for production in bnf.productions:
-            head = production.rhs[0]
-            bits = 1 << head if bnf.is_terminal(head) else first[head - bnf.n_terminals]
-            if bits & ~first[production.lhs]:
-                first[production.lhs] |= bits
-                changed = True
+def _first_sets(bnf: Bnf, by_lhs: list[list[int]]) -> list[set[int]]:
+    """FIRST of each nonterminal, a set of terminals (no symbol is nullable).
+
+    A worklist over "FIRST(lhs) includes FIRST(head)" edges that passes on only what a set
+    gained, so the cost follows the sizes of the sets, not the length of rule chains.
+    """
+    n_terminals = bnf.n_terminals
+    first: list[set[int]] = [set() for _ in bnf.nonterminals]
+    users: list[list[int]] = [[] for _ in bnf.nonterminals]
+    for production in bnf.productions:
+        head = production.rhs[0]
+        if head < n_terminals:
+            first[production.lhs].add(head)
+        else:
+            users[head - n_terminals].append(production.lhs)
+    work = [(nt, set(found)) for nt, found in enumerate(first) if found]
+    while work:
+        nt, new = work.pop()  # what FIRST(nt) gained last
+        for user in users[nt]:
+            theirs = first[user]
+            gained = new - theirs
+            if gained:
+                theirs |= gained
+                work.append((user, gained))
     return first
 
 
@@ -141,39 +153,49 @@ def _lr0_automaton(bnf: Bnf, by_lhs: list[list[int]]):
     return states, transitions
 
 
-def _lalr_lookaheads(bnf, by_lhs, first, states, transitions) -> list[dict[Item, int]]:
-    """Lookahead bitsets for every item of every state's closure (bit n_terminals = EOF)."""
-    eof_bit = 1 << bnf.n_terminals
+def _lalr_lookaheads(bnf, by_lhs, first, states, transitions) -> list[dict[Item, set[int]]]:
+    """Lookahead sets of the items of every state's closure (terminal n_terminals = EOF).
+
+    The classic two phases: lookaheads generated spontaneously (FIRST of what follows a
+    nonterminal), then propagated along shifts and predictions with a worklist that
+    carries only what is new. Sets, not bitsets: a grammar with 100k terminals has small
+    lookahead sets, and their cost follows their size, not the number of terminals.
+    """
+    n_terminals, productions = bnf.n_terminals, bnf.productions
     closures = [_closure(bnf, by_lhs, kernel) for kernel in states]
-    la: list[dict[Item, int]] = [{item: 0 for item in items} for items in closures]
-    la[0][(0, 0)] = eof_bit
-    changed = True
-    while changed:
-        changed = False
-        for state, items in enumerate(closures):
-            table = la[state]
-            for item in items:  # closure order: predicted items follow their predictors
-                prod, dot = item
-                rhs = bnf.productions[prod].rhs
-                bits = table[item]
-                if dot == len(rhs):
-                    continue
-                symbol = rhs[dot]
-                target = transitions[state][symbol]
-                moved = (prod, dot + 1)
-                if bits & ~la[target][moved]:
-                    la[target][moved] |= bits
-                    changed = True
-                if not bnf.is_terminal(symbol):
-                    if dot + 1 < len(rhs):
-                        nxt = rhs[dot + 1]
-                        follow = 1 << nxt if bnf.is_terminal(nxt) else first[nxt - bnf.n_terminals]
-                    else:
-                        follow = bits
-                    for p in by_lhs[symbol - bnf.n_terminals]:
-                        if follow & ~table[(p, 0)]:
-                            table[(p, 0)] |= follow
-                            changed = True
+    la: list[dict[Item, set[int]]] = [{} for _ in closures]
+    work: list[tuple[int, Item, set[int]]] = []
+
+    def add(state: int, item: Item, found: set[int]) -> None:
+        table = la[state]
+        current = table.get(item)
+        if current is None:
+            table[item] = new = set(found)
+        else:
+            new = found - current
+            current |= new
+        if new:
+            work.append((state, item, new))
+
+    add(0, (0, 0), {n_terminals})
+    for state, items in enumerate(closures):
+        for prod, dot in items:
+            rhs = productions[prod].rhs
+            if dot + 1 < len(rhs) and rhs[dot] >= n_terminals:
+                nxt = rhs[dot + 1]
+                follow = {nxt} if nxt < n_terminals else first[nxt - n_terminals]
+                for p in by_lhs[rhs[dot] - n_terminals]:
+                    add(state, (p, 0), follow)
+    while work:
+        state, (prod, dot), new = work.pop()
+        rhs = productions[prod].rhs
+        if dot == len(rhs):
+            continue
+        symbol = rhs[dot]
+        add(transitions[state][symbol], (prod, dot + 1), new)
+        if symbol >= n_terminals and dot + 1 == len(rhs):
+            for p in by_lhs[symbol - n_terminals]:
+                add(state, (p, 0), new)
     return la
 
 
@@ -188,21 +210,12 @@ def _tables(bnf, states, transitions, lookaheads) -> LRTables:
                 row.setdefault(symbol, []).append(target)
             else:
                 gotos[symbol - bnf.n_terminals] = target
-        for (prod, dot), bits in lookaheads[state].items():
+        for (prod, dot), terminals in lookaheads[state].items():
             if dot != len(bnf.productions[prod].rhs):
                 continue
-            for terminal in _bits(bits):
+            for terminal in sorted(terminals):
                 key = EOF if terminal == bnf.n_terminals else terminal
                 row.setdefault(key, []).append(~prod)
         action.append({key: tuple(sorted(set(acts), reverse=True)) for key, acts in row.items()})
         goto.append(gotos)
     return LRTables(tuple(action), tuple(goto))
-
-
-def _bits(bits: int):
-    index = 0
-    while bits:
-        if bits & 1:
-            yield index
-        bits >>= 1
-        index += 1

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from grammarc.automata.suffix import suffix_key
 from grammarc.lowering.compiler import CompiledGrammar
 from grammarc.lowering.lr import Bnf
 from grammarc.tokens.scan_cache import Scan, terminal_scans
@@ -174,6 +175,39 @@ def token_matrix(vocab: Vocabulary) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     return ids, lengths, matrix
 
 
+_first_bytes: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+
+# A scan that starts from fewer token rows than this is cheaper to redo than to keep in the
+# shared (and on-disk) store.
+PERSIST_MIN_ROWS = 4096
+
+
+def first_byte_buckets(vocab: Vocabulary, matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Token rows grouped by their first byte: rows ``order[starts[b]:starts[b + 1]]`` begin
+    with byte `b`. A scan from a DFA state then starts from the rows whose first byte the
+    state can take, not from the whole vocabulary: most states take a few bytes."""
+    cached = _first_bytes.get(vocab.key)
+    if cached is None:
+        first = matrix[:, 0]
+        order = np.argsort(first, kind="stable").astype(np.int32)
+        starts = np.zeros(257, dtype=np.int64)
+        np.cumsum(np.bincount(first, minlength=256), out=starts[1:])
+        for array in (order, starts):
+            array.flags.writeable = False
+        cached = _first_bytes[vocab.key] = (order, starts)
+    return cached
+
+
+def _ranges(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """The concatenated integer ranges ``[starts[i], ends[i])``."""
+    lengths = ends - starts
+    total = int(lengths.sum())
+    if not total:
+        return np.zeros(0, dtype=np.int64)
+    offsets = np.repeat(starts - np.concatenate(([0], np.cumsum(lengths)[:-1])), lengths)
+    return np.arange(total, dtype=np.int64) + offsets
+
+
 class TokenIndex:
     """The per-(grammar, vocabulary) index; immutable in meaning, built lazily."""
 
@@ -187,6 +221,8 @@ class TokenIndex:
         self.n_words = -(-vocab.size // 32)
         self._all = TokenSet.of(self.token_ids, self.n_words)
         self._inside: dict[tuple[int, int], TokenSet] = {}
+        self._inside_within: dict[tuple[int, int, int], TokenSet] = {}  # token-limited terminals only
+        self._ends: dict[tuple[int, int], dict[int, TokenSet]] = {}
         self._mid: dict[tuple[int, int], Tree] = {}
         self.masks: dict = {}  # engine state -> packed mask, filled by every Engine of this index
         self.summaries: dict = {}  # (id(tree), LR states) -> engine.WalkSummary
@@ -199,6 +235,48 @@ class TokenIndex:
         if key not in self._inside:
             self._build_state(t, q)
         return self._inside[key]
+
+    # -- except!(X, n): token budgets ---------------------------------------------------
+    def inside_within(self, t: int, q: int, budget: int) -> TokenSet:
+        """The tokens of ``inside(t, q)`` after which the token-limited terminal `t` can
+        still end with the ``budget - 1`` tokens left: the last token of a budget must not
+        stop part way (e.g. inside a UTF-8 character), nor may an earlier one stop where
+        the tokens left cannot finish the terminal (`can_finish`)."""
+        budget = min(budget, self.terminals[t].dfa.n_states + 1)
+        key = (t, q, budget)
+        found = self._inside_within.get(key)
+        if found is None:
+            ids = [tokens.ids() for end, tokens in self._inside_ends(t, q).items() if self.can_finish(t, end, budget - 1)]
+            found = self._inside_within[key] = TokenSet.of(np.concatenate(ids) if ids else np.zeros(0, np.int64), self.n_words)
+        return found
+
+    def can_finish(self, t: int, q: int, budget: int) -> bool:
+        """Whether terminal `t` in DFA state `q` can end at a token boundary within `budget`
+        more tokens that stay inside it (0: only if `q` accepts). A shortest way never
+        revisits a state, so budgets beyond the DFA's size change nothing."""
+        accept = self.terminals[t].dfa.accept
+        reached = {q}  # states reachable with the tokens spent so far
+        frontier = {q}
+        for _ in range(min(budget, self.terminals[t].dfa.n_states)):
+            if any(accept[s] for s in reached):
+                return True
+            frontier = {end for s in frontier for end in self._inside_ends(t, s)} - reached
+            if not frontier:
+                break
+            reached |= frontier
+        return bool(any(accept[s] for s in reached))
+
+    def _inside_ends(self, t: int, q: int) -> dict[int, TokenSet]:
+        """DFA state -> the tokens of ``inside(t, q)`` that end in it."""
+        key = (t, q)
+        found = self._ends.get(key)
+        if found is None:
+            rows = self._first_byte_rows(t, q)
+            end_rows, end_states, _, _ = self._scan(t, rows, np.zeros(len(rows), dtype=np.int32), q)
+            found = self._ends[key] = {
+                int(s): TokenSet.of(self.token_ids[end_rows[end_states == s]], self.n_words) for s in np.unique(end_states)
+            }
+        return found
 
     def mid(self, t: int, q: int) -> Tree:
         """Tokens that end `t` strictly inside themselves, starting from state `q`."""
@@ -221,28 +299,46 @@ class TokenIndex:
         self._mid[(t, q)] = tree
 
     def _terminal_scan(self, t: int, q: int) -> Scan:
-        """The whole vocabulary through terminal `t` from state `q` (shared and cached)."""
-        store = terminal_scans(self.terminals[t].dfa.key, self.vocab.key, len(self.token_ids))
-        scan = store.get(q)
+        """The whole vocabulary through terminal `t` from state `q`.
+
+        Only the tokens whose first byte the state takes are walked. A scan that walks
+        many of them is kept in the shared store under the language that `t` accepts from
+        `q` (the scan depends on nothing else), so every terminal, grammar and process
+        with that language reuses it; a narrow scan is cheaper to redo than to store."""
+        rows = self._first_byte_rows(t, q)
+        if len(rows) < PERSIST_MIN_ROWS:
+            return self._scan_from(t, q, rows)
+        store = terminal_scans(suffix_key(self.terminals[t].dfa, q), self.vocab.key, len(self.token_ids))
+        scan = store.get(0)
         if scan is None:
-            rows = np.arange(len(self.token_ids), dtype=np.int32)
-            end_rows, split_rows, split_pos = self._scan(t, rows, np.zeros(len(rows), dtype=np.int32), q)
-            inside = np.zeros(len(rows), dtype=bool)
-            inside[end_rows] = True
-            scan = Scan(inside, split_rows, split_pos)
-            store.put(q, scan)
+            scan = self._scan_from(t, q, rows)
+            store.put(0, scan)
         return scan
+
+    def _first_byte_rows(self, t: int, q: int) -> np.ndarray:
+        """The token rows whose first byte terminal `t`'s DFA takes from state `q`."""
+        order, starts = first_byte_buckets(self.vocab, self.matrix)
+        live = np.flatnonzero(self.terminals[t].dfa.trans[q] >= 0)
+        return order[_ranges(starts[live], starts[live + 1])]
+
+    def _scan_from(self, t: int, q: int, rows: np.ndarray) -> Scan:
+        end_rows, _, split_rows, split_pos = self._scan(t, rows, np.zeros(len(rows), dtype=np.int32), q)
+        inside = np.zeros(len(self.token_ids), dtype=bool)
+        inside[end_rows] = True
+        return Scan(inside, split_rows, split_pos)
 
     def _scan(self, t: int, rows: np.ndarray, pos: np.ndarray, q: int):
         """Walk terminal `t`'s DFA from state `q` over each token row from `pos`.
 
-        Returns the rows that stay alive to their end, and the (row, position) pairs where
-        the DFA accepts strictly after `pos` and strictly before the token's end.
+        Returns the rows that stay alive to their end and the DFA state each ends in, and
+        the (row, position) pairs where the DFA accepts strictly after `pos` and strictly
+        before the token's end.
         """
         dfa = self.terminals[t].dfa
         trans, accept = dfa.trans, dfa.accept
         state = np.full(len(rows), q, dtype=np.int32)
         end_rows: list[np.ndarray] = []
+        end_states: list[np.ndarray] = []
         split_rows: list[np.ndarray] = []
         split_pos: list[np.ndarray] = []
         first = True
@@ -250,6 +346,7 @@ class TokenIndex:
             done = pos >= self.lengths[rows]
             if done.any():
                 end_rows.append(rows[done])
+                end_states.append(state[done])
                 keep = ~done
                 rows, pos, state = rows[keep], pos[keep], state[keep]
             if not first:
@@ -262,7 +359,7 @@ class TokenIndex:
             alive = state >= 0
             rows, pos, state = rows[alive], pos[alive] + 1, state[alive]
         cat = lambda parts: np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32)  # noqa: E731
-        return cat(end_rows), cat(split_rows), cat(split_pos)
+        return cat(end_rows), cat(end_states), cat(split_rows), cat(split_pos)
 
     def _tree(self, previous: int, rows: np.ndarray, pos: np.ndarray) -> Tree:
         """The subtree of token suffixes ``(row, pos)`` that start right after `previous`."""
@@ -279,7 +376,11 @@ class TokenIndex:
             starts = self.terminals[u].dfa.trans[0][next_byte] >= 0
             if not starts.any():
                 continue
-            end_rows, split_rows, split_pos = self._scan(u, rows[starts], pos[starts], 0)
+            end_rows, end_states, split_rows, split_pos = self._scan(u, rows[starts], pos[starts], 0)
+            limit = self.terminals[u].token_limit
+            if limit is not None:  # the token spends one of `u`'s budget: the rest must finish it
+                finish = [self.can_finish(u, int(s), limit - 1) for s in end_states.tolist()]
+                end_rows = end_rows[np.array(finish, dtype=bool)] if len(end_rows) else end_rows
             if len(end_rows):
                 tree.open[u] = TokenSet.of(self.token_ids[end_rows], self.n_words)
             if len(split_rows):

@@ -1,12 +1,14 @@
 """Terminal scans over a vocabulary, shared by every grammar and cached on disk.
 
 Scanning the whole vocabulary through one terminal DFA from one of its states is the
-expensive part of the token index, and it depends only on (DFA, vocabulary, state) — not
-on the grammar around the terminal. JSON strings, numbers and whitespace appear in most
+expensive part of the token index, and it depends only on the language the terminal
+accepts from that state (grammarc.automata.suffix.suffix_key) and the vocabulary — not on
+the grammar around the terminal. JSON strings, numbers and whitespace appear in most
 grammars, so their scans are computed once per vocabulary and reused: in memory for the
-process, and on disk across processes.
+process, and on disk across processes. The token index stores only wide scans here
+(grammarc.tokens.index.PERSIST_MIN_ROWS); narrow ones are cheaper to redo.
 
-On disk: one ``.npz`` file per (terminal DFA, vocabulary) under the cache directory
+On disk: one ``.npz`` file per (language key, vocabulary) under the cache directory
 (``$GRAMMARC_CACHE_DIR``, else ``$XDG_CACHE_HOME/grammarc``, else ``~/.cache/grammarc``;
 ``GRAMMARC_CACHE_DIR=off`` disables it), holding plain numpy arrays and a JSON header —
 loaded with ``allow_pickle=False``, never pickled. A file that is unreadable, of another
@@ -129,6 +131,12 @@ def terminal_scans(dfa_key: str, vocab_key: str, rows: int) -> TerminalScans:
     if scans is None:
         scans = _registry[key] = TerminalScans(dfa_key, vocab_key, rows)
     return scans
+
+
+def files(vocab_key: str) -> list[Path]:
+    """The files on disk of this process's scans over one vocabulary (after save_all)."""
+    return sorted({s.path for s in _registry.values()
+                   if s.vocab_key == vocab_key and s.path is not None and s.path.exists()})
 
 
 def save_all() -> None:

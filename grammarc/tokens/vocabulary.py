@@ -232,8 +232,19 @@ class Vocabulary:
 
         ``None`` or ``b""`` marks an id that carries no text; `special_token_ids` and
         `eos_token_ids` are special whatever their listed bytes; ids from ``len(tokens)``
-        up to `size` are padding.
+        up to `size` are padding. Without `size`, every EOS or special id must be one of
+        the listed tokens (list EOS as ``None``): an id past the list would silently widen
+        the vocabulary, and the logits with it.
         """
+        eos_token_ids, special_token_ids = list(eos_token_ids), list(special_token_ids)
+        if size is None:
+            for name, ids in (("eos_token_ids", eos_token_ids), ("special_token_ids", special_token_ids)):
+                beyond = sorted(int(i) for i in ids if isinstance(i, (int, np.integer)) and i >= len(tokens))
+                if beyond:
+                    raise VocabularyError(
+                        f"{name} {beyond[:5]} are past the {len(tokens)} tokens listed (ids 0..{len(tokens) - 1}): "
+                        "list those ids too (None for a special token) or pass size= for padding ids"
+                    )
         raw: list[bytes] = []
         for i, t in enumerate(tokens):
             if t is None:

@@ -1,0 +1,1008 @@
+"""MaskBench: pass rate and cold-path latency on real-world JSON Schemas, beside the peers.
+
+    python bench/maskbench.py --mode pass                          # every schema of the dev sample
+    python bench/maskbench.py --mode pass --sample 200 --jobs 2    # a seeded random sample, 2 workers
+    python bench/maskbench.py --mode cold --schemas 40 --warmup 20 # Llama-3, grammarc + installed peers
+    python bench/maskbench.py --mode cold --schemas 20 --peer none --profile bench/results/profile
+
+The data is MaskBench's format (``../shared/data/maskbench-dev/README.md``): one JSON file
+per schema with valid and invalid test instances.
+
+* ``--mode pass`` (issue 11): each schema is compiled and every instance judged, written as
+  compact ``json.dumps(separators=(",", ":"))`` and as ``indent=2`` text. A schema passes when
+  it compiles and every valid instance is accepted and every invalid one rejected in both
+  layouts. Refusals are grouped by error class and message prefix; false accepts (invalid
+  instances accepted) and crashes (foreign exceptions, timeouts, dead workers) are listed.
+* ``--mode cold`` (issue 12): MaskBench's protocol on schemas the engine has never seen,
+  after warming up on *other* schemas: TTFM (schema -> grammar -> compiled -> index -> first
+  mask) and TBM (advance + next mask, per token) while replaying a valid instance tokenized
+  canonically, and the whole grammar cost of a response (TTFM + every TBM).
+
+Every schema (and engine) runs in a forked worker with a time and memory limit, so a hang
+or a crash is recorded, never a stuck benchmark. bench/README.md says what each figure means.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import csv
+import gc
+import itertools
+import json
+import os
+import pickle
+import pstats
+import random
+import re
+import resource
+import select
+import shutil
+import signal
+import sys
+import tempfile
+import time
+import traceback
+import warnings
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import mask_latency as ml  # noqa: E402  (bench/ is not a package)
+import peers as pe  # noqa: E402
+
+import grammarc  # noqa: E402
+from grammarc import Engine, Grammar, Vocabulary  # noqa: E402
+
+DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "maskbench-dev"
+ENGINES = ("grammarc", "xgrammar", "llguidance")
+
+
+# ----------------------------------------------------------------------- data
+
+
+@dataclass(frozen=True)
+class Case:
+    """One MaskBench file: a schema and its test instances."""
+
+    name: str  # the file name
+    schema: Any
+    tests: tuple[dict, ...]  # {"data": instance, "valid": bool, ...}
+
+    def valid_instance(self) -> Any | None:
+        """The first valid instance (the one the cold protocol replays), or None."""
+        return next((t["data"] for t in self.tests if t["valid"]), None)
+
+
+def load_cases(directory: Path, names: Iterable[str] | None = None) -> list[Case]:
+    """The cases of `directory` (every ``*.json`` but the README), sorted by file name."""
+    paths = sorted(directory.glob("*.json")) if names is None else [directory / n for n in names]
+    cases = []
+    for path in paths:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        cases.append(Case(path.name, data["schema"], tuple(data.get("tests", ()))))
+    return cases
+
+
+def select_cases(cases: list[Case], *, only: list[str] | None, limit: int | None, sample: int | None,
+                 seed: int) -> list[Case]:
+    """Filter by name substrings, then a seeded random sample (kept in name order), then a limit."""
+    if only:
+        cases = [c for c in cases if any(s in c.name for s in only)]
+    if sample is not None and sample < len(cases):
+        keep = set(random.Random(seed).sample(range(len(cases)), sample))
+        cases = [c for i, c in enumerate(cases) if i in keep]
+    return cases[:limit] if limit is not None else cases
+
+
+# ------------------------------------------------------------------ isolation
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How a forked task ended: ``ok`` (value), ``error`` (an exception escaped it; `error`
+    is ``Type: message``, `trace` its last frames), ``timeout`` or ``died`` (a signal or exit)."""
+
+    kind: str
+    value: Any = None
+    error: str = ""
+    trace: str = ""
+    seconds: float = 0.0
+
+
+def _child(task: Callable[[], Any], write: int, memory_mb: int | None) -> None:
+    """Run `task` in this forked child, send its outcome through `write`, leave at once.
+    The child's stderr goes to /dev/null (xgrammar logs a warning per approximated keyword)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+    try:
+        if memory_mb:  # on top of what the worker inherits (a warm parent maps gigabytes)
+            limit = _address_space() + (memory_mb << 20)
+            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        payload = pickle.dumps(("ok", task(), "", ""))
+    except BaseException as exc:  # noqa: BLE001 -- reported to the parent, never raised here
+        frames = traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-4)
+        payload = pickle.dumps(("error", None, f"{type(exc).__name__}: {_clip(str(exc))}", "".join(frames)[-3000:]))
+    with os.fdopen(write, "wb") as f:
+        f.write(payload)
+    os._exit(0)  # no atexit hooks: the disk cache is never written from a worker
+
+
+def _address_space() -> int:
+    """Bytes of address space this process maps now (0 where /proc is missing)."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError):
+        return 0
+
+
+def run_isolated(tasks: Iterable[tuple[Any, Callable[[], Any]]], *, workers: int = 1, timeout: float = 60.0,
+                 memory_mb: int | None = None, fork: bool = True) -> Iterator[tuple[Any, Outcome]]:
+    """Run each ``(key, task)`` in a forked worker (at most `workers` at a time), yielding
+    ``(key, Outcome)`` as they finish. A worker past `timeout` seconds is killed (``timeout``);
+    one that dies without an answer (segfault, out of memory) is ``died``. Without `fork`,
+    tasks run here one by one (no timeout): for profilers and debuggers."""
+    if not fork or not hasattr(os, "fork"):
+        for key, task in tasks:
+            start = time.perf_counter()
+            try:
+                yield key, Outcome("ok", task(), seconds=time.perf_counter() - start)
+            except Exception as exc:  # noqa: BLE001 -- the same report as a worker's
+                yield key, Outcome("error", None, f"{type(exc).__name__}: {_clip(str(exc))}",
+                                   traceback.format_exc(limit=-4)[-3000:], time.perf_counter() - start)
+        return
+    pending = list(tasks)[::-1]
+    running: dict[int, list] = {}  # read fd -> [key, pid, start, chunks]
+    sys.stdout.flush()
+    sys.stderr.flush()
+    while pending or running:
+        while pending and len(running) < max(1, workers):
+            key, task = pending.pop()
+            read, write = os.pipe()
+            pid = os.fork()
+            if pid == 0:
+                os.close(read)
+                _child(task, write, memory_mb)
+            os.close(write)
+            running[read] = [key, pid, time.monotonic(), []]
+        now = time.monotonic()
+        wait = max(0.0, min(start + timeout for _, _, start, _ in running.values()) - now)
+        ready, _, _ = select.select(list(running), [], [], wait)
+        for fd in ready:
+            data = os.read(fd, 1 << 20)
+            if data:
+                running[fd][3].append(data)
+                continue
+            key, pid, start, chunks = running.pop(fd)
+            os.close(fd)
+            _, status = os.waitpid(pid, 0)
+            yield key, _decode(chunks, status, time.monotonic() - start)
+        now = time.monotonic()
+        for fd, (key, pid, start, _) in list(running.items()):
+            if now - start > timeout:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                os.close(fd)
+                del running[fd]
+                yield key, Outcome("timeout", error=f"no answer after {timeout:g} s", seconds=now - start)
+
+
+def _decode(chunks: list[bytes], status: int, seconds: float) -> Outcome:
+    try:
+        kind, value, error, trace = pickle.loads(b"".join(chunks))
+    except Exception:  # noqa: BLE001 -- no (complete) answer: the worker died
+        if os.WIFSIGNALED(status):
+            name = signal.Signals(os.WTERMSIG(status)).name
+            return Outcome("died", error=f"killed by {name}", seconds=seconds)
+        return Outcome("died", error=f"exit status {os.WEXITSTATUS(status)} without an answer", seconds=seconds)
+    return Outcome(kind, value, error, trace, seconds)
+
+
+# ---------------------------------------------------------------- the engines
+#
+# The peers are bench/peers.py's adapters. Two overrides keep the languages JSON Schema's:
+# xgrammar in non-strict mode (its default closes every object: additionalProperties false),
+# and llguidance compiled in its matcher's constructor only (the adapter's own `compile`
+# validates and builds a matcher too, which would count its compile twice).
+
+
+class XGrammar(pe.XGrammar):
+    def _tokenizer(self, vocab: Vocabulary) -> Any:
+        import xgrammar
+
+        info = super()._tokenizer(vocab)
+        # one thread, as MaskBench runs every engine (and grammarc is single-threaded)
+        self.compiler = xgrammar.GrammarCompiler(info, max_threads=1, cache_enabled=False)
+        return info
+
+    def compile(self, workload: ml.Workload) -> Any:
+        if workload.layout == "compact":
+            layout = {"any_whitespace": False, "separators": (",", ":")}
+        else:  # "flexible": any JSON whitespace
+            layout = {"any_whitespace": True}
+        return self.compiler.compile_json_schema(workload.schema, strict_mode=False, **layout)
+
+
+class LLGuidance(pe.LLGuidance):
+    def compile(self, workload: ml.Workload) -> Any:
+        return self.grammar_text(workload)  # compact, or flexible whitespace otherwise
+
+    def matcher(self, compiled: Any) -> Any:
+        matcher = super().matcher(compiled)
+        if matcher.is_error():
+            raise pe.Unsupported(matcher.get_error())
+        return matcher
+
+
+PEERS: dict[str, Callable[[], pe.Peer]] = {"xgrammar": XGrammar, "llguidance": LLGuidance}
+
+# grammarc's options per layout; the peers read `layout` from a peers.py workload
+GRAMMARC_OPTIONS = {"flexible": {}, "compact": {"whitespace": "compact"}}
+# the instance text replayed in cold mode: MaskBench's (json.dumps' default separators), or compact
+COLD_TEXT = {"flexible": {}, "compact": {"separators": (",", ":")}}
+# the layouts every instance is judged in, in pass mode (grammarc's default whitespace admits both)
+PASS_LAYOUTS = {"compact": {"separators": (",", ":")}, "indent2": {"indent": 2}}
+
+
+def workload(case: Case, layout: str) -> ml.Workload:
+    """The case as a peers.py workload (the adapters read `schema` and `layout`)."""
+    return ml.Workload(case.name, lambda: None, lambda n: [], schema=case.schema, layout=layout)
+
+
+def prepare_peers(names: list[str], vocab: Vocabulary, encode: ml.Encoder) -> list[pe.Peer]:
+    """The installed peers of `names`, their tokenizers built for `vocab` (a missing one is
+    skipped with a message)."""
+    ready = []
+    for name in names:
+        peer = PEERS[name]()
+        why = peer.available()
+        if why:
+            print(f"skipping {why}", flush=True)
+            continue
+        if isinstance(peer, LLGuidance):
+            peer.encode = encode
+        peer.prepare(vocab)
+        ready.append(peer)
+    return ready
+
+
+def byte_vocab() -> tuple[Vocabulary, ml.Encoder]:
+    """256 single-byte tokens and EOS: every text has exactly one tokenization, so a peer's
+    verdict on a text does not depend on which tokenization it prefers."""
+    vocab = Vocabulary.from_bytes([bytes([b]) for b in range(256)] + [b""], eos_token_ids=[256])
+    return vocab, lambda text: list(text.encode("utf-8"))
+
+
+# ------------------------------------------------------------------ pass mode
+
+
+def layout_texts(instance: Any) -> dict[str, str]:
+    return {name: json.dumps(instance, ensure_ascii=False, **kw) for name, kw in PASS_LAYOUTS.items()}
+
+
+def _resolve(schema: Any, root: Any, depth: int = 0) -> Any:
+    """`schema` with a local ``$ref`` ("#/a/b") followed (a few levels); anything else as is."""
+    while isinstance(schema, dict) and isinstance(schema.get("$ref"), str) and schema["$ref"].startswith("#") and depth < 16:
+        target: Any = root
+        for part in schema["$ref"][1:].strip("/").split("/") if schema["$ref"] != "#" else []:
+            part = part.replace("~1", "/").replace("~0", "~")
+            target = target.get(part) if isinstance(target, dict) else None
+        if target is None:
+            break
+        schema, depth = target, depth + 1
+    return schema
+
+
+def _property_schemas(schema: Any, root: Any, depth: int = 0) -> dict[str, Any]:
+    """Property name -> subschema, in the order the schema (and its allOf/anyOf/oneOf
+    branches, depth first) lists them."""
+    schema = _resolve(schema, root)
+    found: dict[str, Any] = {}
+    if not isinstance(schema, dict) or depth > 8:
+        return found
+    if isinstance(schema.get("properties"), dict):
+        found.update(schema["properties"])
+    for key in ("allOf", "anyOf", "oneOf"):
+        for branch in schema.get(key, []) if isinstance(schema.get(key), list) else []:
+            for name, sub in _property_schemas(branch, root, depth + 1).items():
+                found.setdefault(name, sub)
+    return found
+
+
+def in_schema_order(value: Any, schema: Any, root: Any) -> Any:
+    """The instance with every object's keys in the order its schema lists them (others after,
+    as they were): a diagnostic for valid instances rejected only because grammarc lays
+    properties out in an order of its own (the documented narrowing)."""
+    schema = _resolve(schema, root)
+    if isinstance(value, dict):
+        named = _property_schemas(schema, root)
+        other = schema.get("additionalProperties", {}) if isinstance(schema, dict) else {}
+        keys = [k for k in named if k in value] + [k for k in value if k not in named]
+        return {k: in_schema_order(value[k], named.get(k, other), root) for k in keys}
+    if isinstance(value, list) and isinstance(schema, dict):
+        prefix = schema.get("prefixItems") if isinstance(schema.get("prefixItems"), list) else []
+        items = schema.get("items", {})
+        if isinstance(items, list):  # draft 4-7 tuple form
+            prefix, items = items, schema.get("additionalItems", {})
+        return [in_schema_order(v, prefix[i] if i < len(prefix) else items, root) for i, v in enumerate(value)]
+    return value
+
+
+def key_orders(instance: Any, schema: Any, limit: int = 720) -> Iterator[Any]:
+    """The instance in schema order, then (for a top-level object of at most 6 keys) with
+    its top-level keys in every order, nested objects in schema order. grammarc's own order
+    is not always the listing order (allOf branches, dependencies expand into their own)."""
+    ordered = in_schema_order(instance, schema, schema)
+    yield ordered
+    if isinstance(ordered, dict) and 1 < len(ordered) <= 6:
+        for keys in itertools.islice(itertools.permutations(ordered), 1, limit):
+            yield {k: ordered[k] for k in keys}
+
+
+def judge_grammarc(case: Case) -> dict:
+    """Compile with the default options and judge every instance in every layout."""
+    clock = time.perf_counter
+    start = clock()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            grammar = Grammar.from_json_schema(case.schema)
+            schema_s = clock() - start
+            grammar.compile()
+        except grammarc.GrammarcError as exc:
+            return {"refused": f"{type(exc).__name__}: {_clip(str(exc).splitlines()[0])}"}
+    compile_s = clock() - start - schema_s
+    verdicts = [{name: grammar.accepts(text) for name, text in layout_texts(t["data"]).items()} for t in case.tests]
+    reordered = {}  # valid instances rejected: accepted with their keys in another order?
+    for i, (test, verdict) in enumerate(zip(case.tests, verdicts)):
+        if test["valid"] and not all(verdict.values()):
+            reordered[i] = any(all(grammar.accepts(text) for text in layout_texts(v).values())
+                               for v in key_orders(test["data"], case.schema))
+    return {"schema_ms": schema_s * 1e3, "compile_ms": compile_s * 1e3, "verdicts": verdicts, "reordered": reordered,
+            "judge_ms": (clock() - start) * 1e3 - (schema_s + compile_s) * 1e3}
+
+
+def judge_peer(peer: pe.Peer, case: Case, eos: int) -> dict:
+    """The same with a peer (flexible whitespace, so both layouts are in its language), on the
+    byte vocabulary: a text is accepted when every byte and then EOS are."""
+    start = time.perf_counter()
+    try:
+        compiled = peer.compile(workload(case, "flexible"))
+        peer.matcher(compiled)  # llguidance reports its compile errors here
+    except Exception as exc:  # noqa: BLE001 -- a peer's refusal, whatever its class
+        return {"refused": f"{type(exc).__name__}: {_clip((str(exc).splitlines() or [''])[0])}"}
+    compile_s = time.perf_counter() - start
+    verdicts = []
+    for test in case.tests:
+        verdict = {}
+        for name, text in layout_texts(test["data"]).items():
+            matcher = peer.matcher(compiled)
+            verdict[name] = all(peer.advance(matcher, b) for b in text.encode("utf-8")) and peer.advance(matcher, eos)
+        verdicts.append(verdict)
+    return {"compile_ms": compile_s * 1e3, "verdicts": verdicts,
+            "judge_ms": (time.perf_counter() - start - compile_s) * 1e3}
+
+
+def reason(error: str) -> str:
+    """A refusal's group: its class and first message line with the JSON pointer, quoted
+    values (patterns, format names) and numbers abstracted; keyword names are kept
+    (``UnsupportedSchemaError: keyword 'oneOf' is not supported: its branches are not
+    provably disjoint, and the negation of 'pattern' is not supported``)."""
+    kind, _, message = error.partition(": ")
+    message = (message.strip().splitlines() or [""])[0]
+    message = re.sub(r"^#\S*: ", "", message)  # "#/properties/a/pattern: ..."
+    message = re.sub(r"'.*'(?= needs more| is too large)", "'...'", message)  # a whole regex
+    message = re.sub(r"\s*\(at offset .*$", "", message)
+    message = re.sub(r"(nknown format)\b.*$", r"\1", message)
+
+    def quoted(match: re.Match) -> str:
+        keyword = re.fullmatch(r"'\$?[A-Za-z]+'", match[0]) and re.search(r"(keyword|of) $", message[: match.start()])
+        return match[0] if keyword else "'...'"
+
+    message = re.sub(r"'(?:[^'\\]|\\.)*'", quoted, message)
+    message = re.sub(r"\d+", "N", message)
+    return f"{kind}: {message[:140]}"
+
+
+def _clip(text: str, keep: int = 400) -> str:
+    """Long messages (a refused regex can be 80k characters) keep their head and tail."""
+    return text if len(text) <= 2 * keep else f"{text[:keep]} [...] {text[-keep:]}"
+
+
+def pass_record(case: Case, engine: str, outcome: Outcome) -> dict:
+    """One row of pass mode: status pass / fail / refused / crash, with the evidence."""
+    record: dict[str, Any] = {"schema": case.name, "engine": engine, "tests": len(case.tests),
+                              "seconds": round(outcome.seconds, 3)}
+    if outcome.kind != "ok":
+        what = outcome.error if outcome.kind == "error" else f"{outcome.kind}: {outcome.error}"
+        record.update(status="crash", error=what, trace=outcome.trace)
+        return record
+    value = outcome.value
+    if "refused" in value:
+        error = value["refused"]
+        # grammarc must refuse with its own error classes; a peer's refusals are all refusals
+        record.update(status="refused", error=error, reason=reason(error))
+        return record
+    wrong = []
+    for i, (test, verdict) in enumerate(zip(case.tests, value["verdicts"])):
+        for layout, accepted in verdict.items():
+            if accepted != test["valid"]:
+                wrong.append({"test": i, "valid": test["valid"], "layout": layout})
+                if i in value.get("reordered", {}):
+                    wrong[-1]["order"] = value["reordered"][i]
+    record.update(
+        status="fail" if wrong else "pass", wrong=wrong, compile_ms=round(value["compile_ms"], 3),
+        schema_ms=round(value.get("schema_ms", 0.0), 3), judge_ms=round(value["judge_ms"], 3),
+        layouts_ok={layout: not any(w["layout"] == layout for w in wrong) for layout in PASS_LAYOUTS},
+    )
+    return record
+
+
+def run_pass(cases: list[Case], engines: list[str], args: argparse.Namespace) -> list[dict]:
+    """Judge every case with every engine, each in its own worker."""
+    _warm_grammarc()
+    peers = {p.name: p for p in prepare_peers([e for e in engines if e != "grammarc"], *byte_vocab())}
+    engines = [e for e in engines if e == "grammarc" or e in peers]
+    eos = 256
+
+    def task(case: Case, engine: str) -> Callable[[], dict]:
+        if engine == "grammarc":
+            return lambda: judge_grammarc(case)
+        return lambda: judge_peer(peers[engine], case, eos)
+
+    tasks = [((i, engine), task(case, engine)) for i, case in enumerate(cases) for engine in engines]
+    records: list[dict] = []
+    done, started = 0, time.monotonic()
+    for (i, engine), outcome in run_isolated(tasks, workers=args.jobs, timeout=args.timeout,
+                                              memory_mb=args.memory_mb, fork=not args.no_fork):
+        records.append(pass_record(cases[i], engine, outcome))
+        done += 1
+        if args.progress and done % args.progress == 0:
+            print(f"  {done}/{len(tasks)} judged in {time.monotonic() - started:.0f} s", flush=True)
+    order = {(c.name, e): n for n, (c, e) in enumerate((c, e) for c in cases for e in engines)}
+    return sorted(records, key=lambda r: order[r["schema"], r["engine"]])
+
+
+def _warm_grammarc() -> None:
+    """Imports and the regex caches every schema uses (strings, numbers, whitespace), as in a
+    process that has compiled other schemas before: per-schema compile times then measure
+    the schema, not the first import."""
+    Grammar.from_json_schema({"type": "object", "properties": {
+        "s": {"type": "string"}, "n": {"type": "number"}, "i": {"type": "integer"}, "b": {"type": "boolean"},
+        "a": {"type": "array", "items": {"type": ["string", "null"]}}}}).compile()
+
+
+def pass_summary(records: list[dict], engines: list[str]) -> list[dict]:
+    """Per engine: pass rate, per-layout pass rates, failure kinds and compile time."""
+    rows = []
+    for engine in engines:
+        mine = [r for r in records if r["engine"] == engine]
+        if not mine:
+            continue
+        compiled = [r for r in mine if r["status"] in ("pass", "fail")]
+        times = [r["compile_ms"] + r["schema_ms"] for r in compiled]
+        with_tests = [r for r in mine if r["tests"]]
+        rows.append({
+            "engine": engine, "schemas": len(mine),
+            "pass": sum(r["status"] == "pass" for r in mine),
+            "pass %": 100 * sum(r["status"] == "pass" for r in mine) / len(mine),
+            "pass % (with tests)": 100 * sum(r["status"] == "pass" for r in with_tests) / max(1, len(with_tests)),
+            "compact pass %": 100 * sum(r.get("layouts_ok", {}).get("compact", False) for r in mine) / len(mine),
+            "indent2 pass %": 100 * sum(r.get("layouts_ok", {}).get("indent2", False) for r in mine) / len(mine),
+            "refused": sum(r["status"] == "refused" for r in mine),
+            "valid rejected": sum(any(w["valid"] for w in r.get("wrong", ())) for r in mine),
+            "of which order only": sum(_order_only(r) for r in mine),
+            "false accepts": sum(sum(not w["valid"] for w in r.get("wrong", ())) for r in mine),
+            "false-accept schemas": sum(any(not w["valid"] for w in r.get("wrong", ())) for r in mine),
+            "crashes": sum(r["status"] == "crash" for r in mine),
+            "compile p50 ms": ml.percentile(times, 50) if times else float("nan"),
+            "compile p99 ms": ml.percentile(times, 99) if times else float("nan"),
+        })
+    return rows
+
+
+def _order_only(record: dict) -> bool:
+    """Fails only on valid instances that grammarc accepts with their keys in another order."""
+    wrong = record.get("wrong", ())
+    return bool(wrong) and all(w["valid"] and w.get("order") for w in wrong)
+
+
+def refusal_groups(records: list[dict], engine: str) -> list[tuple[str, int, str]]:
+    """(reason, count, an example schema) for the engine's refusals, most frequent first."""
+    counts: Counter[str] = Counter()
+    example: dict[str, str] = {}
+    for r in records:
+        if r["engine"] == engine and r["status"] == "refused":
+            counts[r["reason"]] += 1
+            example.setdefault(r["reason"], r["schema"])
+    return [(why, n, example[why]) for why, n in counts.most_common()]
+
+
+def table(headers: list[str], rows: list[list[str]]) -> str:
+    """A plain-text table: numeric columns right-aligned, text columns left-aligned."""
+    def numeric(cell: str) -> bool:
+        return bool(re.fullmatch(r"-?[\d.]+%?|n/a|", cell))
+
+    rows = [headers, *rows]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(headers))]
+    right = [all(numeric(row[i]) for row in rows[1:]) for i in range(len(headers))]
+    lines = ["  ".join(c.rjust(w) if r else c.ljust(w) for c, w, r in zip(row, widths, right)).rstrip()
+             for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return "n/a" if value != value else f"{value:.1f}"
+    return str(value)
+
+
+def pass_report(records: list[dict], engines: list[str], *, show: int = 25) -> str:
+    summary = pass_summary(records, engines)
+    parts = [table(list(summary[0]), [[_fmt(v) for v in row.values()] for row in summary])] if summary else []
+    for engine in engines:
+        groups = refusal_groups(records, engine)
+        if groups:
+            rows = [[str(n), why, example] for why, n, example in groups[:show]]
+            more = f"\n({len(groups) - show} more reasons)" if len(groups) > show else ""
+            parts.append(f"{engine}: refusals by reason\n" + table(["count", "reason", "example"], rows) + more)
+    wrong = [(r, w) for r in records for w in r.get("wrong", ()) if not w["valid"]]
+    if wrong:
+        rows = [[r["engine"], r["schema"], str(w["test"]), w["layout"]] for r, w in wrong[: 4 * show]]
+        parts.append("false accepts (invalid instances accepted)\n" + table(["engine", "schema", "test", "layout"], rows))
+    crashes = [r for r in records if r["status"] == "crash"]
+    if crashes:
+        rows = [[r["engine"], r["schema"], r["error"][:110]] for r in crashes]
+        parts.append("crashes\n" + table(["engine", "schema", "error"], rows))
+    rejected = [r for r in records if r["engine"] == "grammarc" and any(w["valid"] for w in r.get("wrong", ()))]
+    if rejected:
+        rows = [[r["schema"], ", ".join(sorted({f"{w['test']}/{w['layout']}" for w in r["wrong"] if w["valid"]})),
+                 "yes" if _order_only(r) else "no"] for r in rejected[:show]]
+        more = f"\n({len(rejected) - show} more)" if len(rejected) > show else ""
+        parts.append("grammarc: valid instances rejected (test/layout; order only: accepted with the keys in "
+                     "another order, see key_orders)\n" + table(["schema", "tests", "order only"], rows) + more)
+    return "\n\n".join(parts) + "\n"
+
+
+# ------------------------------------------------------------------ cold mode
+
+
+@dataclass
+class Response:
+    """One engine answering one never-seen schema: compile to first mask, then the replay."""
+
+    engine: str
+    schema: str
+    status: str = "ok"  # ok | refused (compile error) | rejected (a replayed token) | crash
+    detail: str = ""
+    tokens: int = 0  # tokens of the replayed instance
+    ttfm_us: float = 0.0
+    parts_us: dict | None = None  # where TTFM went
+    tbm_us: list | None = None  # advance + next mask, per token replayed
+    mask_us: list | None = None
+    advance_us: list | None = None
+
+    def whole_us(self) -> float:
+        return self.ttfm_us + sum(self.tbm_us or ())
+
+
+def _allowed(words: np.ndarray, token_id: int) -> bool:
+    return bool((int(words[token_id >> 5]) >> (token_id & 31)) & 1)
+
+
+def _replay(response: Response, ids: list[int], words: np.ndarray, step: Callable[[int], None], eos: int) -> None:
+    """Feed the tokens: each must be in the mask in `words`; `step(token)` advances and fills
+    the next mask, timed as one TBM. EOS must be allowed at the end."""
+    clock = time.perf_counter_ns
+    response.tbm_us, response.mask_us, response.advance_us = [], [], []
+    for number, token_id in enumerate(ids):
+        if not _allowed(words, token_id):
+            response.status, response.detail = "rejected", f"token {number} of {len(ids)} ({token_id}) not allowed"
+            return
+        start = clock()
+        step(token_id)
+        response.tbm_us.append((clock() - start) / 1e3)
+    if not _allowed(words, eos):
+        response.status, response.detail = "rejected", "EOS not allowed after the instance"
+
+
+def respond_grammarc(case: Case, ids: list[int], vocab: Vocabulary, layout: str,
+                     profile: dict | None = None) -> Response:
+    """The whole path for a schema never seen: schema -> IR -> compiled -> engine (index) ->
+    first mask, then advance + mask per token. With `profile`, cProfile runs over TTFM and
+    over the replay separately; their stats go into `profile["ttfm"]` / `profile["tbm"]`."""
+    response = Response("grammarc", case.name)
+    words = np.zeros(-(-vocab.size // 32), dtype=np.int32)
+    clock = time.perf_counter_ns
+    profiler = cProfile.Profile() if profile is not None else None
+    if profiler:
+        profiler.enable()
+    t0 = clock()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            grammar = Grammar.from_json_schema(case.schema, **GRAMMARC_OPTIONS[layout])
+            t1 = clock()
+            compiled = grammar.compile()
+        t2 = clock()
+        engine = Engine(compiled, vocab)
+        t3 = clock()
+        engine.fill_bitmask(words)
+        t4 = clock()
+    except grammarc.GrammarcError as exc:
+        response.status, response.detail = "refused", f"{type(exc).__name__}: {_clip(str(exc).splitlines()[0], 150)}"
+        return response
+    finally:
+        if profiler:
+            profiler.disable()
+            profile["ttfm"] = _stats_of(profiler)
+    response.ttfm_us = (t4 - t0) / 1e3
+    response.parts_us = {"schema": (t1 - t0) / 1e3, "compile": (t2 - t1) / 1e3, "engine": (t3 - t2) / 1e3,
+                         "first mask": (t4 - t3) / 1e3}
+    response.tokens = len(ids)
+
+    def step(token_id: int) -> None:
+        start = clock()
+        engine.advance(token_id)
+        middle = clock()
+        engine.fill_bitmask(words)
+        response.advance_us.append((middle - start) / 1e3)
+        response.mask_us.append((clock() - middle) / 1e3)
+
+    if profiler:
+        profiler = cProfile.Profile()
+        profiler.enable()
+    try:
+        _replay(response, ids, words, step, min(vocab.eos_token_ids))
+    finally:
+        if profiler:
+            profiler.disable()
+            profile["tbm"] = _stats_of(profiler)
+    return response
+
+
+def respond_peer(peer: pe.Peer, case: Case, ids: list[int], vocab: Vocabulary, layout: str) -> Response:
+    """The same path through a peer's own compile, matcher and mask."""
+    response = Response(peer.name, case.name)
+    words = np.zeros(-(-vocab.size // 32), dtype=np.int32)
+    clock = time.perf_counter_ns
+    t0 = clock()
+    try:
+        compiled = peer.compile(workload(case, layout))
+        t1 = clock()
+        matcher = peer.matcher(compiled)
+        t2 = clock()
+        peer.fill(matcher, words)
+        t3 = clock()
+    except Exception as exc:  # noqa: BLE001 -- the peer refuses the schema
+        response.status, response.detail = "refused", f"{type(exc).__name__}: {_clip((str(exc).splitlines() or [''])[0], 150)}"
+        return response
+    response.ttfm_us = (t3 - t0) / 1e3
+    response.parts_us = {"compile": (t1 - t0) / 1e3, "matcher": (t2 - t1) / 1e3, "first mask": (t3 - t2) / 1e3}
+    response.tokens = len(ids)
+
+    def step(token_id: int) -> None:
+        start = clock()
+        ok = peer.advance(matcher, token_id)
+        middle = clock()
+        if not ok:
+            raise pe.Unsupported("refused a token its mask allowed")
+        peer.fill(matcher, words)
+        response.advance_us.append((middle - start) / 1e3)
+        response.mask_us.append((clock() - middle) / 1e3)
+
+    try:
+        _replay(response, ids, words, step, min(vocab.eos_token_ids))
+    except pe.Unsupported as exc:
+        response.status, response.detail = "rejected", str(exc)
+    return response
+
+
+def _stats_of(profiler: cProfile.Profile) -> dict:
+    profiler.create_stats()
+    return profiler.stats
+
+
+class _Stats:
+    """What pstats.Stats.add reads from a profiler: `create_stats()` and `stats`."""
+
+    def __init__(self, stats: dict):
+        self.stats = stats
+
+    def create_stats(self) -> None:
+        pass
+
+
+def cold_split(cases: list[Case], n: int, warmup: int, seed: int) -> tuple[list[Case], list[Case]]:
+    """(measured, warm-up): disjoint seeded samples of the cases that have a valid instance,
+    no two with the same schema, so a measured schema is never one the engine has seen."""
+    seen: set[str] = set()
+    usable = []
+    for case in cases:
+        key = json.dumps(case.schema, sort_keys=True)
+        if case.valid_instance() is not None and key not in seen:
+            seen.add(key)
+            usable.append(case)
+    random.Random(seed).shuffle(usable)
+    return usable[:n], usable[n: n + warmup]
+
+
+def run_cold(cases: list[Case], engines: list[str], args: argparse.Namespace) -> tuple[list[Response], dict]:
+    """Warm every engine up on other schemas in this process (a server's state), then answer
+    each measured schema in a fork of it: every response meets the same warm state and
+    never another measured schema's work."""
+    measured, warm = cold_split(cases, args.schemas, args.warmup, args.seed)
+    vocab, encode = ml.VOCABS[args.vocab]()
+    peers = prepare_peers([e for e in engines if e != "grammarc"], vocab, encode)
+    engines = [e for e in engines if e == "grammarc" or e in {p.name for p in peers}]
+    text_kw = COLD_TEXT[args.layout]
+
+    def responders(case: Case) -> dict[str, Callable[..., Response]]:
+        ids = encode(json.dumps(case.valid_instance(), ensure_ascii=False, **text_kw))
+        out = {"grammarc": lambda profile=None: respond_grammarc(case, ids, vocab, args.layout, profile)}
+        for peer in peers:
+            out[peer.name] = lambda p=peer: respond_peer(p, case, ids, vocab, args.layout)
+        return out
+
+    start = time.perf_counter()
+    for case in warm:  # in this process: what the forks inherit
+        for engine, respond in responders(case).items():
+            try:
+                respond()
+            except Exception as exc:  # noqa: BLE001 -- a warm-up schema may crash an engine
+                print(f"  warm-up {case.name} / {engine}: {type(exc).__name__}", flush=True)
+    from grammarc import scan_cache
+
+    scan_cache.save_all()  # the disk cache holds the warm-up schemas' scans
+    print(f"warmed up on {len(warm)} other schemas in {time.perf_counter() - start:.1f} s", flush=True)
+    gc.collect()
+    gc.freeze()  # the warm state is shared, not scanned (nor copied) by each fork's collector
+
+    profiles: dict[str, list] = {"ttfm": [], "tbm": []}
+
+    def task(case: Case, engine: str) -> Callable[[], tuple[Response, dict | None]]:
+        def run() -> tuple[Response, dict | None]:
+            respond = responders(case)[engine]
+            if engine == "grammarc" and args.profile is not None:
+                profile: dict = {}
+                return respond(profile), profile
+            return respond(), None
+        return run
+
+    tasks = [((i, engine), task(case, engine)) for i, case in enumerate(measured) for engine in engines]
+    responses: list[Response] = []
+    for (i, engine), outcome in run_isolated(tasks, workers=1, timeout=args.timeout, memory_mb=args.memory_mb,
+                                              fork=not args.no_fork):
+        if outcome.kind == "ok":
+            response, profile = outcome.value
+            for key, stats in (profile or {}).items():
+                profiles[key].append(stats)
+        else:
+            response = Response(engine, measured[i].name, "crash", f"{outcome.kind}: {outcome.error}")
+        responses.append(response)
+    gc.unfreeze()
+    meta = {"vocabulary": args.vocab, "vocab_size": vocab.size, "layout": args.layout, "measured": len(measured),
+            "warmup": [c.name for c in warm], "engines": engines,
+            "versions": {p.name: p.version() for p in peers}}
+    if args.profile is not None:
+        meta["profile"] = save_profiles(profiles, args.profile)
+    return responses, meta
+
+
+# ------------------------------------------------------------ cold statistics
+
+
+def cold_summary(responses: list[Response], engines: list[str], *, common: bool = False) -> list[dict]:
+    """Per engine: outcomes, TTFM p50/p99 (ms), TBM mean/p50/p99 (µs), whole response p50/p90
+    (ms). With `common`, only the schemas every engine answered in full (same work for all)."""
+    ok = {e: {r.schema for r in responses if r.engine == e and r.status == "ok"} for e in engines}
+    shared = set.intersection(*ok.values()) if ok else set()
+    p = ml.percentile
+    rows = []
+    for engine in engines:
+        mine = [r for r in responses if r.engine == engine and (not common or r.schema in shared)]
+        done = [r for r in mine if r.status == "ok"]
+        ttfm = [r.ttfm_us / 1e3 for r in mine if r.status in ("ok", "rejected")]
+        tbm = [t for r in mine if r.status in ("ok", "rejected") for t in r.tbm_us or ()]
+        whole = [r.whole_us() / 1e3 for r in done]
+        counts = Counter(r.status for r in mine)
+        rows.append({
+            "engine": engine, "schemas": len(mine), "ok": counts["ok"], "refused": counts["refused"],
+            "rejected": counts["rejected"], "crash": counts["crash"], "tokens": sum(len(r.tbm_us or ()) for r in mine),
+            "TTFM p50 ms": p(ttfm, 50) if ttfm else float("nan"), "TTFM p99 ms": p(ttfm, 99) if ttfm else float("nan"),
+            "TBM mean us": sum(tbm) / len(tbm) if tbm else float("nan"),
+            "TBM p50 us": p(tbm, 50) if tbm else float("nan"), "TBM p99 us": p(tbm, 99) if tbm else float("nan"),
+            "whole p50 ms": p(whole, 50) if whole else float("nan"),
+            "whole p90 ms": p(whole, 90) if whole else float("nan"),
+        })
+    return rows
+
+
+def ttfm_parts(responses: list[Response], engine: str = "grammarc") -> list[list[str]]:
+    """Where an engine's TTFM goes: p50, p90 and share of the total, per part."""
+    done = [r for r in responses if r.engine == engine and r.parts_us and r.status in ("ok", "rejected")]
+    if not done:
+        return []
+    total = sum(r.ttfm_us for r in done)
+    rows = []
+    for part in done[0].parts_us:
+        values = [r.parts_us[part] / 1e3 for r in done]
+        rows.append([part, f"{ml.percentile(values, 50):.2f}", f"{ml.percentile(values, 90):.2f}",
+                     f"{max(values):.1f}", f"{100 * sum(values) * 1e3 / total:.0f}%"])
+    return rows
+
+
+def cold_report(responses: list[Response], meta: dict) -> str:
+    engines = meta["engines"]
+    parts = []
+    for title, common in (("all measured schemas", False), ("schemas every engine answered in full", True)):
+        rows = cold_summary(responses, engines, common=common)
+        parts.append(f"{title}\n" + table(list(rows[0]), [[_fmt(v) for v in row.values()] for row in rows]))
+    for engine in engines:
+        rows = ttfm_parts(responses, engine)
+        if rows:
+            parts.append(f"{engine}: where TTFM goes (ms)\n" + table(["part", "p50", "p90", "max", "share"], rows))
+    odd = [r for r in responses if r.status != "ok"]
+    if odd:
+        rows = [[r.engine, r.schema, r.status, r.detail[:110]] for r in odd]
+        parts.append("not answered in full\n" + table(["engine", "schema", "status", "detail"], rows))
+    return "\n\n".join(parts) + "\n"
+
+
+def save_profiles(profiles: dict[str, list], directory: Path, top: int = 30) -> dict:
+    """Merge the per-schema cProfile stats; write ``cold-<part>.prof`` (pstats format) and
+    ``cold-<part>-top.txt`` (top entries by cumulative and by own time)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    written = {}
+    for part, collected in profiles.items():
+        if not collected:
+            continue
+        stats = pstats.Stats(_Stats(collected[0]))
+        for more in collected[1:]:
+            stats.add(_Stats(more))
+        stats.dump_stats(directory / f"cold-{part}.prof")
+        with open(directory / f"cold-{part}-top.txt", "w", encoding="utf-8") as f:
+            stats.stream = f
+            f.write(f"# {part}: cProfile over {len(collected)} schemas, merged\n\n## by cumulative time\n")
+            stats.sort_stats("cumulative").print_stats(top)
+            f.write("\n## by own time\n")
+            stats.sort_stats("tottime").print_stats(top)
+        written[part] = str(directory / f"cold-{part}.prof")
+    return written
+
+
+# ---------------------------------------------------------------- main & save
+
+
+def _write_csv(path: Path, rows: list[dict]) -> None:
+    if not rows:
+        return
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows([{k: (f"{v:.3f}" if isinstance(v, float) else v) for k, v in row.items()} for row in rows])
+
+
+def _machine() -> dict:
+    import platform
+
+    return {"machine": f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.system()}",
+            "python": sys.version.split()[0], "grammarc": grammarc.__version__}
+
+
+def save_pass(records: list[dict], engines: list[str], directory: Path, command: str) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    summary = pass_summary(records, engines)
+    _write_csv(directory / "maskbench-pass.csv", summary)
+    _write_csv(directory / "maskbench-pass-schemas.csv", [
+        {"schema": r["schema"], "engine": r["engine"], "status": r["status"], "tests": r["tests"],
+         "compile_ms": r.get("compile_ms", ""), "schema_ms": r.get("schema_ms", ""), "reason": r.get("reason", ""),
+         "wrong": " ".join(f"{w['test']}/{w['layout']}/{'valid' if w['valid'] else 'invalid'}"
+                           f"{'/order' if w.get('order') else ''}" for w in r.get("wrong", ())),
+         "error": r.get("error", "")[:300]} for r in records])
+    groups = {e: [{"reason": why, "count": n, "example": ex} for why, n, ex in refusal_groups(records, e)]
+              for e in engines}
+    payload = {"meta": {"command": command, **_machine()}, "summary": summary, "refusals": groups, "records": records}
+    (directory / "maskbench-pass.json").write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
+
+
+def save_cold(responses: list[Response], meta: dict, directory: Path, command: str) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    engines, vocab = meta["engines"], meta["vocabulary"]
+    _write_csv(directory / f"maskbench-cold-{vocab}.csv", cold_summary(responses, engines))
+    _write_csv(directory / f"maskbench-cold-{vocab}-common.csv", cold_summary(responses, engines, common=True))
+    _write_csv(directory / f"maskbench-cold-{vocab}-responses.csv", [
+        {"schema": r.schema, "engine": r.engine, "status": r.status, "tokens": r.tokens, "ttfm_ms": r.ttfm_us / 1e3,
+         "ttfm_parts_ms": " ".join(f"{k}={v / 1e3:.2f}" for k, v in (r.parts_us or {}).items()),
+         "tbm_mean_us": sum(r.tbm_us) / len(r.tbm_us) if r.tbm_us else "",
+         "tbm_max_us": max(r.tbm_us) if r.tbm_us else "", "whole_ms": r.whole_us() / 1e3, "detail": r.detail}
+        for r in responses])
+    records = [{"schema": r.schema, "engine": r.engine, "status": r.status, "detail": r.detail, "tokens": r.tokens,
+                "ttfm_us": r.ttfm_us, "parts_us": r.parts_us, "tbm_us": r.tbm_us, "mask_us": r.mask_us,
+                "advance_us": r.advance_us} for r in responses]
+    payload = {"meta": {"command": command, **meta, **_machine()},
+               "summary": cold_summary(responses, engines),
+               "summary_common": cold_summary(responses, engines, common=True), "responses": records}
+    (directory / f"maskbench-cold-{vocab}.json").write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--mode", choices=("pass", "cold"), required=True)
+    parser.add_argument("--data", type=Path, default=DATA, help=f"MaskBench files (default {DATA})")
+    parser.add_argument("--peer", action="append", choices=[*PEERS, "none"],
+                        help="peers to run beside grammarc (repeatable; default: every installed one; none: grammarc only)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of every sample (default 0)")
+    parser.add_argument("--timeout", type=float, default=60.0, help="seconds per schema and engine (default 60)")
+    parser.add_argument("--memory-mb", type=int, default=6144,
+                        help="address space a worker may add to what it inherits (default 6144)")
+    parser.add_argument("--no-fork", action="store_true", help="run in this process (no timeout): for profilers")
+    parser.add_argument("--save", type=Path, metavar="DIR", help="write maskbench-<mode>*.json/.csv under DIR")
+    group = parser.add_argument_group("pass mode")
+    group.add_argument("--only", action="append", help="schemas whose file name contains this (repeatable)")
+    group.add_argument("--sample", type=int, help="a seeded random sample of this many schemas")
+    group.add_argument("--limit", type=int, help="at most this many schemas (after --sample)")
+    group.add_argument("--jobs", type=int, default=1, help="workers at a time (default 1)")
+    group.add_argument("--progress", type=int, default=0, help="print progress every N tasks")
+    group = parser.add_argument_group("cold mode")
+    group.add_argument("--schemas", type=int, default=50, help="never-seen schemas measured (default 50)")
+    group.add_argument("--warmup", type=int, default=20, help="other schemas warmed up on first (default 20)")
+    group.add_argument("--vocab", choices=sorted(ml.VOCABS), default="llama3")
+    group.add_argument("--layout", choices=sorted(GRAMMARC_OPTIONS), default="flexible",
+                       help="flexible: json.dumps' default separators, every engine's JSON whitespace (MaskBench's); "
+                            "compact: no whitespace")
+    group.add_argument("--cache-dir", type=Path, help="grammarc's disk cache for this run (default: a fresh temporary one)")
+    group.add_argument("--profile", type=Path, metavar="DIR",
+                       help="cProfile grammarc's TTFM and replay per schema; write DIR/cold-{ttfm,tbm}.prof and top lists")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> tuple[list, dict]:
+    args = parse_args(argv)
+    engines = ["grammarc"] + ([] if args.peer == ["none"] else [p for p in PEERS if args.peer is None or p in args.peer])
+    command = "python bench/maskbench.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    cases = load_cases(args.data)
+    if not cases:
+        sys.exit(f"no MaskBench files in {args.data}")
+    if args.mode == "pass":
+        cases = select_cases(cases, only=args.only, limit=args.limit, sample=args.sample, seed=args.seed)
+        print(f"{len(cases)} schemas from {args.data}; engines: {', '.join(engines)}", flush=True)
+        records = run_pass(cases, engines, args)
+        engines = [e for e in engines if any(r["engine"] == e for r in records)]
+        print()
+        print(pass_report(records, engines))
+        if args.save is not None:
+            save_pass(records, engines, args.save, command.strip())
+        return records, {"engines": engines}
+    fresh = args.cache_dir is None
+    cache = Path(tempfile.mkdtemp(prefix="maskbench-cache-")) if fresh else args.cache_dir
+    previous = os.environ.get("GRAMMARC_CACHE_DIR")
+    os.environ["GRAMMARC_CACHE_DIR"] = str(cache)
+    try:
+        responses, meta = run_cold(cases, engines, args)
+    finally:
+        if previous is None:
+            os.environ.pop("GRAMMARC_CACHE_DIR", None)
+        else:
+            os.environ["GRAMMARC_CACHE_DIR"] = previous
+        if fresh:
+            shutil.rmtree(cache, ignore_errors=True)
+    print()
+    print(f"vocabulary {meta['vocabulary']} ({meta['vocab_size']} ids), layout {meta['layout']}, "
+          f"{meta['measured']} never-seen schemas after {len(meta['warmup'])} warm-up ones; "
+          f"peers: {meta['versions'] or 'none'}")
+    print(cold_report(responses, meta))
+    if args.save is not None:
+        save_cold(responses, meta, args.save, command.strip())
+    return responses, meta
+
+
+if __name__ == "__main__":
+    main()

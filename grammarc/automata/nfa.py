@@ -1,0 +1,308 @@
+"""Regex ASTs and DFAs -> Thompson NFAs over byte ranges -> subset construction.
+
+Text is UTF-8: regex character classes become chains of byte transitions, so a model
+token that ends inside a multi-byte character leaves the automaton in a live state.
+Constructions take a ``max_states`` budget and raise `StateBudgetExceeded` while
+building, never after, so a pathological regex is an error and not a hang.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Iterable
+
+import numpy as np
+
+from grammarc.errors import StateBudgetExceeded, clip
+from grammarc.automata.dfa import DEFAULT_MAX_STATES, DFA, _budget_error, _check_budget, _finalize
+from grammarc.automata.regex import ANY, Alt, Anchor, Chars, Node, Repeat, Seq, parse
+from grammarc.automata.utf8 import ranges_sequences
+
+__all__ = ["from_regex", "from_ast"]
+
+
+# ---------------------------------------------------------------------------- NFA
+
+
+class _NFA:
+    """Thompson-style NFA over byte ranges, with assertion edges for ^ and $."""
+
+    __slots__ = ("edges", "eps", "bol", "eol", "limit", "what")
+
+    def __init__(self, limit: int, what: str):
+        self.edges: list[list[tuple[int, int, int]]] = []
+        self.eps: list[list[int]] = []
+        self.bol: dict[int, list[int]] = {}
+        self.eol: dict[int, list[int]] = {}
+        self.limit = limit
+        self.what = what
+
+    def new(self) -> int:
+        n = len(self.edges)
+        if n >= self.limit:
+            raise StateBudgetExceeded(
+                f"{self.what} is too large: its NFA needs more than {self.limit} states "
+                "(a large counted repetition?)"
+            )
+        self.edges.append([])
+        self.eps.append([])
+        return n
+
+    def add_chars(self, src: int, ranges, dst: int) -> None:
+        """Byte chains from src to dst spelling any code point in `ranges`.
+
+        Identical tails of the UTF-8 sequences share states, which keeps `.` small.
+        """
+        tails: dict[tuple, int] = {}
+        for seq in ranges_sequences(ranges):
+            nxt = dst
+            for i in range(len(seq) - 1, 0, -1):
+                key = seq[i:]
+                state = tails.get(key)
+                if state is None:
+                    state = self.new()
+                    lo, hi = seq[i]
+                    self.edges[state].append((lo, hi, nxt))
+                    tails[key] = state
+                nxt = state
+            lo, hi = seq[0]
+            self.edges[src].append((lo, hi, nxt))
+
+    def build(self, node: Node, s: int) -> int:
+        """Add `node` starting at state s; return its end state.
+
+        No construction loops back to its start state, so fragments may share starts.
+        """
+        if isinstance(node, Chars):
+            e = self.new()
+            self.add_chars(s, node.ranges, e)
+            return e
+        if isinstance(node, Seq):
+            for item in node.items:
+                s = self.build(item, s)
+            return s
+        if isinstance(node, Alt):
+            e = self.new()
+            for item in node.items:
+                self.eps[self.build(item, s)].append(e)
+            return e
+        if isinstance(node, Repeat):
+            for _ in range(node.min):
+                s = self.build(node.item, s)
+            if node.max is None:
+                return self.star_from(s, lambda m: self.build(node.item, m))
+            ends = []
+            for _ in range(node.max - node.min):
+                ends.append(s)
+                s = self.build(node.item, s)
+            if not ends:
+                return s
+            e = self.new()
+            for x in ends + [s]:
+                self.eps[x].append(e)
+            return e
+        if isinstance(node, Anchor):
+            e = self.new()
+            (self.bol if node.kind == "start" else self.eol).setdefault(s, []).append(e)
+            return e
+        raise TypeError(f"unknown regex node {node!r}")  # pragma: no cover
+
+    def star_from(self, s: int, body) -> int:
+        m = self.new()
+        self.eps[s].append(m)
+        self.eps[body(m)].append(m)
+        e = self.new()
+        self.eps[m].append(e)
+        return e
+
+    def embed(self, d: DFA, s: int) -> int:
+        """Add a copy of DFA d reached from s by an epsilon edge; return its end state."""
+        base = len(self.edges)
+        if base + d.n_states + 1 > self.limit:
+            raise StateBudgetExceeded(
+                f"{self.what} is too large: its NFA needs more than {self.limit} states"
+            )
+        for runs in d._runs:
+            self.edges.append([(lo, hi, base + t) for lo, hi, t in runs])
+            self.eps.append([])
+        e = self.new()
+        for q in np.flatnonzero(d.accept).tolist():
+            self.eps[base + q].append(e)
+        self.eps[s].append(base)
+        return e
+
+
+def _estimate(node: Node) -> int:
+    """An upper bound on the NFA states `_NFA.build` creates (checked before building)."""
+    if isinstance(node, Chars):
+        return 1 + sum(len(seq) - 1 for seq in ranges_sequences(node.ranges))
+    if isinstance(node, Seq):
+        return sum(_estimate(x) for x in node.items)
+    if isinstance(node, Alt):
+        return 1 + sum(_estimate(x) for x in node.items)
+    if isinstance(node, Repeat):
+        inner = _estimate(node.item)
+        copies = node.min + (1 if node.max is None else node.max - node.min)
+        return inner * copies + 3
+    return 1
+
+
+def _determinize(
+    nfa: _NFA,
+    start: int,
+    final: int,
+    max_states: int,
+    what: str,
+    absorbing: frozenset[int] = frozenset(),
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Subset construction over byte classes: (trans [n, k], accept [n], byte -> class).
+
+    ^ edges may only be crossed before the first byte, $ edges only after the last one:
+    DFA states are closures without them, and acceptance is decided with $ edges allowed
+    (plus ^ edges in the start state, which is kept distinct from every later state).
+
+    `absorbing` NFA states accept every continuation the other states could accept (the
+    trailing ``.*`` of a search): a set that contains one is cut down to them, since the
+    other members cannot add anything. This keeps e.g. a search for ``x{0,1000}`` linear instead of quadratic.
+    """
+    marks = np.zeros(257, dtype=bool)
+    marks[0] = True
+    for edges in nfa.edges:
+        for lo, hi, _ in edges:
+            marks[lo] = True
+            marks[hi + 1] = True
+    b2c = np.cumsum(marks[:256]) - 1
+    k = int(b2c[-1]) + 1
+    b2c_list = b2c.tolist()
+    moves: list[list[tuple[int, int]]] = []
+    for edges in nfa.edges:
+        mv = []
+        for lo, hi, t in edges:
+            for c in range(b2c_list[lo], b2c_list[hi] + 1):
+                mv.append((c, t))
+        moves.append(mv)
+    eps, bol, eol = nfa.eps, nfa.bol, nfa.eol
+
+    def closure(seeds: Iterable[int], use_bol: bool, use_eol: bool) -> frozenset[int]:
+        seen = set(seeds)
+        stack = list(seen)
+        while stack:
+            s = stack.pop()
+            nxt = eps[s]
+            if use_bol and s in bol:
+                nxt = nxt + bol[s]
+            if use_eol and s in eol:
+                nxt = nxt + eol[s]
+            for t in nxt:
+                if t not in seen:
+                    seen.add(t)
+                    stack.append(t)
+        return frozenset(seen)
+
+    def accepting(states: frozenset[int], initial: bool) -> bool:
+        if final in states:
+            return True
+        if not eol and not (initial and bol):
+            return False
+        return final in closure(states, initial, True)
+
+    def cut(states: frozenset[int]) -> frozenset[int]:
+        if absorbing and not absorbing.isdisjoint(states):
+            return states & absorbing
+        return states
+
+    start_set = cut(closure([start], bool(bol), False))
+    sets: list[frozenset[int]] = [start_set]
+    ids: dict[frozenset[int], int] = {}  # non-initial states only
+    by_seeds: dict[frozenset[int], int] = {}
+    rows: list[list[int]] = []
+    accept: list[bool] = []
+    i = 0
+    while i < len(sets):
+        cur = sets[i]
+        accept.append(accepting(cur, i == 0))
+        buckets: dict[int, set[int]] = {}
+        for s in cur:
+            for c, t in moves[s]:
+                b = buckets.get(c)
+                if b is None:
+                    buckets[c] = {t}
+                else:
+                    b.add(t)
+        row = [-1] * k
+        for c, targets in buckets.items():
+            seeds = frozenset(targets)
+            j = by_seeds.get(seeds)
+            if j is None:
+                tset = cut(closure(seeds, False, False))
+                j = ids.get(tset)
+                if j is None:
+                    if len(sets) >= max_states:
+                        raise _budget_error(what, max_states)
+                    j = len(sets)
+                    ids[tset] = j
+                    sets.append(tset)
+                by_seeds[seeds] = j
+            row[c] = j
+        rows.append(row)
+        i += 1
+    return (
+        np.asarray(rows, dtype=np.int64).reshape(len(rows), k),
+        np.asarray(accept, dtype=bool),
+        b2c.astype(np.int64),
+    )
+
+
+def _nfa_limit(max_states: int) -> int:
+    return max(1000, 5 * max_states)
+
+
+# ------------------------------------------------------------------------ regexes
+
+
+def from_regex(
+    pattern: str, *, search: bool = False, ecma: bool = False, max_states: int = DEFAULT_MAX_STATES
+) -> DFA:
+    """The DFA of a regex: ``re.fullmatch`` semantics, or ``re.search`` with `search`.
+
+    Strings are UTF-8 text; ``^``/``$`` only match at the very start/end of the text (no
+    multiline mode; ``$`` does not match before a final newline, as in ECMAScript).
+    `ecma` reads the pattern as ECMA-262 (JSON Schema ``pattern``; see `regex`).
+    """
+    return _from_regex(pattern, bool(search), bool(ecma), max_states)
+
+
+@lru_cache(maxsize=4096)
+def _from_regex(pattern: str, search: bool, ecma: bool, max_states: int) -> DFA:
+    _check_budget(max_states)
+    ast = parse(pattern, ecma)
+    what = f"pattern '{clip(pattern)}'"
+    limit = _nfa_limit(max_states)
+    estimate = _estimate(ast) + (40 if search else 0)
+    if estimate > limit:
+        raise StateBudgetExceeded(
+            f"{what} is too large: its automaton would need about {estimate} states, more "
+            f"than the budget of {limit} (a large counted repetition?)"
+        )
+    nfa = _NFA(limit, what)
+    s = nfa.new()
+    if search:
+        nfa.add_chars(s, ANY, s)
+        e = nfa.build(ast, s)
+        final = nfa.new()
+        nfa.eps[e].append(final)
+        nfa.add_chars(final, ANY, final)
+        absorbing = frozenset(range(final, len(nfa.edges)))
+    else:
+        final = nfa.build(ast, s)
+        absorbing = frozenset()
+    trans, accept, b2c = _determinize(nfa, s, final, max_states, what, absorbing)
+    return _finalize(trans, accept, b2c)
+
+
+def from_ast(node: Node, max_states: int = DEFAULT_MAX_STATES, what: str = "regex") -> DFA:
+    """The DFA of a parsed regex (``re.fullmatch`` semantics)."""
+    nfa = _NFA(_nfa_limit(max_states), what)
+    s = nfa.new()
+    final = nfa.build(node, s)
+    return _finalize(*_determinize(nfa, s, final, max_states, what))

@@ -1,0 +1,270 @@
+"""The regular algebra over DFAs: basic languages, union, concatenation, repetition,
+intersection. Each operation embeds its operands in an NFA (`nfa`) or walks their product,
+and returns a canonical minimized DFA, within a state budget.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Sequence
+
+import numpy as np
+
+from grammarc.errors import StateBudgetExceeded
+from grammarc.automata.dfa import DEFAULT_MAX_STATES, DFA, _budget_error, _check_budget, _empty, _finalize, _make, from_table
+from grammarc.automata.nfa import _NFA, _determinize, _nfa_limit, from_ast
+from grammarc.automata.regex import ANY, Chars, Repeat
+
+__all__ = [
+    "any_bytes", "complement", "concat", "intersect", "length_window", "literal", "optional", "plus", "repeat",
+    "star", "union", "utf8_text", "without_empty",
+]
+
+
+# ------------------------------------------------------------------ basic languages
+
+
+def literal(data: bytes) -> DFA:
+    """Exactly the byte string `data` (already minimal: a chain)."""
+    data = bytes(data)
+    n = len(data)
+    trans = np.full((n + 1, 256), -1, dtype=np.int32)
+    if n:
+        trans[np.arange(n), np.frombuffer(data, dtype=np.uint8)] = np.arange(1, n + 1)
+    accept = np.zeros(n + 1, dtype=bool)
+    accept[n] = True
+    return _make(trans, accept)
+
+
+@lru_cache(maxsize=1)
+def any_bytes() -> DFA:
+    """Every non-empty byte string (``any!`` without a vocabulary)."""
+    trans = np.ones((2, 256), dtype=np.int32)
+    return _make(trans, np.array([False, True]))
+
+
+@lru_cache(maxsize=1)
+def utf8_text() -> DFA:
+    """All valid UTF-8 text, the empty string included."""
+    return from_ast(Repeat(Chars(ANY), 0, None), DEFAULT_MAX_STATES, "utf8_text")
+
+
+@lru_cache(maxsize=1)
+def _utf8_nonempty() -> DFA:
+    return without_empty(utf8_text())
+
+
+
+# ------------------------------------------------------------------ regular algebra
+
+
+def _nfa_of(ds: Sequence[DFA], max_states: int, what: str) -> _NFA:
+    return _nfa_sized(sum(d.n_states + 2 for d in ds) + 4, max_states, what)
+
+
+def _nfa_sized(total: int, max_states: int, what: str) -> _NFA:
+    """An NFA for `total` states, refused before anything is allocated when over budget."""
+    limit = max(_nfa_limit(max_states), 0)
+    if total > limit:
+        raise StateBudgetExceeded(
+            f"{what} is too large: its NFA needs {total} states, more than {limit}"
+        )
+    return _NFA(limit, what)
+
+
+def union(ds: Sequence[DFA], *, max_states: int = DEFAULT_MAX_STATES) -> DFA:
+    """L(d1) | L(d2) | ..."""
+    _check_budget(max_states)
+    ds = list(ds)
+    if not ds:
+        return _empty()
+    if len(ds) == 1:
+        return ds[0]
+    nfa = _nfa_of(ds, max_states, "union")
+    s = nfa.new()
+    e = nfa.new()
+    for d in ds:
+        nfa.eps[nfa.embed(d, s)].append(e)
+    return _finalize(*_determinize(nfa, s, e, max_states, "union"))
+
+
+def concat(ds: Sequence[DFA], *, max_states: int = DEFAULT_MAX_STATES) -> DFA:
+    """L(d1) L(d2) ... (the empty sequence is the empty string)."""
+    _check_budget(max_states)
+    ds = list(ds)
+    if any(d.is_empty for d in ds):
+        return _empty()
+    if not ds:
+        return literal(b"")
+    if len(ds) == 1:
+        return ds[0]
+    nfa = _nfa_of(ds, max_states, "concatenation")
+    s = start = nfa.new()
+    for d in ds:
+        s = nfa.embed(d, s)
+    return _finalize(*_determinize(nfa, start, s, max_states, "concatenation"))
+
+
+def star(d: DFA, *, max_states: int = DEFAULT_MAX_STATES) -> DFA:
+    """L(d)* (the empty string included)."""
+    _check_budget(max_states)
+    nfa = _nfa_of([d], max_states, "repetition")
+    s = nfa.new()
+    e = nfa.star_from(s, lambda m: nfa.embed(d, m))
+    return _finalize(*_determinize(nfa, s, e, max_states, "repetition"))
+
+
+def plus(d: DFA, *, max_states: int = DEFAULT_MAX_STATES) -> DFA:
+    """L(d)+ = L(d) L(d)*."""
+    return repeat(d, 1, None, max_states=max_states)
+
+
+def optional(d: DFA, *, max_states: int = DEFAULT_MAX_STATES) -> DFA:
+    """L(d) | empty string."""
+    return repeat(d, 0, 1, max_states=max_states)
+
+
+def repeat(d: DFA, lo: int, hi: int | None, *, max_states: int = DEFAULT_MAX_STATES) -> DFA:
+    """L(d){lo,hi}; hi=None is unbounded."""
+    _check_budget(max_states)
+    if lo < 0 or (hi is not None and hi < lo):
+        raise ValueError(f"bad repetition bounds {{{lo},{hi}}}")
+    if hi == 0 or (d.is_empty and lo == 0):
+        return literal(b"")
+    if d.is_empty:
+        return _empty()
+    copies = lo + (1 if hi is None else hi - lo)
+    what = f"repetition {{{lo},{'' if hi is None else hi}}}"
+    nfa = _nfa_sized(copies * (d.n_states + 2) + 4, max_states, what)
+    s = start = nfa.new()
+    for _ in range(lo):
+        s = nfa.embed(d, s)
+    if hi is None:
+        e = nfa.star_from(s, lambda m: nfa.embed(d, m))
+    else:
+        ends = []
+        for _ in range(hi - lo):
+            ends.append(s)
+            s = nfa.embed(d, s)
+        e = nfa.new()
+        for x in ends + [s]:
+            nfa.eps[x].append(e)
+    return _finalize(*_determinize(nfa, start, e, max_states, what))
+
+
+def _product_tables(
+    ta: np.ndarray, aa: np.ndarray, tb: np.ndarray, ab: np.ndarray, max_states: int, what: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """Reachable part of the product automaton (intersection), as a byte table."""
+    nb = tb.shape[0]
+    ids = {0: 0}
+    pairs = [(0, 0)]
+    rows = []
+    for p, q in pairs:
+        ra, rb = ta[p], tb[q]
+        codes = np.where((ra >= 0) & (rb >= 0), ra * nb + rb, -1)
+        uniq, inv = np.unique(codes, return_inverse=True)
+        mapped = []
+        for code in uniq.tolist():
+            if code < 0:
+                mapped.append(-1)
+                continue
+            j = ids.get(code)
+            if j is None:
+                if len(pairs) >= max_states:
+                    raise _budget_error(what, max_states)
+                j = len(pairs)
+                ids[code] = j
+                pairs.append(divmod(code, nb))
+            mapped.append(j)
+        rows.append(np.asarray(mapped, dtype=np.int64)[inv.reshape(-1)])
+    acc = np.array([bool(aa[p]) and bool(ab[q]) for p, q in pairs], dtype=bool)
+    return np.vstack(rows), acc
+
+
+def _finalize_product(
+    ta: np.ndarray, aa: np.ndarray, b: DFA, max_states: int, what: str
+) -> DFA:
+    trans, acc = _product_tables(
+        np.asarray(ta, dtype=np.int64), aa, b.trans.astype(np.int64), b.accept,
+        max_states, what,
+    )
+    return from_table(trans, acc)
+
+
+def _intersect(a: DFA, b: DFA, max_states: int, what: str) -> DFA:
+    if a.is_empty or b.is_empty:
+        return _empty()
+    return _finalize_product(a.trans, a.accept, b, max_states, what)
+
+
+def intersect(a: DFA, b: DFA, *, max_states: int = DEFAULT_MAX_STATES) -> DFA:
+    """L(a) & L(b)."""
+    _check_budget(max_states)
+    return _intersect(a, b, max_states, "intersection")
+
+
+def complement(d: DFA, *, max_states: int = DEFAULT_MAX_STATES) -> DFA:
+    """The valid UTF-8 texts (the empty one included) that L(d) does not hold."""
+    _check_budget(max_states)
+    n = d.n_states
+    trans = d.trans.astype(np.int64)
+    total = np.vstack([np.where(trans >= 0, trans, n), np.full((1, 256), n, dtype=np.int64)])
+    flipped = np.concatenate([~np.asarray(d.accept, dtype=bool), [True]])
+    return _finalize_product(total, flipped, utf8_text(), max_states, "complement")
+
+
+def without_empty(d: DFA, *, max_states: int = DEFAULT_MAX_STATES) -> DFA:
+    """L(d) minus the empty string."""
+    _check_budget(max_states)
+    if not d.accepts_empty:
+        return d
+    trans = d.trans.astype(np.int64)
+    shifted = np.where(trans >= 0, trans + 1, -1)
+    table = np.vstack([shifted[:1], shifted])
+    accept = np.concatenate([[False], d.accept])
+    return from_table(table, accept)
+
+
+def length_window(d: DFA, lo: int, hi: int | None, *, max_states: int = DEFAULT_MAX_STATES) -> DFA:
+    """The strings of L(d) that are lo..hi characters long (hi=None: at least lo).
+
+    `d` reads UTF-8 text; a character is counted at its first byte. The product with the
+    counter is walked from the start, so only (state, count) pairs that occur are built.
+    """
+    _check_budget(max_states)
+    if lo < 0 or (hi is not None and hi < lo):
+        raise ValueError(f"bad length window {lo}..{hi}")
+    if lo == 0 and hi is None:
+        return d
+    trans = d.trans.astype(np.int64)
+    counts = np.ones(256, dtype=np.int64)
+    counts[0x80:0xC0] = 0  # continuation bytes do not start a character
+    cap = lo if hi is None else hi
+    ids = {(0, 0): 0}
+    pairs = [(0, 0)]
+    rows = []
+    for q, n in pairs:  # grows while iterating
+        row = trans[q]
+        nxt = n + counts
+        if hi is None:
+            nxt = np.minimum(nxt, cap)
+        live = (row >= 0) & (nxt <= cap)
+        codes = np.where(live, row * (cap + 1) + nxt, -1)
+        uniq, inv = np.unique(codes, return_inverse=True)
+        mapped = []
+        for code in uniq.tolist():
+            if code < 0:
+                mapped.append(-1)
+                continue
+            pair = divmod(code, cap + 1)
+            j = ids.get(pair)
+            if j is None:
+                if len(pairs) >= max_states:
+                    raise _budget_error(f"length window {lo}..{'' if hi is None else hi}", max_states)
+                j = ids[pair] = len(pairs)
+                pairs.append(pair)
+            mapped.append(j)
+        rows.append(np.asarray(mapped, dtype=np.int64)[inv.reshape(-1)])
+    accept = np.array([bool(d.accept[q]) and n >= lo for q, n in pairs], dtype=bool)
+    return from_table(np.vstack(rows), accept)

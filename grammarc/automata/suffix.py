@@ -1,0 +1,36 @@
+"""Keys for the language a DFA accepts from one of its states.
+
+A vocabulary scan from state `q` of a terminal depends only on the language accepted from
+`q`, not on the terminal around it: the string body inside ``"name": "…"`` scans like the
+string body inside any other merged terminal. Keying scans by that language lets every
+grammar, terminal and process share them.
+
+For a minimized, trimmed DFA the states reachable from `q` form the minimal DFA of that
+language, and minimal DFAs of one language are isomorphic; numbering them breadth-first
+with bytes ascending makes them identical, so the key is exact: equal keys iff equal
+languages. (For a DFA that is not minimal, equal keys still imply equal languages.)
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from grammarc.automata.dfa import DFA
+
+
+def suffix_key(dfa: DFA, state: int) -> str:
+    """A hex digest naming the language `dfa` accepts from `state`."""
+    runs, accept = dfa._runs, dfa.accept
+    number = {state: 0}
+    order = [state]
+    parts: list[str] = []
+    for s in order:  # grows while we walk: breadth-first, bytes ascending
+        edges = []
+        for lo, hi, target in runs[s]:
+            n = number.get(target)
+            if n is None:
+                n = number[target] = len(order)
+                order.append(target)
+            edges.append(f"{lo}-{hi}:{n}")
+        parts.append(("A" if accept[s] else "N") + ",".join(edges))
+    return hashlib.blake2b(";".join(parts).encode(), digest_size=20).hexdigest()

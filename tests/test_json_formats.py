@@ -1,0 +1,135 @@
+"""JSON Schema string languages (frontends/json_formats.py) on grammarc's shared regex machinery.
+
+`pattern` is ECMA-262: compared with node's RegExp (u flag) where node is installed. The
+rendered regexes match the *encoded* JSON string, so each text is tried raw and escaped.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import Phase, given, settings
+from hypothesis import strategies as st
+
+from ecma import NODE, ecma_patterns, ecma_texts, node_results
+from grammarc import automata as A
+from grammarc.automata import CharDFA
+from grammarc.errors import RegexError
+from grammarc.frontends import json_formats as jf
+
+
+def run_chars(dfa: CharDFA, text: str) -> bool:
+    """Whether a DFA over characters accepts `text` (an independent, direct reading)."""
+    q = 0
+    for c in text:
+        for ranges, t in dfa.edges[q]:
+            if any(lo <= ord(c) <= hi for lo, hi in ranges):
+                q = t
+                break
+        else:
+            return False
+    return dfa.accept[q]
+
+
+def encodings(text: str) -> list[str]:
+    """JSON spellings of `text`: raw, and with every non-ASCII character escaped."""
+    return [json.dumps(text, ensure_ascii=False), json.dumps(text, ensure_ascii=True)]
+
+
+WINDOWS = [(0, None), (1, 2), (2, None), (0, 1), (3, 3)]
+
+
+@pytest.mark.skipif(NODE is None, reason="node (an ECMA-262 engine to compare with) is not installed")
+@given(st.lists(ecma_patterns(), min_size=40, max_size=40, unique=True))
+@settings(max_examples=3, deadline=None, phases=[Phase.explicit, Phase.generate])  # failures name their case
+def test_pattern_languages_agree_with_an_ecma_engine(patterns) -> None:
+    texts = ecma_texts()
+    found = node_results([(p, "u", texts) for p in patterns])
+    for p, wants in zip(patterns, found):
+        tree = jf.search_tree(p)
+        try:
+            rendered = jf.search_regex(p)
+        except RegexError as exc:  # only an anchor inside the pattern cannot be rendered
+            assert "inside a pattern" in str(exc), p
+            rendered = ""
+        whole = None if rendered in ("", None) else A.from_regex('"' + rendered + '"')
+        for lo, hi in WINDOWS:
+            dfa = jf.string_automaton([tree], lo, hi)
+            for t, want in zip(texts, wants):
+                want_here = want and lo <= len(t) and (hi is None or len(t) <= hi)
+                assert (dfa is not None and run_chars(dfa, t)) == want_here, (p, lo, hi, t)
+        if rendered == "":
+            continue
+        for t, want in zip(texts, wants):
+            for spelled in encodings(t):
+                got = whole is not None and whole.matches(spelled.encode())
+                assert got == want, (p, spelled)
+
+
+def test_intersection_of_patterns_formats_and_lengths() -> None:
+    trees = [jf.search_tree("^[a-z]+$"), jf.search_tree("b"), jf.search_tree("^.{0,4}$")]
+    dfa = jf.string_automaton(trees, 2, None)
+    for text in ["ab", "bb", "abcb", "b", "abcde", "aa", "AB", "b1"]:
+        want = text.isalpha() and text.islower() and "b" in text and 2 <= len(text) <= 4
+        assert run_chars(dfa, text) == want, text
+    assert jf.string_automaton([jf.search_tree("^a$"), jf.search_tree("^b$")], 0, None) is None
+    date = jf.string_automaton([jf.format_tree("date"), jf.search_tree("^2020")], 0, None)
+    assert run_chars(date, "2020-02-29") and not run_chars(date, "2021-02-28") and not run_chars(date, "2020-02-30")
+
+
+def test_anchors_inside_a_pattern_are_exact_in_the_automaton() -> None:
+    dfa = jf.string_automaton([jf.search_tree("(^a|b)c")], 0, 3)
+    for text, want in [("ac", True), ("xbc", True), ("xac", False), ("bcx", True), ("abcd", False)]:
+        assert run_chars(dfa, text) == want, text
+    assert jf.string_automaton([jf.search_tree("a^b")], 0, None) is None
+    with pytest.raises(jf.Hard):
+        jf.restrict_length(jf.search_tree("(^a|b)c"), 0, 3)
+
+
+def test_string_automaton_budget() -> None:
+    trees = [jf.search_tree("^[a-z]*$")]
+    assert len(jf.string_automaton(trees, 0, 100).accept) == 101
+    with pytest.raises(jf.PatternError, match="^the intersection needs more than 50 automaton states$"):
+        jf.string_automaton(trees, 0, 100, max_states=50)
+
+
+def test_lone_surrogates_in_patterns_match_nothing() -> None:
+    assert jf.search_regex(r"\ud800") is None
+    assert jf.search_regex(r"^[^\ud800-\udfff]$") == jf.search_regex("^[^]$")
+    assert jf.search_regex("^[\\ud800a]$") == jf.search_regex("^a$")
+
+
+@given(st.text(alphabet="ab\u00e9\U0001F600\n", max_size=6))
+@settings(max_examples=100, deadline=None)
+def test_code_point_dfa_reads_the_byte_dfa(text: str) -> None:
+    byte_dfa = A.from_regex("(?:a|é)*😀?[^b]{0,2}", ecma=True)
+    chars = A.code_point_dfa(byte_dfa)
+    assert run_chars(chars, text) == byte_dfa.matches(text.encode())
+
+
+def test_code_point_dfa_ranges() -> None:
+    chars = A.code_point_dfa(A.from_regex("[\u00e0-\u00ff\u4e00-\u9fff\U00010000-\U0010ffff]x"))
+    assert chars.edges[0] == ((((0xE0, 0xFF), (0x4E00, 0x9FFF), (0x10000, 0x10FFFF)), 1),)
+    assert chars.accept == (False, False, True)
+    with pytest.raises(ValueError, match="not a DFA over UTF-8 text"):
+        A.code_point_dfa(A.any_bytes())
+
+
+@given(st.text(alphabet="ab\u00e9\U0001F600", max_size=5))
+@settings(max_examples=150, deadline=None)
+def test_complement_is_every_other_text(text: str) -> None:
+    """complement: exactly the valid UTF-8 texts the DFA rejects (also read per character)."""
+    d = A.from_regex("(?:a|é)*😀?b{0,2}", ecma=True)
+    c = A.complement(d)
+    assert c.matches(text.encode()) == (not d.matches(text.encode()))
+    assert run_chars(A.code_point_dfa(c), text) == (not d.matches(text.encode()))
+
+
+def test_complement_reads_only_utf8_and_is_an_involution() -> None:
+    d = A.from_regex("ab|c")
+    c = A.complement(d)
+    assert not c.matches(b"\xff") and not c.matches(b"\xc3")
+    assert c.matches(b"") and A.complement(c) == d
+    assert A.complement(A.utf8_text()).is_empty
+    assert A.complement(A.intersect(d, A.literal(b"q"))) == A.utf8_text()

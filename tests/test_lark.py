@@ -1,0 +1,210 @@
+"""Lark front-end: lark's shipped grammars, differential tests against Lark's Earley parser,
+and exact refusals. Expected answers come from Lark itself wherever it can give them."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import lark
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+from lark.load_grammar import GrammarBuilder
+
+from grammarc import Grammar, GrammarError
+
+GRAMMARS = Path(lark.__file__).parent / "grammars"
+SHIPPED = sorted(GRAMMARS.glob("*.lark"))
+LARK_LARK = (GRAMMARS / "lark.lark").read_text()
+# lark.lark's OP looks at the character after the token (`[?](?![a-z])`): lexer context that
+# a scannerless grammar cannot see, so grammarc refuses it (test_refuses_context_lookahead).
+# The acceptance test uses OP without the lookahead.
+OP_LINE = "OP: /[+*]|[?](?![a-z])/"
+META_TEXT = LARK_LARK.replace(OP_LINE, "OP: /[+*?]/")
+
+
+@pytest.fixture(scope="module")
+def meta() -> Grammar:
+    assert OP_LINE in LARK_LARK
+    return Grammar.from_lark(META_TEXT, name="lark.lark")
+
+
+def lark_terminals(text: str) -> list[str]:
+    builder = GrammarBuilder(False, [])
+    builder.load_grammar(text, "<test>")
+    return [name for name, d in builder._definitions.items() if d.is_term and not name.startswith("_")]
+
+
+def test_shipped_grammars_present():
+    assert {p.name for p in SHIPPED} >= {"common.lark", "lark.lark", "python.lark", "unicode.lark"}
+
+
+@pytest.mark.parametrize("name", ["common.lark", "unicode.lark"])
+def test_terminal_libraries_load_every_terminal(name):
+    text = (GRAMMARS / name).read_text()
+    terminals = lark_terminals(text)
+    assert len(terminals) >= 2
+    for terminal in terminals:
+        Grammar.from_lark(text, start=terminal).compile()
+
+
+def test_python_grammar_refuses_declare_exactly():
+    text = (GRAMMARS / "python.lark").read_text()
+    with pytest.raises(GrammarError) as info:
+        Grammar.from_lark(text, start="file_input", name="python.lark")
+    line = text[: text.index("%declare _INDENT")].count("\n") + 1
+    assert str(info.value) == (
+        f"python.lark:{line}:10: %declare _INDENT is not supported: a declared symbol has no "
+        "definition (Lark leaves it to a postlexer), so grammarc cannot know its language\n"
+        "%declare _INDENT _DEDENT\n         ^^^^^^^"
+    )
+
+
+def test_refuses_context_lookahead():
+    with pytest.raises(GrammarError) as info:
+        Grammar.from_lark(LARK_LARK, name="lark.lark")
+    line = LARK_LARK[: LARK_LARK.index(OP_LINE)].count("\n") + 1
+    assert str(info.value) == (
+        f"lark.lark:{line}:1: terminal OP: lookaround inside a group, alternation or "
+        f"repetition is not supported\n{OP_LINE}\n^^"
+    )
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.name)
+def test_meta_grammar_accepts_every_shipped_grammar(meta, path):
+    assert meta.accepts(path.read_text())
+
+
+def lark_rejects_syntax(text: str) -> bool:
+    """Whether Lark's own grammar loader rejects `text` as a syntax error."""
+    try:
+        GrammarBuilder(False, []).load_grammar(text, "<mutant>")
+    except lark.exceptions.UnexpectedInput:
+        return True
+    except lark.exceptions.GrammarError as error:
+        return "Unexpected" in str(error) or "Expecting" in str(error) or "line" in str(error)
+    return False
+
+
+MUTATIONS = {
+    "drop a colon": lambda t: t.replace(":", " ", 1),
+    "unbalanced paren": lambda t: re.sub(r"\(", "((", t, count=1),
+    "unbalanced bracket": lambda t: t.replace("]", "", 1),
+    "unterminated string": lambda t: t.replace('"', "", 1),
+    "stray percent": lambda t: t + "\n%bogus x\n",
+    "double arrow": lambda t: t.replace("->", "-> ->", 1),
+}
+
+
+@pytest.mark.parametrize("mutation", sorted(MUTATIONS))
+def test_meta_grammar_rejects_what_lark_rejects(meta, mutation):
+    checked = 0
+    for path in SHIPPED:
+        mutant = MUTATIONS[mutation](path.read_text())
+        if mutant != path.read_text() and lark_rejects_syntax(mutant):
+            assert not meta.accepts(mutant), (mutation, path.name)
+            checked += 1
+    assert checked >= 1
+
+
+# ------------------------------------------------------------ differential vs Earley
+
+DIFF_GRAMMARS = {
+    "kv": (
+        """
+        start: pair ("," pair)*
+        ?pair: CNAME "=" value -> kv
+        value: NUMBER | ESCAPED_STRING | "true"i | list
+        list: "[" [value ("," value)*] "]"
+        %import common (CNAME, NUMBER, ESCAPED_STRING, WS)
+        %ignore WS
+        """,
+        'abc"=,[]1.5e3 \ttrue TRUE\\x-',
+    ),
+    "regex": (
+        """
+        start: (WORD | HEX | _SEP)+
+        WORD.2: /[a-c]+x?/i
+        HEX: /0x[0-9a-f]{1,3}/
+        _SEP: /-|;/
+        """,
+        "abcABxX0x19f;-",
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def diff_pairs():
+    return {
+        key: (Grammar.from_lark(text), lark.Lark(text, parser="earley", lexer="dynamic_complete"))
+        for key, (text, _alphabet) in DIFF_GRAMMARS.items()
+    }
+
+
+def lark_accepts(parser: lark.Lark, text: str) -> bool:
+    try:
+        parser.parse(text)
+    except lark.exceptions.LarkError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("key", sorted(DIFF_GRAMMARS))
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_same_language_as_earley(diff_pairs, key, data):
+    grammar, parser = diff_pairs[key]
+    alphabet = DIFF_GRAMMARS[key][1]
+    seeds = {"kv": ['a=1', ' a = "x\\"y" , b=[1,[]]', "x=TRUE"], "regex": ["ab-0x1f", "ABx;c"]}[key]
+    text = data.draw(st.one_of(
+        st.text(alphabet=alphabet, max_size=12),
+        st.sampled_from(seeds).flatmap(
+            lambda s: st.tuples(st.integers(0, len(s)), st.text(alphabet=alphabet, max_size=2))
+            .map(lambda m: s[: m[0]] + m[1] + s[m[0] + 1:])),
+        st.sampled_from(seeds),
+    ))
+    assert grammar.accepts(text) == lark_accepts(parser, text), text
+
+
+def test_lazy_string_stops_at_first_quote():
+    grammar, parser = Grammar.from_lark(DIFF_GRAMMARS["kv"][0]), None
+    assert grammar.accepts('a="x\\"y"') and not grammar.accepts('a="x"y"')
+
+
+# ---------------------------------------------------------------- exact refusals
+
+
+@pytest.mark.parametrize("pattern, message", [
+    (r"/a(?=b)/", "lookahead can see past the end of the terminal (grammarc has no lexer "
+                  "context); only lookarounds that test a character inside the terminal are supported"),
+    (r"/(a)\1/", "backreference is not supported (not a regular language)"),
+    (r"/^a/", "anchor ^ is not supported: Lark tests it against the whole input, outside the terminal"),
+    (r"/a(?=bc)c/", "lookahead (?=...) is supported only over a single character"),
+])
+def test_refused_regexes(pattern, message):
+    text = f"start: X\nX: {pattern}\n"
+    with pytest.raises(GrammarError) as info:
+        Grammar.from_lark(text, name="g.lark")
+    assert str(info.value) == f"g.lark:2:1: terminal X: {message}\nX: {pattern}\n^"
+
+
+def test_inside_lookaround_compiled_exactly():
+    g = Grammar.from_lark('start: X\nX: /a(?!b)[a-c]/\n')
+    assert [g.accepts(t) for t in ("aa", "ab", "ac")] == [True, False, True]
+
+
+def test_declare_refused():
+    with pytest.raises(GrammarError) as info:
+        Grammar.from_lark("start: A\n%declare A\n", name="g.lark")
+    assert str(info.value).startswith("g.lark:2:10: %declare A is not supported")
+
+
+def test_start_undefined():
+    with pytest.raises(GrammarError, match="start rule 'nope' is not defined"):
+        Grammar.from_lark('start: "a"\n', start="nope")
+
+
+def test_templates_and_override():
+    text = '_sep{x, s}: x (s x)*\nstart: _sep{"a", ","}\n%import common.WS\n%ignore WS\n'
+    g = Grammar.from_lark(text)
+    assert [g.accepts(t) for t in ("a", " a , a", "a,", "")] == [True, True, False, False]

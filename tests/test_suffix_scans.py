@@ -1,0 +1,72 @@
+"""Scans keyed by the language a terminal accepts from a state, and started from the tokens
+whose first byte that state takes: exact against a scan of every token from every state."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from grammarc import Grammar, Vocabulary
+from grammarc.automata import from_regex, literal
+from grammarc.automata.suffix import suffix_key
+from grammarc.tokens import index as index_module
+from grammarc.tokens.index import TokenIndex
+
+ATOMS = ["a", "b", "é", "[ab]", "[^a]", "(ab|ba)", "a?", "b*", "(a|é)+"]
+
+
+@st.composite
+def patterns(draw, depth: int = 2):
+    parts = draw(st.lists(st.sampled_from(ATOMS), min_size=1, max_size=4))
+    return "".join(parts) if depth == 0 or draw(st.booleans()) else f"({draw(patterns(depth - 1))})*" + "".join(parts)
+
+
+@settings(max_examples=150, deadline=None)
+@given(patterns(), patterns(), st.sampled_from(["x", "xy", "é"]))
+def test_keys_name_languages_exactly(r, s, prefix):
+    # the state reached after `prefix` in DFA(prefix r) accepts exactly L(r)
+    after = from_regex(prefix + "(" + r + ")")
+    state = after.run(prefix.encode())
+    assert suffix_key(after, state) == suffix_key(from_regex(r), 0)
+    # and keys differ exactly when the languages differ (minimal DFAs are canonical)
+    assert (suffix_key(from_regex(r), 0) == suffix_key(from_regex(s), 0)) == (from_regex(r).key == from_regex(s).key)
+
+
+def test_every_state_of_a_literal_has_its_own_language():
+    d = literal(b"abcab")
+    assert len({suffix_key(d, q) for q in range(d.n_states)}) == d.n_states
+
+
+def _brute_scan(index: TokenIndex, t: int, q: int):
+    """Every token row from position 0 in state q, with no bucketing and no store."""
+    rows = np.arange(len(index.token_ids), dtype=np.int32)
+    end_rows, _, split_rows, split_pos = index._scan(t, rows, np.zeros(len(rows), dtype=np.int32), q)
+    return set(end_rows.tolist()), set(zip(split_rows.tolist(), split_pos.tolist()))
+
+
+VOCAB = Vocabulary.from_bytes(
+    [bytes([b]) for b in range(256)]
+    + [b"ab", b"a\xc3", b"\xc3\xa9", b'"a', b'a"', b'",', b"12", b"1.5", b" {", b"}\n", b"\xe2\x82", b"\xac"]
+    + [b"<eos>"],
+    eos_token_ids=[268],
+)
+GRAMMARS = [
+    Grammar.from_json_schema({"type": "object", "properties": {"name": {"type": "string"}, "n": {"type": "number"}}}),
+    Grammar.from_ebnf("start ::= #'[a-zé]+' (',' #'[0-9]+(\\\\.[0-9]+)?')* ;"),
+]
+
+
+@pytest.mark.parametrize("grammar", GRAMMARS, ids=["schema", "ebnf"])
+@pytest.mark.parametrize("persist_min_rows", [0, 10**9], ids=["stored", "narrow"])
+def test_scans_equal_brute_force_scans(grammar, persist_min_rows, monkeypatch):
+    monkeypatch.setattr(index_module, "PERSIST_MIN_ROWS", persist_min_rows)
+    index = TokenIndex(grammar.compile(), VOCAB)
+    for t, terminal in enumerate(index.terminals):
+        if terminal.any_token:
+            continue
+        for q in range(terminal.dfa.n_states):
+            scan = index._terminal_scan(t, q)
+            ends, splits = _brute_scan(index, t, q)
+            assert set(np.flatnonzero(scan.inside).tolist()) == ends, (t, q)
+            assert set(zip(scan.split_rows.tolist(), scan.split_pos.tolist())) == splits, (t, q)
