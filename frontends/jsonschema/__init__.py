@@ -101,6 +101,8 @@ def schema_to_grammar(
             schema = json.loads(schema)
         except json.JSONDecodeError as exc:
             raise SchemaError(f"schema is not valid JSON: {exc}") from None
+        except RecursionError:  # the decoder recurses per nesting level
+            raise SchemaError("schema text is nested too deeply to read (more than Python's recursion limit)") from None
     if not isinstance(schema, (dict, bool)):
         raise SchemaError(f"a schema must be an object or a boolean, not {type(schema).__name__}")
     if whitespace not in ("bounded", "compact", "unbounded"):

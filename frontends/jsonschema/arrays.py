@@ -9,6 +9,8 @@ from .merge import Merged
 from .negation import CannotNegate
 from .documents import Node
 
+MAX_ITEMS_BOUND = 200_000  # largest item count a counted repetition may expand to (the compiler's limit)
+
 
 class Arrays:
     """Arrays: prefixItems/items, counts, contains."""
@@ -41,6 +43,12 @@ class Arrays:
             hi = top if hi is None else min(hi, top)
         if hi is not None and lo > hi:
             return None
+        if lo > MAX_ITEMS_BOUND:
+            self.unsupported("minItems", m.items_ptrs[0], f"item counts above {MAX_ITEMS_BOUND} are not supported")
+            lo = 0
+        if hi is not None and hi > MAX_ITEMS_BOUND:
+            self.unsupported("maxItems", m.items_ptrs[1], f"item counts above {MAX_ITEMS_BOUND} are not supported")
+            hi = None
         if m.contains is not None:
             return self._array_contains(m, prefix, rest, lo, hi, depth, hint)
         return self._array_layout(prefix, rest, lo, hi, depth)

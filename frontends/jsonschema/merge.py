@@ -39,6 +39,7 @@ class Merged:
     arrays: list | None = None  # [(node, prefix list[Node], rest Node|None)]
     min_items: int = 0
     max_items: int | None = None
+    items_ptrs: tuple = ("#", "#")  # the schemas that set min_items and max_items
     contains: list | None = None
     min_contains: int | None = None
     max_contains: int | None = None
@@ -242,10 +243,13 @@ class Merging:
         if has_items:
             m.arrays = (m.arrays or []) + [(node, prefix, rest)]
         if "minItems" in s:
-            m.min_items = max(m.min_items, count_value(s["minItems"], p + "/minItems"))
+            v = count_value(s["minItems"], p + "/minItems")
+            if v > m.min_items:
+                m.min_items, m.items_ptrs = v, (p, m.items_ptrs[1])
         if "maxItems" in s:
             v = count_value(s["maxItems"], p + "/maxItems")
-            m.max_items = v if m.max_items is None else min(m.max_items, v)
+            if m.max_items is None or v < m.max_items:
+                m.max_items, m.items_ptrs = v, (m.items_ptrs[0], p)
         if "contains" in s:
             m.contains = (m.contains or []) + [node.child("contains", s["contains"])]
             if "minContains" in s:
