@@ -31,7 +31,7 @@ __all__ = [
     "CharDFA", "FORMATS", "Hard", "PatternError", "UNIT", "char_label", "char_regex", "class_regex",
     "format_plain_regex", "format_regex", "format_tree", "lengths", "literal_regex",
     "match_regex_unanchored", "parse_pattern", "render_tree", "restrict_length", "search_regex",
-    "search_tree", "string_automaton", "string_dfa", "string_excluding", "string_regex",
+    "search_tree", "string_automaton", "string_dfa", "string_regex",
 ]
 
 MAX_CP = 0x10FFFF
@@ -405,37 +405,6 @@ def format_plain_regex(name: str) -> str | None:
     if name not in FORMATS:
         return None
     return "(?:" + FORMATS[name] + ")"
-
-
-def string_excluding(words) -> str:
-    """A complete JSON string (quotes included) whose decoded value is none of `words`.
-
-    Built on the trie of `words`: at each node the text may end (unless a word ends there),
-    continue with a character that leaves the trie (then anything), or follow a branch. Every
-    spelling of every character is covered, so the language is exact.
-    """
-    trie: dict = {}
-    for word in words:
-        node = trie
-        for ch in word:
-            node = node.setdefault(ch, {})
-        node[""] = {}
-    rest = f"(?:{UNIT})*"
-
-    def walk(node: dict) -> str:
-        parts = []
-        if "" not in node:
-            parts.append("")
-        chars = [c for c in node if c]
-        other = char_regex(complement(normalize((ord(c), ord(c)) for c in chars)))
-        if other:
-            parts.append(other + rest)
-        for c in chars:
-            sub = walk(node[c])
-            parts.append(char_regex(((ord(c), ord(c)),)) + sub)
-        return "(?:" + "|".join(parts) + ")"
-
-    return '"' + walk(trie) + '"'
 
 
 def match_regex_unanchored(pattern: str) -> str | None:

@@ -555,13 +555,30 @@ def test_schema_as_json_text_and_booleans():
         G(False)
 
 
-def test_string_excluding_is_exact():
-    pattern = re.compile(jf.string_excluding(["a", "ab", ""]))
-    for s in ["a", "ab", ""]:
-        for text in {json.dumps(s), "".join(['"'] + [f"\\u{ord(c):04x}" for c in s] + ['"'])}:
-            assert not pattern.fullmatch(text), text
-    for s in ["b", "abc", "aa", "é", "ba"]:
-        assert pattern.fullmatch(json.dumps(s)), s
+_NAMES = ["a", "ab", "", "é", "\U0001F600x", "a\"/"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(st.sampled_from(_NAMES), st.text(alphabet="abxé\"\\/\U0001F600", max_size=4)))
+def test_keys_and_strings_other_than_a_set_of_names(text):
+    """Keys other than the named properties, and strings other than a `not: {enum}`, in every
+    JSON spelling: exactly the texts that are none of the names (the trie's complement)."""
+    keys = _excluding_grammars()[0]
+    strings = _excluding_grammars()[1]
+    other = text not in _NAMES
+    for spelled in _spellings(text):
+        assert keys.accepts("{" + spelled + ":null}") == other, spelled
+        assert strings.accepts(spelled) == other, spelled
+    # a named property is written in its plain spelling only (a documented narrowing)
+    assert keys.accepts("{" + json.dumps(text, ensure_ascii=False) + ":1}") == (text == "a")
+
+
+def _excluding_grammars(memo=[]) -> list[Grammar]:
+    if not memo:
+        memo.append(G({"type": "object", "properties": {n: {"type": "integer"} if n == "a" else False for n in _NAMES},
+                       "additionalProperties": {"type": "null"}}, whitespace="compact"))
+        memo.append(G({"type": "string", "not": {"enum": _NAMES}}))
+    return memo
 
 
 # -- not, if/then/else, dependencies, maxContains (rewritten to anyOf of exact complements) ---

@@ -12,6 +12,8 @@ character, so the languages are exact. An empty language is None throughout.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from grammarc import automata
 from grammarc.automata import DFA, CharDFA
 from grammarc.errors import StateBudgetExceeded
@@ -62,6 +64,21 @@ def literals(words) -> DFA | None:
     if not data:
         return None
     return _guard(lambda b: automata.union([automata.literal(x) for x in data], max_states=b), 1 << 20)
+
+
+@lru_cache(maxsize=512)
+def _excluding(words: tuple[str, ...]) -> CharDFA:
+    size = sum(len(w.encode("utf-8", "surrogatepass")) for w in words) + 2
+    rest = complement(literals(words), size)  # byte budget: 8 states per trie byte
+    return chars(rest, size)
+
+
+def excluding(words) -> CharDFA:
+    """The strings that are none of `words`, over characters: their trie (one state per
+    distinct prefix) plus a state for "left the trie", where every character loops. Rendered
+    with every JSON spelling of each character, this is "a key other than these names"
+    without a regex per spelling."""
+    return _excluding(tuple(sorted(set(words))))
 
 
 def complement(d: DFA | None, max_states: int) -> DFA | None:

@@ -115,10 +115,14 @@ class Objects:
         if value is None:
             return []
         if key_re is None:
-            key_re = Regex(jf.string_excluding(named)) if named else Regex(jf.string_regex())
+            key_re = self._keys_except(named, hint) if named else Regex(jf.string_regex())
         out.append((key_re, value))
         return out
 
+
+    def _keys_except(self, named, hint: str) -> Expr:
+        """A key naming none of `named`: the complement of their trie, as right-linear rules."""
+        return self._char_dfa(chardfa.excluding(named), True, f"{hint}_other_key")
 
     def _pattern_extras(self, m, pats, adds, adds_closed, named, key_re, depth, hint):
         """Members whose keys match patternProperties, and the keys no pattern matches.

@@ -21,7 +21,7 @@ class Strings:
         formats = sorted({f for f, _ in m.formats or []})
         length_limited = m.min_len > 0 or m.max_len is not None
         if m.not_strings and not (patterns or formats or length_limited or m.not_patterns):
-            return Regex(jf.string_excluding(sorted(set(m.not_strings))))
+            return self._char_dfa(chardfa.excluding(m.not_strings), True)
         if m.not_strings or m.not_patterns:
             return self._string_complements(m, patterns, formats)
         if formats and not patterns and len(formats) == 1 and not length_limited:
