@@ -225,7 +225,8 @@ def lark_to_grammar(text: str, *, start: str = "start", name: str = "<string>") 
     if follows:
         out = split_follows(
             out, start, {t: terminal_of[t].pattern.min_width == 0 for t in terminal_of},
-            follows, lambda t, follow, first: _first_of_terminal(terminal_of[t], follow, first, source))
+            follows, lambda t, follow, first: _first_of_terminal(terminal_of[t], follow, first, source),
+            lambda rule: _definition_span(source, rule))
         if not out:
             raise GrammarError(
                 f"{name}: Lark grammar: the start rule {start!r} derives no string once the "

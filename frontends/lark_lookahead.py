@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
+from grammarc.errors import GrammarError, Span
 from grammarc.ir import Alt, Expr, Literal, Ref, Repeat, Seq
 
 Ranges = tuple[tuple[int, int], ...]
@@ -237,13 +238,19 @@ class _Split:
 
 
 def split_follows(
-    rules: Rules, start: str, terminals: dict[str, bool], follows: dict[str, dict], first: TerminalFirst
+    rules: Rules, start: str, terminals: dict[str, bool], follows: dict[str, dict], first: TerminalFirst,
+    span_of: Callable[[str], Optional[Span]] = lambda name: None,
 ) -> Rules:
     """`rules` with the terminals in `follows` (name -> {follow or None: body}) split and each
     follow demand enforced where the grammar continues; `terminals` maps every Lark terminal
     rule to whether it matches the empty string."""
     if not follows:
         return rules
+    lost = [n for n, _ in rules if n not in productive(dict(rules))]
+    if lost:  # the compiler's own refusal, before splitting would silently drop the rule
+        raise GrammarError(
+            f"rule '{lost[0]}' derives no string: every expansion of it either never ends "
+            "or uses a terminal that matches nothing", span_of(lost[0]))
     rules = _desugar_repeats(rules, {n for n, _ in rules})
     split = _Split(rules, terminals, follows, first)
     out: dict[str, Expr | None] = {}
@@ -274,15 +281,15 @@ def _refs(expr: Expr | None) -> list[str]:
     return []
 
 
-def _prune(rules: dict[str, Expr | None], start: str) -> Rules:
-    """Drop rules that derive nothing (and what only they reached)."""
-    productive: set[str] = set()
+def productive(rules: dict[str, Expr | None]) -> set[str]:
+    """The rules that derive at least one string (terminal bodies always do)."""
+    found: set[str] = set()
 
     def live(expr: Expr | None) -> bool:
         if expr is None:
             return False
         if isinstance(expr, Ref):
-            return expr.name in productive
+            return expr.name in found
         if isinstance(expr, Seq):
             return all(live(x) for x in expr.items)
         if isinstance(expr, Alt):
@@ -295,13 +302,19 @@ def _prune(rules: dict[str, Expr | None], start: str) -> Rules:
     while changed:
         changed = False
         for name, body in rules.items():
-            if name not in productive and live(body):
-                productive.add(name)
+            if name not in found and live(body):
+                found.add(name)
                 changed = True
+    return found
+
+
+def _prune(rules: dict[str, Expr | None], start: str) -> Rules:
+    """Drop rules that derive nothing (and what only they reached)."""
+    productive_ = productive(rules)
 
     def cut(expr: Expr) -> Expr | None:
         if isinstance(expr, Ref):
-            return expr if expr.name in productive else None
+            return expr if expr.name in productive_ else None
         if isinstance(expr, Seq):
             items = [cut(x) for x in expr.items]
             return None if None in items else Seq(tuple(items))  # type: ignore[arg-type]
@@ -309,7 +322,7 @@ def _prune(rules: dict[str, Expr | None], start: str) -> Rules:
             return _alt([cut(x) for x in expr.items])
         return expr
 
-    kept = {n: cut(b) for n, b in rules.items() if n in productive and b is not None}
+    kept = {n: cut(b) for n, b in rules.items() if n in productive_ and b is not None}
     seen, stack = {start}, [start]
     while stack:
         for n in _refs(kept.get(stack.pop())):

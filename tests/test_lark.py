@@ -69,6 +69,23 @@ def test_meta_grammar_op_lookahead(meta):
     assert verdicts == [True] * 7 + [False] + [True] * 4 + [False, True]
 
 
+META_PIECES = ["a", "bc", "B", ":", " ", "?", "*", "+", "(", ")", "[", "]", "\n", '"x"', "|", "->",
+               "~", "1", "..", "_", ".", "/y/", "%ignore", "//c\n", "{", "}", ","]
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(pieces=st.lists(st.sampled_from(META_PIECES), max_size=9))
+def test_meta_grammar_same_language_as_earley(meta, meta_earley, pieces):
+    """lark.lark as shipped (OP's lookahead included) against Lark's Earley on lark.lark."""
+    text = "a: " + "".join(pieces) + "\n"
+    assert meta.accepts(text) == lark_accepts(meta_earley, text), text
+
+
+@pytest.fixture(scope="module")
+def meta_earley() -> lark.Lark:
+    return lark.Lark(LARK_LARK, parser="earley", lexer="dynamic_complete")
+
+
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.name)
 def test_meta_grammar_accepts_every_shipped_grammar(meta, path):
     assert meta.accepts(path.read_text())
