@@ -95,7 +95,7 @@ class _Split:
         self.nullable = {n: terminals.get(n, False) for n in self.body}
         self.conds: dict[str, set] = {n: {None} for n in terminals}
         self.piece: dict[tuple[str, object], str] = {}  # (rule, follow) -> derived rule name
-        self.derived: dict[str, Expr | None] = {}  # derived rule -> body (None: empty)
+        self.derived: dict[str, Expr | None] = {}  # output rule -> body (None: derives nothing)
         self.recipe: dict[str, Callable[[], Expr | None]] = {}  # derived rule -> its body, later
         self.first_memo: dict[tuple[str, Ranges], str] = {}
         for t, groups in follows.items():
@@ -227,14 +227,15 @@ class _Split:
         return None if body is None else self.first_in(body, allowed)
 
     def rule_body(self, name: str) -> Expr | None:
-        """The body rule `name` has in the output (derived rules: made on first use)."""
-        if name in self.recipe and name not in self.derived:
-            self.derived[name] = self.recipe[name]()
-        if name in self.derived:
-            return self.derived[name]
-        if name in self.terminal:
-            return self.body[name]
-        return self.tail(self.body[name]).get(None)
+        """The body rule `name` has in the output (made on first use, then kept)."""
+        if name not in self.derived:
+            if name in self.recipe:
+                self.derived[name] = self.recipe[name]()
+            elif name in self.terminal:
+                self.derived[name] = self.body[name]
+            else:
+                self.derived[name] = self.tail(self.body[name]).get(None)
+        return self.derived[name]
 
 
 def split_follows(
@@ -246,7 +247,8 @@ def split_follows(
     rule to whether it matches the empty string."""
     if not follows:
         return rules
-    lost = [n for n, _ in rules if n not in productive(dict(rules))]
+    live = productive(dict(rules))
+    lost = [n for n, _ in rules if n not in live]
     if lost:  # the compiler's own refusal, before splitting would silently drop the rule
         raise GrammarError(
             f"rule '{lost[0]}' derives no string: every expansion of it either never ends "
