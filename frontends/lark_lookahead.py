@@ -34,6 +34,9 @@ TerminalFirst = Callable[[str, Optional[Follow], Ranges], Optional[Expr]]
 """(terminal, follow group or None, S) -> its nonempty strings starting in S (None: none)."""
 
 EPS: Expr = Seq(())
+MAX_DERIVED = 20_000
+"""Most rules the split may derive: it grows with rules x demands x first-character sets, so a
+hostile grammar gets a precise error instead of an unbounded compile."""
 
 
 def _seq(a: Expr | None, b: Expr | None) -> Expr | None:
@@ -87,7 +90,9 @@ def _desugar_repeats(rules: Rules, taken: set[str]) -> Rules:
 class _Split:
     """The rewriting state: rule bodies, demands per rule and the derived rules made so far."""
 
-    def __init__(self, rules: Rules, terminals: dict[str, bool], follows: dict[str, dict], first: TerminalFirst):
+    def __init__(self, rules: Rules, terminals: dict[str, bool], follows: dict[str, dict],
+                 first: TerminalFirst, blame: Span | None = None):
+        self.blame = blame  # where an error about the split points: the first such terminal
         self.body = dict(rules)
         self.first_of_terminal = first
         self.terminal = {t: (t, None) for t in terminals}  # rule name -> (Lark terminal, group)
@@ -109,6 +114,11 @@ class _Split:
         self._fixpoints()
 
     def _name(self, base: str, kind: str) -> str:
+        if len(self.taken) - len(self.body) >= MAX_DERIVED:
+            raise GrammarError(
+                f"Lark grammar: enforcing the lookaheads at the ends of terminals needs more than "
+                f"{MAX_DERIVED} derived rules; simplify the lookaheads or the grammar around them",
+                self.blame)
         k = 1
         while f"{base}__{kind}{k}" in self.taken:
             k += 1
@@ -254,7 +264,7 @@ def split_follows(
             f"rule '{lost[0]}' derives no string: every expansion of it either never ends "
             "or uses a terminal that matches nothing", span_of(lost[0]))
     rules = _desugar_repeats(rules, {n for n, _ in rules})
-    split = _Split(rules, terminals, follows, first)
+    split = _Split(rules, terminals, follows, first, span_of(next(iter(follows))))
     out: dict[str, Expr | None] = {}
     ends = split.conds[start]
     queue = [start]

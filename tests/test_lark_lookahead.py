@@ -170,3 +170,20 @@ def test_unproductive_rule_refused_as_without_lookahead():
         "g.lark:2:1: rule 'r2' derives no string: every expansion of it either never ends or "
         "uses a terminal that matches nothing\nr2: \"c\" r2\n^^"
     )
+
+
+def test_derived_rules_bounded(monkeypatch):
+    """Many distinct lookaheads multiply the derived rules: past the bound, a precise error."""
+    from grammarc.frontends import lark_lookahead
+
+    monkeypatch.setattr(lark_lookahead, "MAX_DERIVED", 50)
+    terms = "\n".join(f"T{i}: /{c}(?![{c}])/" for i, c in enumerate("abcdefgh"))
+    text = "start: item*\nitem: " + " | ".join(f"T{i}" for i in range(8)) + "\n" + terms + "\n"
+    with pytest.raises(GrammarError) as info:
+        Grammar.from_lark(text, name="g.lark")
+    assert str(info.value) == (
+        "g.lark:3:1: Lark grammar: enforcing the lookaheads at the ends of terminals needs more than 50 "
+        "derived rules; simplify the lookaheads or the grammar around them\nT0: /a(?![a])/\n^^")
+    monkeypatch.setattr(lark_lookahead, "MAX_DERIVED", 20_000)
+    g = Grammar.from_lark(text)
+    assert [g.accepts(t) for t in ("abab", "aab", "", "hgh", "hh")] == [True, False, True, True, False]
