@@ -50,6 +50,11 @@ CASES = [
     ('start: A B\nA: /a(?=b)(?!c)/\nB: /[bc]/\n', {"ab": True, "ac": False}),
     ('start: A B\nA: /a(?![bc])(?!a)/\nB: /[abcd]/\n', {"ab": False, "aa": False, "ac": False, "ad": True}),
     ('start: (A | "b")*\nA: /a(?!b)/\n', {"aab": False, "aba": False, "baa": True, "": True}),
+    # an ignored terminal with its own lookahead
+    ('start: (A | Y)+\nA: /[ab]/\nY: "y"\n%ignore /x(?!y)/\n', {"axa": True, "axya": False, "axxa": True, "ax": True}),
+    # recursion through the start rule, whose strings end with the demand pending
+    ('start: "(" start ")" | A\nA: /a(?!\\))/\n', {"a": True, "(a)": False, "((a))": False}),
+    ('start: "(" start ")" | A\nA: /a(?=\\))/\n', {"a": False, "(a)": True, "((a))": True, "(a": False}),
 ]
 
 
