@@ -454,6 +454,7 @@ def translate_alternatives(
         raise LarkRegexError(f"invalid regex: {error}") from None
     flags = parsed.state.flags if hasattr(parsed, "state") else parsed.pattern.flags
     node = _Converter().node(list(parsed), flags)
+
     def trailing(n: Node) -> bool:
         return bool(_flatten(n)) and isinstance(_flatten(n)[-1], Look)
 
