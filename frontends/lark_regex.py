@@ -422,3 +422,55 @@ def translate(pattern: str) -> tuple[tuple[str, str], ...]:
     flags = parsed.state.flags if hasattr(parsed, "state") else parsed.pattern.flags
     node = simplify(eliminate_lookarounds(_Converter().node(list(parsed), flags)))
     return tuple((to_text(part), mode) for part, mode in _modes(node))
+
+
+Follow = tuple[Ranges, bool]
+"""What a trailing lookahead asks of the text after the token: its first character is in the
+ranges, or the text is empty (allowed when the flag is true)."""
+
+
+def translate_alternatives(
+    pattern: str, first: Ranges | None = None
+) -> tuple[tuple[tuple[tuple[str, str], ...], Follow | None], ...]:
+    """The terminal as a union of ``(parts, follow)``: each top-level alternative's trailing
+    one-character lookaheads become `follow` (None: no demand) instead of being refused, so
+    the grammar can check them against what comes next. With `first`, only the strings whose
+    first character is in `first` are kept (alternatives left empty are dropped)."""
+    try:
+        parsed = _sre_parse.parse(pattern, 0)
+    except re.error as error:
+        raise LarkRegexError(f"invalid regex: {error}") from None
+    flags = parsed.state.flags if hasattr(parsed, "state") else parsed.pattern.flags
+    node = _Converter().node(list(parsed), flags)
+
+    def trailing(n: Node) -> bool:
+        return bool(_flatten(n)) and isinstance(_flatten(n)[-1], Look)
+
+    tops = node.items if isinstance(node, Alt) and any(map(trailing, node.items)) else (node,)
+    out = []
+    for top in tops:
+        items, allowed, end_ok, looked = list(_flatten(top)), ((0, MAX_CP),), True, False
+        while items and isinstance(items[-1], Look) and items[-1].ahead:
+            look = items.pop()
+            allowed = _intersect(allowed, _negate(look.chars) if look.negated else look.chars)
+            end_ok, looked = end_ok and look.negated, True
+        body = simplify(eliminate_lookarounds(Seq(tuple(items))))
+        parts = _modes(body)
+        if looked and _nullable(body):
+            raise LarkRegexError("lookahead at the end of a terminal that can be empty is not supported")
+        if (looked or len(tops) > 1) and any(mode != "match" for _, mode in parts):
+            raise LarkRegexError("lookahead at the end of a terminal with a lazy repetition is not supported")
+        options = [parts]
+        if first is not None:  # the nonempty strings whose first character is in `first`
+            options = []
+            for j, (part, mode) in enumerate(parts):
+                kept = simplify(_edge_filter(part, first, last=False))
+                if kept != NOTHING and not (mode == "early" and _nullable(part)):
+                    options.append([(kept, mode)] + parts[j + 1:])
+                if not _nullable(part):
+                    break
+        follow = (allowed, end_ok) if looked else None
+        out += [(tuple((to_text(p), m) for p, m in option), follow) for option in options]
+    if first is None and all(follow is None for _, follow in out):
+        return ((translate(pattern), None),)
+    return tuple(out)
