@@ -449,10 +449,10 @@ def translate_alternatives(
     tops = node.items if isinstance(node, Alt) and any(map(trailing, node.items)) else (node,)
     out = []
     for top in tops:
-        items, allowed, end_ok, looked = list(_flatten(top)), ((0, MAX_CP),), True, False
+        items, allowed, end_ok, looked = list(_flatten(top)), ANY, True, False
         while items and isinstance(items[-1], Look) and items[-1].ahead:
             look = items.pop()
-            allowed = _intersect(allowed, _negate(look.chars) if look.negated else look.chars)
+            allowed = intersection(allowed, negate(look.chars) if look.negated else look.chars)
             end_ok, looked = end_ok and look.negated, True
         body = simplify(eliminate_lookarounds(Seq(tuple(items))))
         parts = _modes(body)
