@@ -20,7 +20,9 @@ tokens that touch it at run time (the engine), the index treats it as its byte l
 
 from __future__ import annotations
 
+import threading
 import weakref
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -148,7 +150,37 @@ def follows(bnf: Bnf) -> list[frozenset[int]]:
     return [frozenset(s) for s in out]
 
 
-_matrices: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+class _Recent:
+    """A small thread-safe table that keeps the `limit` entries used last (per-vocabulary
+    tables: an index holds its own references, so an evicted entry costs one rebuild)."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self._entries: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key):
+        with self._lock:
+            value = self._entries.get(key)
+            if value is not None:
+                self._entries.move_to_end(key)
+            return value
+
+    def put(self, key, value):
+        """Publish `value` unless another thread did first; returns the published one."""
+        with self._lock:
+            value = self._entries.setdefault(key, value)
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.limit:
+                self._entries.popitem(last=False)
+            return value
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+VOCABULARIES_KEPT = 8  # vocabularies whose token matrix and first-byte buckets stay cached
+_matrices = _Recent(VOCABULARIES_KEPT)
 
 
 def token_matrix(vocab: Vocabulary) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -171,11 +203,10 @@ def token_matrix(vocab: Vocabulary) -> tuple[np.ndarray, np.ndarray, np.ndarray]
         matrix[rows, np.arange(len(rows)) - starts] = np.frombuffer(b"".join(pieces), dtype=np.uint8)
     for array in (ids, lengths, matrix):
         array.flags.writeable = False
-    _matrices[vocab.key] = (ids, lengths, matrix)
-    return ids, lengths, matrix
+    return _matrices.put(vocab.key, (ids, lengths, matrix))
 
 
-_first_bytes: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+_first_bytes = _Recent(VOCABULARIES_KEPT)
 
 # A scan that starts from fewer token rows than this is cheaper to redo than to keep in the
 # shared (and on-disk) store.
@@ -194,7 +225,7 @@ def first_byte_buckets(vocab: Vocabulary, matrix: np.ndarray) -> tuple[np.ndarra
         np.cumsum(np.bincount(first, minlength=256), out=starts[1:])
         for array in (order, starts):
             array.flags.writeable = False
-        cached = _first_bytes[vocab.key] = (order, starts)
+        cached = _first_bytes.put(vocab.key, (order, starts))
     return cached
 
 
@@ -212,7 +243,8 @@ class TokenIndex:
     """The per-(grammar, vocabulary) index; immutable in meaning, built lazily."""
 
     def __init__(self, compiled: CompiledGrammar, vocab: Vocabulary):
-        self.compiled = compiled
+        # Not `compiled` itself: indexes are cached weakly per compiled grammar, and a
+        # reference back to the key would keep both alive forever.
         self.vocab = vocab
         self.follows = follows(compiled.bnf)
         self.terminals = compiled.terminals
@@ -392,12 +424,20 @@ class TokenIndex:
 
 
 _indexes: "weakref.WeakKeyDictionary[CompiledGrammar, dict[str, TokenIndex]]" = weakref.WeakKeyDictionary()
+_indexes_lock = threading.Lock()
 
 
 def token_index(compiled: CompiledGrammar, vocab: Vocabulary) -> TokenIndex:
-    """The shared index of (compiled grammar, vocabulary), made on first use."""
-    per_vocab = _indexes.setdefault(compiled, {})
-    index = per_vocab.get(vocab.key)
-    if index is None:
-        index = per_vocab[vocab.key] = TokenIndex(compiled, vocab)
+    """The shared index of (compiled grammar, vocabulary), made on first use.
+
+    Weakly keyed by the compiled grammar, which the index does not refer to (only to its
+    terminals and follow sets): once the grammar and its engines are dropped, the index
+    and its memos are freed with it."""
+    with _indexes_lock:
+        per_vocab = _indexes.get(compiled)
+        if per_vocab is None:
+            per_vocab = _indexes[compiled] = {}
+        index = per_vocab.get(vocab.key)
+        if index is None:
+            index = per_vocab[vocab.key] = TokenIndex(compiled, vocab)
     return index
