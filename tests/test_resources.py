@@ -103,3 +103,154 @@ def test_per_vocabulary_tables_are_bounded():
         assert len(index_module._matrices) <= index_module.VOCABULARIES_KEPT
         assert len(index_module._first_bytes) <= index_module.VOCABULARIES_KEPT
     assert masks == {(0, 1, 2)}
+
+
+# ------------------------------------------------------------------ memos: bounded, exact
+
+
+def _arith_vocab() -> Vocabulary:
+    pieces = ["1", "23", "4.5", "+", " + ", "-", "--(", "(-", ")*", "))", "(", ")", " ", "*", "/", "((", "2)", "-1"]
+    tokens = [p.encode() for p in pieces] + [b""]
+    return Vocabulary.from_bytes(tokens, eos_token_ids=[len(tokens) - 1])
+
+
+def _documents(engine: Engine, n: int, seed: int) -> list[list[int]]:
+    """Random token walks under the mask (ending with EOS or at 30 tokens)."""
+    rng = np.random.default_rng(seed)
+    docs = []
+    for _ in range(n):
+        engine.reset()
+        doc: list[int] = []
+        while len(doc) < 30 and not engine.is_finished():
+            allowed = engine.allowed_token_ids()
+            token = int(rng.choice(allowed))
+            doc.append(token)
+            engine.advance(token)
+        docs.append(doc)
+    return docs
+
+
+def _replay(engine: Engine, docs: list[list[int]]) -> list[bytes]:
+    masks = []
+    for doc in docs:
+        engine.reset()
+        for token in doc:
+            masks.append(engine.packed_mask().tobytes())
+            engine.advance(token)
+    return masks
+
+
+def _fresh_engine(vocab: Vocabulary) -> Engine:
+    # max_states=... gives a compiled grammar (and so an index) of its own, memos empty
+    compiled = grammarc.lowering.compiler.compile_grammar(grammarc.stdlib("arithmetic"), max_states=10_000 + id(vocab) % 997)
+    return Engine(compiled, vocab)
+
+
+def test_tiny_memo_budgets_give_the_masks_of_unbounded_ones_and_stay_under_budget():
+    vocab = _arith_vocab()
+    reference = _fresh_engine(vocab)
+    docs = _documents(reference, 40, seed=1)
+    for memo in (reference.index.masks, reference.index.walks, reference.index.summaries):
+        memo.budget = 1 << 40
+    expected = _replay(reference, docs)
+    assert not reference.index.masks.evictions
+    tiny = Engine(grammarc.stdlib("arithmetic").compile(), vocab)
+    budgets = {"masks": 2_000, "walks": 1_500, "summaries": 1_000}
+    for name, budget in budgets.items():
+        getattr(tiny.index, name).clear()
+        getattr(tiny.index, name).budget = budget
+    got = _replay(tiny, docs) + _replay(tiny, docs[::-1])
+    assert got == expected + _replay(reference, docs[::-1])
+    for name, budget in budgets.items():
+        memo = getattr(tiny.index, name)
+        assert memo.nbytes <= budget and memo.evictions > 0, (name, memo.nbytes, memo.evictions)
+    assert tiny.index.memo_bytes() == {name: getattr(tiny.index, name).nbytes for name in budgets}
+
+
+def test_the_memo_evicts_the_least_recently_used_and_counts_keys():
+    from grammarc.tokens.memo import ENTRY_OVERHEAD, Memo
+
+    memo = Memo(budget=3 * (ENTRY_OVERHEAD + 10))
+    for key in "abc":
+        assert memo.put(key, key.upper(), 10) == key.upper()
+    assert memo.nbytes == 3 * (ENTRY_OVERHEAD + 10)
+    assert memo.get("a") == "A"  # now the most recent
+    memo.put("d", "D", 10)
+    assert "b" not in memo and all(k in memo for k in "acd") and memo.evictions == 1
+    assert memo.put("a", "other", 10) == "A"  # the first value published stays
+    memo.put("big", "X", 10 * memo.budget)  # bigger than the budget: kept alone
+    assert len(memo) == 1 and memo.get("big") == "X"
+
+
+def test_memos_key_trees_by_serial_not_address():
+    from grammarc.tokens.index import Tree
+
+    serials = set()
+    for _ in range(1000):
+        tree = Tree()
+        serials.add(tree.serial)
+        del tree  # the next Tree may well reuse the address: never the serial
+    assert len(serials) == 1000
+    engine = Engine(grammarc.stdlib("arithmetic").compile(), _arith_vocab())
+    _replay(engine, _documents(engine, 5, seed=3))
+    trees = {}
+
+    def collect(tree):
+        trees[tree.serial] = tree
+        for child in tree.children.values():
+            collect(child)
+
+    for tree in engine.index._mid.values():
+        collect(tree)
+    keys = list(engine.index.walks._entries) + list(engine.index.summaries._entries)
+    assert keys and all(key[0] in trees for key in keys)
+
+
+# ------------------------------------------------------------------ threads
+
+
+def test_four_threads_on_one_index_give_the_single_threaded_masks_and_build_each_part_once(monkeypatch):
+    import threading
+    import time
+
+    from grammarc.tokens.index import TokenIndex
+
+    vocab = _arith_vocab()
+    single = _fresh_engine(vocab)
+    docs = _documents(single, 24, seed=7)
+    expected = [_replay(single, [doc]) for doc in docs]
+
+    builds: dict = {}
+    original = TokenIndex._terminal_scan
+
+    def slow_scan(self, t, q):
+        builds[(id(self), t, q)] = builds.get((id(self), t, q), 0) + 1
+        time.sleep(0.002)  # widen the window in which another thread could build it too
+        return original(self, t, q)
+
+    monkeypatch.setattr(TokenIndex, "_terminal_scan", slow_scan)
+    shared = Engine(grammarc.stdlib("arithmetic").compile(max_states=20_011), vocab)
+    results: dict[int, list[bytes]] = {}
+    errors = []
+    barrier = threading.Barrier(4)
+
+    def work(worker: int) -> None:
+        try:
+            engine = shared.clone()
+            barrier.wait()
+            for i in range(worker, len(docs), 4):
+                results[i] = _replay(engine, [docs[i]])
+            for i in range(len(docs)):  # then everything, in another order per thread
+                j = (i * (worker + 1) * 7) % len(docs)
+                assert _replay(engine, [docs[j]]) == expected[j]
+        except Exception as error:  # noqa: BLE001 - reported below
+            errors.append(error)
+
+    threads = [threading.Thread(target=work, args=(w,)) for w in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors, errors
+    assert [results[i] for i in range(len(docs))] == expected
+    assert builds and max(builds.values()) == 1, {k: v for k, v in builds.items() if v > 1}

@@ -121,10 +121,12 @@ class TerminalScans:
     def get(self, state: int) -> Scan | None:
         return self._scans.get(state)
 
-    def put(self, state: int, scan: Scan) -> None:
+    def put(self, state: int, scan: Scan) -> Scan:
+        """Keep `scan` unless another thread kept one first; returns the one kept."""
         with self._lock:
-            self._scans[state] = scan
-            self._dirty = True
+            kept = self._scans.setdefault(state, scan)
+            self._dirty |= kept is scan
+            return kept
 
     @property
     def nbytes(self) -> int:
