@@ -254,3 +254,32 @@ def test_four_threads_on_one_index_give_the_single_threaded_masks_and_build_each
     assert not errors, errors
     assert [results[i] for i in range(len(docs))] == expected
     assert builds and max(builds.values()) == 1, {k: v for k, v in builds.items() if v > 1}
+
+
+# ------------------------------------------------------------------ max_rollback=0
+
+
+def test_jump_forward_works_with_max_rollback_zero():
+    from grammarc.integrations.decode import jump_tokens
+
+    tokens = [bytes([b]) for b in range(32, 127)] + [b"y,", b"z;", b""]
+    vocab = Vocabulary.from_bytes(tokens, eos_token_ids=[len(tokens) - 1])
+    ids = {t: i for i, t in enumerate(tokens) if t}
+
+    def encode(text: str) -> list[int]:  # greedy longest match
+        data, out, pos = text.encode(), [], 0
+        while pos < len(data):
+            size = 2 if data[pos:pos + 2] in ids else 1
+            out.append(ids[data[pos:pos + size]])
+            pos += size
+        return out
+
+    grammar = Grammar.from_ebnf("start ::= ('x' | 'y') ',z;' ;")
+    for max_rollback, expected in ((0, [b"y", b",", b"z;"]), (1, [b"y,", b"z;"])):
+        engine = Engine(grammar, vocab, max_rollback=max_rollback)
+        engine.advance(ids[b"y"])
+        fed, after = jump_tokens(engine, ids[b"y"], encode, budget=10)
+        # without rollback the sampled token cannot be retokenized with the forced text: it
+        # is kept, and the forced text follows it
+        assert [vocab.tokens[i] for i in fed] == expected and after.is_finished()
+        assert engine.forced_bytes() == b",z;"  # the given engine is untouched
