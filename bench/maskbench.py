@@ -758,7 +758,7 @@ def run_cold(cases: list[Case], engines: list[str], args: argparse.Namespace) ->
                 respond()
             except Exception as exc:  # noqa: BLE001 -- a warm-up schema may crash an engine
                 print(f"  warm-up {case.name} / {engine}: {type(exc).__name__}", flush=True)
-    from grammarc import scan_cache
+    from grammarc.tokens import scan_cache
 
     scan_cache.save_all()  # the disk cache holds the warm-up schemas' scans
     print(f"warmed up on {len(warm)} other schemas in {time.perf_counter() - start:.1f} s", flush=True)

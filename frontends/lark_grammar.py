@@ -22,7 +22,8 @@ from __future__ import annotations
 import re
 
 from grammarc.errors import GrammarError, Source, Span
-from grammarc.frontends.lark_regex import LarkRegexError, translate
+from grammarc.frontends.lark_lookahead import split_follows
+from grammarc.frontends.lark_regex import LarkRegexError, translate_alternatives
 from grammarc.ir import Alt, Expr, Grammar, Literal, Ref, Regex, Repeat, Seq
 
 IGNORE_RULE = "__ignore"
@@ -86,21 +87,53 @@ def _load(text: str, source: Source):
     return builder
 
 
-def _terminal_expr(terminal, source: Source) -> Expr:
-    """A Lark terminal's pattern as IR; refusals name the terminal and where it is."""
+def _refusal(terminal, error: LarkRegexError, source: Source) -> GrammarError:
+    """A terminal the regex translation refuses, named and located."""
+    pattern = terminal.pattern
+    span = _definition_span(source, terminal.name)
+    if span is None and pattern.raw and pattern.raw in source.text:
+        start = source.text.index(pattern.raw)
+        span = source.span(start, start + len(pattern.raw))
+    shown = pattern.raw if terminal.name.startswith("__ANON") else terminal.name
+    return GrammarError(f"terminal {shown}: {error}", span)
+
+
+def _parts(parts) -> Expr:
+    items = [Regex(text, mode) for text, mode in parts]
+    return items[0] if len(items) == 1 else Seq(tuple(items))
+
+
+def _terminal_alternatives(terminal, source: Source, first=None) -> list[tuple[Expr, object]]:
+    """A Lark terminal as ``(expression, follow)`` pairs (frontends/lark_regex.py: follow is
+    what a trailing lookahead asks of the next character, None for nothing); with `first`,
+    only its strings starting with a character in those ranges."""
     pattern = terminal.pattern
     if pattern.type == "str" and not pattern.flags:
-        return Literal(pattern.value)
+        keep = first is None or any(lo <= ord(pattern.value[0]) <= hi for lo, hi in first)
+        return [(Literal(pattern.value), None)] if pattern.value and keep else []
     try:
-        parts = [Regex(text, mode) for text, mode in translate(pattern.to_regexp())]
-        return parts[0] if len(parts) == 1 else Seq(tuple(parts))
+        return [(_parts(parts), follow) for parts, follow in translate_alternatives(pattern.to_regexp(), first)]
     except LarkRegexError as error:
-        span = _definition_span(source, terminal.name)
-        if span is None and pattern.raw and pattern.raw in source.text:
-            start = source.text.index(pattern.raw)
-            span = source.span(start, start + len(pattern.raw))
-        shown = pattern.raw if terminal.name.startswith("__ANON") else terminal.name
-        raise GrammarError(f"terminal {shown}: {error}", span) from None
+        raise _refusal(terminal, error, source) from None
+
+
+def _terminal_expr(terminal, source: Source) -> tuple[Expr, dict | None]:
+    """A Lark terminal's pattern as IR, and its alternatives grouped by follow when a trailing
+    lookahead asks something of the next character (else None)."""
+    alternatives = _terminal_alternatives(terminal, source)
+    groups: dict = {}
+    for expr, follow in alternatives:
+        groups.setdefault(follow, []).append(expr)
+    bodies = {f: exprs[0] if len(exprs) == 1 else Alt(tuple(exprs)) for f, exprs in groups.items()}
+    if set(bodies) == {None}:
+        return bodies[None], None
+    return Alt(tuple(bodies.values())), bodies
+
+
+def _first_of_terminal(terminal, follow, first, source: Source) -> Expr | None:
+    """The strings of `terminal` (those of its `follow` group) starting with a character in `first`."""
+    exprs = [expr for expr, f in _terminal_alternatives(terminal, source, first) if f == follow]
+    return None if not exprs else exprs[0] if len(exprs) == 1 else Alt(tuple(exprs))
 
 
 def _rename(rules: list[tuple[str, Expr]]) -> list[tuple[str, Expr]]:
@@ -174,18 +207,30 @@ def lark_to_grammar(text: str, *, start: str = "start", name: str = "<string>") 
         names[start] = names.get(start, []) + [[str(t) for t in ignored]]
     order = _reachable(start, names)
     out: list[tuple[str, Expr]] = []
+    follows: dict[str, dict] = {}
     for rule_name in order:
         if rule_name in rule_bodies:
             alts = [_seq([x for s in alt for x in symbol(s)]) for alt in rule_bodies[rule_name]]
             body: Expr = alts[0] if len(alts) == 1 else Alt(tuple(alts))
         else:
-            body = _terminal_expr(terminal_of[rule_name], source)
+            body, groups = _terminal_expr(terminal_of[rule_name], source)
+            if groups is not None:
+                follows[rule_name] = groups
         if rule_name == start and ignored:
             body = Seq((Ref(IGNORE_RULE), body))
         out.append((rule_name, body))
     if ignored:
         refs = tuple(Ref(str(t)) for t in dict.fromkeys(ignored))
         out.append((IGNORE_RULE, Repeat(refs[0] if len(refs) == 1 else Alt(refs))))
+    if follows:
+        out = split_follows(
+            out, start, {t: terminal_of[t].pattern.min_width == 0 for t in terminal_of},
+            follows, lambda t, follow, first: _first_of_terminal(terminal_of[t], follow, first, source),
+            lambda rule: _definition_span(source, rule))
+        if not out:
+            raise GrammarError(
+                f"{name}: Lark grammar: the start rule {start!r} derives no string once the "
+                "lookaheads at the ends of terminals are enforced")
     out = _rename(out)
     spans = {n: span for n, _ in out if (span := _definition_span(source, n)) is not None}
     return Grammar(rules=tuple(out), start=start, rule_spans=spans)

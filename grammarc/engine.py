@@ -23,6 +23,9 @@ Three memos make that cheap, all exact:
   (`ParserCore.shift`);
 * walks per (tree, GSS level) of an item group: states that share an item's vertices
   share its walk (`TokenIndex.walks`).
+
+Each memo is bounded by bytes and evicts the entries used least recently
+(grammarc.tokens.memo); trees are keyed by their serial number, never by ``id()``.
 """
 
 from __future__ import annotations
@@ -39,13 +42,14 @@ from grammarc.ir import Grammar
 from grammarc.lowering.compiler import CompiledGrammar, compile_grammar
 from grammarc.runtime.recognizer import Level, Node, ParserCore, parser_core
 from grammarc.tokens.index import TokenSet, Tree, token_index
+from grammarc.tokens.memo import set_bytes
 from grammarc.tokens.vocabulary import Vocabulary
 
 Item = tuple[Node, int, int, int]  # (GSS vertex that can shift the terminal, terminal, dfa state, tokens used)
 State = frozenset[Item]
 
-_MEMO_BYTES = 64 << 20  # memoized masks kept per index (packed: one bit per token)
-_WALK_MEMO_ENTRIES = 100_000  # memoized tree walks kept per index (most are a few words)
+# The memos' budgets (bytes per token index, least recently used evicted) are in
+# grammarc.tokens.memo: MASK_BYTES, WALK_BYTES, SUMMARY_BYTES.
 _WALK_PARTS = 4  # a memoized walk keeps up to this many token sets unmerged
 
 
@@ -78,7 +82,7 @@ class Engine:
         self._terminals = compiled.terminals
         self._eos = np.array(sorted(vocab.eos_token_ids), dtype=np.int32)
         self._initial: State = frozenset((r, t, 0, 0) for r, t in self.core.openings(self.core.root_level))
-        self._memo: dict[tuple[State, bool], np.ndarray] = self.index.masks  # shared by its engines
+        self._memo = self.index.masks  # (state, empty text) -> packed mask, shared by the index's engines
         self.reset()
 
     # -- lifecycle --------------------------------------------------------------------
@@ -145,9 +149,7 @@ class Engine:
                 for eos in self._eos.tolist():
                     words[eos >> 5] |= np.uint32(1 << (eos & 31))
             words.flags.writeable = False
-            if len(self._memo) * words.nbytes > _MEMO_BYTES:
-                self._memo.clear()
-            self._memo[key] = words
+            words = self._memo.put(key, words, words.nbytes + 112 + set_bytes(self._state))
         return words
 
     def allowed_mask(self) -> np.ndarray:
@@ -348,16 +350,19 @@ class Engine:
         sets, shared, not copied), memoized per (tree, level): states that share an item's
         vertices share its walk."""
         walks = self.index.walks
-        key = (id(tree), level)
+        key = (tree.serial, level)
         parts = walks.get(key)
         if parts is None:
             found: list[TokenSet] = []
             self._walk(tree, level, found)
-            # A few sets are OR-ed as they are; many are merged once (one OR per use).
-            parts = tuple(found) if len(found) <= _WALK_PARTS else (TokenSet.union(found, self.index.n_words),)
-            if len(walks) >= _WALK_MEMO_ENTRIES:
-                walks.clear()
-            walks[key] = parts
+            # A few sets are OR-ed as they are (the index's own: not counted); many are
+            # merged once (one OR per use), a new set the memo counts.
+            if len(found) <= _WALK_PARTS:
+                parts, size = tuple(found), 8 * len(found)
+            else:
+                parts = (TokenSet.union(found, self.index.n_words),)
+                size = parts[0].nbytes
+            parts = walks.put(key, parts, size + 64 + set_bytes(level.vertices))
         return parts
 
     def _walk(self, tree: Tree, level: Level, parts: list[TokenSet]) -> None:
@@ -374,10 +379,13 @@ class Engine:
             self._walk(child, reached, parts)
 
     def _summary(self, tree: Tree, states: tuple[int, ...]) -> "WalkSummary":
-        key = (id(tree), states)
-        summary = self.index.summaries.get(key)
+        key = (tree.serial, states)
+        summaries = self.index.summaries
+        summary = summaries.get(key)
         if summary is None:
-            summary = self.index.summaries[key] = walk_summary(self.core, tree, states, self.index.n_words)
+            summary = walk_summary(self.core, tree, states, self.index.n_words)
+            size = (0 if summary.tokens is None else summary.tokens.nbytes) + 64 * len(summary.frontier)
+            summary = summaries.put(key, summary, size + 64 + set_bytes(states))
         return summary
 
     def _complete(self, state: State, text_len: int) -> bool:

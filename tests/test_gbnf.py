@@ -39,6 +39,7 @@ CONSTRUCTS = [
     ('root ::= "x" ( | "y") "z"', ["xz", "xyz"], ["xyyz"]),
     # escapes in strings
     ('root ::= "\\x41\\u00e9\\U0001F600"', ["A\u00e9\U0001F600"], ["A"]),
+    ('root ::= "\\x61a"', ["aa"], ["\u061a", "a"]),  # \xXX is two digits, however many follow
     ('root ::= "\\t\\n\\r\\\\\\"\\[\\]"', ['\t\n\r\\"[]'], ["\\t"]),
     ('root ::= "[a]"', ["[a]"], ["a"]),  # no class inside a string
     ('root ::= "#"', ["#"], [""]),  # no comment inside a string
@@ -222,7 +223,9 @@ def test_deep_nesting_is_a_precise_error():
 # line starting with `|` (llama.cpp ends the rule there); it reads `[]` as nothing and
 # `[^]` as any character (llama.cpp: the empty string; grammarc: an error); it accepts
 # `\-`, `\b` and other escapes and `_` in names (llama.cpp rejects them); it rejects
-# rule names that start with a digit and an empty rule body (llama.cpp accepts both).
+# rule names that start with a digit and an empty rule body (llama.cpp accepts both); it
+# reads `\x` with every hex digit that follows (`"\x61a"` is U+061A for it, "aa" for
+# llama.cpp's two-digit `\xXX`), so the peer's text never puts a hex digit after `\x61`.
 
 try:
     import xgrammar
@@ -297,7 +300,11 @@ def render(node, peer: bool, top: bool = False) -> str:
     """GBNF text of `node`; `peer`: in the subset xgrammar 0.2.8 reads."""
     kind = node[0]
     if kind == "lit":
-        return '"' + "".join(_escape(c, s) for c, s in zip(node[1], node[2])) + '"'
+        text, styles = node[1], node[2]
+        if peer:  # no `\xXX` before a hex digit (see above)
+            styles = [0 if s == 1 and text[i + 1:i + 2] in tuple("0123456789abcdefABCDEF") else s
+                      for i, s in enumerate(styles)]
+        return '"' + "".join(_escape(c, s) for c, s in zip(text, styles)) + '"'
     if kind == "class":
         _, negated, items, style = node
         body = "".join(_escape(lo, style) if lo == hi else f"{_escape(lo, style)}-{_escape(hi, style)}"

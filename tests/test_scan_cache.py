@@ -1,6 +1,11 @@
-"""The on-disk cache of terminal scans: round trip, sharing, and bad files rebuilt with a warning."""
+"""The on-disk cache of terminal scans: round trip, sharing, bad files rebuilt with a warning
+(checksums, versions), atomic writes and the size limits on disk and in memory."""
 
 from __future__ import annotations
+
+import json
+import os
+import warnings
 
 import numpy as np
 import pytest
@@ -21,7 +26,7 @@ VOCAB = Vocabulary.from_bytes(
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
     monkeypatch.setenv("GRAMMARC_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(scan_cache, "_registry", {})
+    monkeypatch.setattr(scan_cache, "_registry", scan_cache.ScanRegistry())
     monkeypatch.setattr(token_index_module, "PERSIST_MIN_ROWS", 0)  # a tiny vocabulary: store every scan
     return tmp_path
 
@@ -93,8 +98,146 @@ def test_unreadable_files_are_ignored_with_a_warning_and_rewritten(cache, damage
 
 def test_cache_can_be_turned_off(tmp_path, monkeypatch):
     monkeypatch.setenv("GRAMMARC_CACHE_DIR", "off")
-    monkeypatch.setattr(scan_cache, "_registry", {})
+    monkeypatch.setattr(scan_cache, "_registry", scan_cache.ScanRegistry())
     _visit_all(TokenIndex(GRAMMAR.compile(), VOCAB))
     scan_cache.save_all()
     assert scan_cache.cache_dir() is None
     assert not list(tmp_path.rglob("*.npz"))
+
+
+def _rewrite(path, edit) -> bool:
+    """Re-save a cache file with `edit` applied to its arrays: a well-formed zip (valid
+    CRCs) whose content was changed — damage that only our own checksum can see."""
+    with np.load(path, allow_pickle=False) as data:
+        arrays = {name: data[name].copy() for name in data.files}
+    before = {name: a.copy() for name, a in arrays.items()}
+    edit(arrays)
+    with open(path, "wb") as handle:
+        np.savez(handle, **arrays)
+    return any(not np.array_equal(before[name], arrays[name]) for name in before) or before.keys() != arrays.keys()
+
+
+def _flip_inside_bit(arrays) -> None:
+    arrays["inside"].reshape(-1)[0] ^= 1
+
+
+def _meta(edit):
+    def apply(arrays):
+        meta = json.loads(bytes(arrays["meta"]).decode())
+        edit(meta)
+        arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
+    return apply
+
+
+@pytest.mark.parametrize(
+    "edit, why",
+    [
+        (_flip_inside_bit, "checksum mismatch"),
+        (lambda a: a["inside"].reshape(-1).__setitem__(-1, ~a["inside"].reshape(-1)[-1]), "checksum mismatch"),
+        (_meta(lambda m: m.__setitem__("package", "0.0.0-other")), "does not match"),
+        (_meta(lambda m: m.pop("checksum")), "checksum mismatch"),
+    ],
+    ids=["inside-bit", "inside-last-byte", "other-package-version", "no-checksum"],
+)
+def test_damaged_content_gives_one_warning_and_the_fresh_masks(cache, edit, why):
+    compiled = GRAMMAR.compile()
+    expected = _visit_all(TokenIndex(compiled, VOCAB))
+    scan_cache.save_all()
+    damaged = 0
+    for path in sorted(cache.rglob("*.npz")):
+        if not _rewrite(path, edit):
+            continue  # nothing to damage in this file (no splits)
+        damaged += 1
+        scan_cache._registry.clear()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            got = _visit_all(TokenIndex(compiled, VOCAB))
+        messages = [str(w.message) for w in caught if issubclass(w.category, GrammarWarning)]
+        assert len(messages) == 1 and why in messages[0] and path.name in messages[0], messages
+        assert _same(expected, got)
+        scan_cache.save_all()  # rewritten: the next process reads it silently
+        scan_cache._registry.clear()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert _same(expected, _visit_all(TokenIndex(compiled, VOCAB)))
+    assert damaged
+
+
+def test_every_flipped_byte_gives_the_fresh_masks(cache):
+    compiled = GRAMMAR.compile()
+    expected = _visit_all(TokenIndex(compiled, VOCAB))
+    scan_cache.save_all()
+    path = max(cache.rglob("*.npz"), key=lambda p: p.stat().st_size)
+    original = path.read_bytes()
+    for offset in range(0, len(original), max(1, len(original) // 97)):
+        damaged = bytearray(original)
+        damaged[offset] ^= 0x10
+        path.write_bytes(bytes(damaged))
+        scan_cache._registry.clear()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            got = _visit_all(TokenIndex(compiled, VOCAB))
+        assert len([w for w in caught if issubclass(w.category, GrammarWarning)]) <= 1
+        assert _same(expected, got), f"byte {offset} flipped gave other masks"
+
+
+def test_writes_are_atomic_and_leave_no_temporary_files(cache, monkeypatch):
+    compiled = GRAMMAR.compile()
+    _visit_all(TokenIndex(compiled, VOCAB))
+    store = scan_cache._registry.values()[0]
+
+    def fail(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(scan_cache.os, "replace", fail)
+    with pytest.warns(GrammarWarning, match="cannot write index cache .*disk full"):
+        store.save()
+    assert not store.path.exists() and not list(cache.rglob("*.tmp"))
+    monkeypatch.undo()
+    monkeypatch.setenv("GRAMMARC_CACHE_DIR", str(cache))
+    store.save()  # still marked changed: written on the next try
+    assert store.path.exists() and not list(cache.rglob("*.tmp"))
+
+
+def test_the_cache_directory_keeps_under_its_limit_least_recently_used_first(cache, monkeypatch):
+    compiled = GRAMMAR.compile()
+    _visit_all(TokenIndex(compiled, VOCAB))
+    scan_cache.save_all()
+    paths = sorted(cache.rglob("*.npz"))
+    assert len(paths) >= 3
+    for age, path in enumerate(paths):  # paths[0] oldest
+        os.utime(path, (1_000_000 + age, 1_000_000 + age))
+    sizes = [p.stat().st_size for p in paths]
+    limit_mb = (sum(sizes[2:]) + 1) / (1 << 20)  # room for all but the two oldest
+    monkeypatch.setenv("GRAMMARC_CACHE_MAX_MB", repr(limit_mb))
+    assert scan_cache.enforce_cache_limit() == 2
+    assert sorted(cache.rglob("*.npz")) == paths[2:]
+    # loading a file marks it used: it outlives files that were written later
+    scan_cache._registry.clear()
+    store = scan_cache.terminal_scans(*_key_of(paths[2]), len(TokenIndex(compiled, VOCAB).token_ids))
+    assert store.get(0) is not None
+    monkeypatch.setenv("GRAMMARC_CACHE_MAX_MB", repr((sizes[2] + 1) / (1 << 20)))
+    scan_cache.enforce_cache_limit()
+    assert sorted(cache.rglob("*.npz")) == [paths[2]]
+
+
+def _key_of(path):
+    with np.load(path, allow_pickle=False) as data:
+        meta = json.loads(bytes(data["meta"]).decode())
+    return meta["dfa"], meta["vocab"]
+
+
+def test_the_registry_in_memory_is_bounded_least_recently_used_first(cache, monkeypatch):
+    compiled = GRAMMAR.compile()
+    expected = _visit_all(TokenIndex(compiled, VOCAB))
+    registry = scan_cache.ScanRegistry(max_bytes=1 << 30, max_stores=2)
+    monkeypatch.setattr(scan_cache, "_registry", registry)
+    got = _visit_all(TokenIndex(compiled, VOCAB))  # every scan still comes back (from disk or a rescan)
+    assert _same(expected, got) and len(registry) == 2
+    keys = [(s.dfa_key, s.vocab_key) for s in registry.values()]
+    registry.get(keys[0], 0)  # used: now the most recent
+    registry.get(("other", VOCAB.key), 1)
+    assert [(s.dfa_key, s.vocab_key) for s in registry.values()] == [keys[0], ("other", VOCAB.key)]
+    small = scan_cache.ScanRegistry(max_bytes=0)
+    monkeypatch.setattr(scan_cache, "_registry", small)
+    assert _same(expected, _visit_all(TokenIndex(compiled, VOCAB))) and len(small) == 1

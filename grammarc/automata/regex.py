@@ -140,6 +140,11 @@ def negate(ranges: Ranges) -> Ranges:
     return normalize(out)
 
 
+def intersection(a: Ranges, b: Ranges) -> Ranges:
+    """The code points in both sets (inputs in any order; the result normalized)."""
+    return negate(normalize(negate(normalize(a)) + negate(normalize(b))))
+
+
 def contains(ranges: Ranges, cp: int) -> bool:
     i = bisect.bisect_right(ranges, (cp, MAX_CODE_POINT + 1)) - 1
     return i >= 0 and ranges[i][0] <= cp <= ranges[i][1]

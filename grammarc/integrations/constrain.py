@@ -2,7 +2,7 @@
 
 The decorator returns the class *unchanged*: a model's namespace belongs to its fields, and
 any attribute we added (``grammar``, ``parse``, ...) could collide with a field of that name
-or shadow one. Instead the class is recorded in a registry, and `constraint_of` hands back a
+or shadow one. Instead the class is recorded in a weak registry, and `constraint_of` hands back a
 frozen `Constraint` holding everything grammarc derives from it::
 
     @grammarc.constrain                      # or @grammarc.constrain(whitespace="compact")
@@ -30,7 +30,21 @@ from typing import Any
 
 from grammarc.grammar import Grammar
 
-_registry: "weakref.WeakKeyDictionary[type, Constraint]" = weakref.WeakKeyDictionary()
+
+
+@dataclass
+class _Registered:
+    """What the registry keeps per class: the grammar and options, and the `Constraint` only
+    weakly. A constraint refers to its class, and a weak mapping's value that refers to its
+    key keeps both alive forever; so the registry hands back the same constraint while
+    anyone holds it, and rebuilds one around the same grammar after that."""
+
+    grammar: Grammar
+    options: tuple[tuple[str, Any], ...]
+    constraint: "weakref.ref[Constraint]"
+
+
+_registry: "weakref.WeakKeyDictionary[type, _Registered]" = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True)
@@ -98,11 +112,32 @@ def constrain(target: Any = None, /, **options):
     if target is None:
         return lambda cls: constrain(cls, **options)
     constraint = Constraint.build(target, **options)
-    try:
-        _registry[target] = constraint
-    except TypeError:
-        raise TypeError(f"@constrain needs a class; for {target!r} use constraint_of({target!r})") from None
+    if not _register(constraint):
+        raise TypeError(f"@constrain needs a class; for {target!r} use constraint_of({target!r})")
     return target
+
+
+def _register(constraint: Constraint) -> bool:
+    """Record `constraint` for its target; False when the target cannot be weakly referenced."""
+    try:
+        _registry[constraint.target] = _Registered(constraint.grammar, constraint.options, weakref.ref(constraint))
+    except TypeError:
+        return False
+    return True
+
+
+def _registered(target: Any) -> Constraint | None:
+    try:
+        entry = _registry.get(target)
+    except TypeError:  # not weak-referenceable (list[int], Literal[...])
+        return None
+    if entry is None:
+        return None
+    constraint = entry.constraint()
+    if constraint is None:
+        constraint = Constraint(target, entry.grammar, entry.options)
+        entry.constraint = weakref.ref(constraint)
+    return constraint
 
 
 def constraint_of(target: Any, **options) -> Constraint:
@@ -112,16 +147,10 @@ def constraint_of(target: Any, **options) -> Constraint:
     `options` for a decorated class builds a new constraint with those options instead.
     """
     if not options:
-        try:
-            found = _registry.get(target)
-        except TypeError:  # not weak-referenceable (list[int], Literal[...]): build afresh
-            found = None
+        found = _registered(target)  # None for list[int], Literal[...]: built afresh
         if found is not None:
             return found
     constraint = Constraint.build(target, **options)
     if not options:
-        try:
-            _registry[target] = constraint
-        except TypeError:
-            pass
+        _register(constraint)
     return constraint

@@ -252,7 +252,9 @@ def jump_tokens(
     after.advance_bytes(forced)
     follow = after.next_bytes()
     head = vocab.tokens[last] if last is not None else b""
-    if head and not _has_any_token(engine):  # first choice: the sampled token retokenized with the forced text
+    # First choice: the sampled token retokenized with the forced text (only where the
+    # engine can undo it: not with max_rollback=0).
+    if head and not _has_any_token(engine) and engine.max_rollback:
         base = engine.clone()
         base.rollback(1)
         got = _jump_from(base, head + forced, len(head), follow, encode, budget)

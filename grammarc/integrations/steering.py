@@ -119,8 +119,8 @@ class CompletionPlanner:
     """
 
     def __init__(self, compiled: CompiledGrammar, alphabet: Iterable[int]):
-        # Only the parts are kept, not `compiled` itself: planners are cached per compiled
-        # grammar in a weak mapping, which a reference back to its key would pin forever.
+        # Only the parts are kept, not `compiled` itself (planners live on their compiled
+        # grammar: see `planner_for`).
         self._terminals = compiled.terminals
         self._n_nonterminals = len(compiled.bnf.nonterminals)
         self.core = parser_core(compiled)
@@ -383,9 +383,7 @@ def _ancestors(vertex, depth: int) -> list:
     return frontier
 
 
-_planners: "weakref.WeakKeyDictionary[CompiledGrammar, dict[frozenset[int], CompletionPlanner]]" = (
-    weakref.WeakKeyDictionary()
-)
+_PLANNER_SLOT = "_grammarc_planners"  # on the compiled grammar: alphabet -> CompletionPlanner
 
 
 _alphabet_keys: "weakref.WeakKeyDictionary[Vocabulary, frozenset[int]]" = weakref.WeakKeyDictionary()
@@ -396,10 +394,14 @@ def planner_for(engine: Engine) -> CompletionPlanner:
     alphabet = _alphabet_keys.get(engine.vocab)
     if alphabet is None:
         alphabet = _alphabet_keys[engine.vocab] = frozenset(single_byte_tokens(engine.vocab))
-    per_grammar = _planners.setdefault(engine.compiled, {})
+    # Kept on the compiled grammar (a planner refers to its parser core, which refers to
+    # the grammar: in a weak mapping keyed by the grammar it would never be freed).
+    per_grammar = engine.compiled.__dict__.get(_PLANNER_SLOT)
+    if per_grammar is None:
+        per_grammar = engine.compiled.__dict__.setdefault(_PLANNER_SLOT, {})
     planner = per_grammar.get(alphabet)
     if planner is None:
-        planner = per_grammar[alphabet] = CompletionPlanner(engine.compiled, alphabet)
+        planner = per_grammar.setdefault(alphabet, CompletionPlanner(engine.compiled, alphabet))
     return planner
 
 

@@ -25,7 +25,6 @@ configuration), not only when one text repeats.
 
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass
 
 from grammarc.lowering.compiler import CompiledGrammar
@@ -227,14 +226,20 @@ def _ancestors(node: Node, depth: int) -> list[Node]:
     return frontier
 
 
-_cores: "weakref.WeakKeyDictionary[CompiledGrammar, ParserCore]" = weakref.WeakKeyDictionary()
+_CORE_SLOT = "_grammarc_parser_core"
 
 
 def parser_core(compiled: CompiledGrammar) -> ParserCore:
-    """The shared `ParserCore` of a compiled grammar."""
-    core = _cores.get(compiled)
+    """The shared `ParserCore` of a compiled grammar.
+
+    Kept on the compiled grammar itself, not in a weak mapping keyed by it: the core
+    refers to its grammar, and a weak mapping's value that refers to its key keeps both
+    alive forever. This way they form one cycle that is freed with the grammar. Two
+    threads may build a core at once; one is published (`setdefault`), both are equal."""
+    slots = compiled.__dict__
+    core = slots.get(_CORE_SLOT)
     if core is None:
-        core = _cores[compiled] = ParserCore(compiled)
+        core = slots.setdefault(_CORE_SLOT, ParserCore(compiled))
     return core
 
 

@@ -20,7 +20,10 @@ tokens that touch it at run time (the engine), the index treats it as its byte l
 
 from __future__ import annotations
 
+import itertools
+import threading
 import weakref
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -28,6 +31,8 @@ import numpy as np
 from grammarc.automata.suffix import suffix_key
 from grammarc.lowering.compiler import CompiledGrammar
 from grammarc.lowering.lr import Bnf
+from grammarc.tokens import memo
+from grammarc.tokens.memo import Memo
 from grammarc.tokens.scan_cache import Scan, terminal_scans
 from grammarc.tokens.vocabulary import Vocabulary
 
@@ -79,6 +84,11 @@ class TokenSet:
             return TokenSet(_frozen(acc), None, count)
         return TokenSet(_frozen(acc[words]), _frozen(words.astype(np.intp)), count)
 
+    @property
+    def nbytes(self) -> int:
+        """Bytes held (arrays and object, roughly): what a memo counts for a set it made."""
+        return 150 + self.bits.nbytes + (0 if self.words is None else self.words.nbytes)
+
     def or_into(self, acc: np.ndarray) -> None:
         if self.words is None:
             np.bitwise_or(acc, self.bits, out=acc)
@@ -100,6 +110,9 @@ def _frozen(array: np.ndarray) -> np.ndarray:
     return array
 
 
+_tree_serials = itertools.count()
+
+
 @dataclass(slots=True)
 class Tree:
     """Tokens that cross terminal boundaries, keyed by the terminals after the current one.
@@ -112,6 +125,9 @@ class Tree:
     open: dict[int, TokenSet] = field(default_factory=dict)
     children: dict[int, "Tree"] = field(default_factory=dict)
     keys: frozenset[int] = frozenset()  # the terminals of `open` and `children`
+    # A number no other tree of the process has: memos key on it, not on id(), which a
+    # freed tree's successor may reuse.
+    serial: int = field(default_factory=lambda: next(_tree_serials))
 
     def is_empty(self) -> bool:
         return not self.open and not self.children
@@ -148,7 +164,37 @@ def follows(bnf: Bnf) -> list[frozenset[int]]:
     return [frozenset(s) for s in out]
 
 
-_matrices: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+class _Recent:
+    """A small thread-safe table that keeps the `limit` entries used last (per-vocabulary
+    tables: an index holds its own references, so an evicted entry costs one rebuild)."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self._entries: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key):
+        with self._lock:
+            value = self._entries.get(key)
+            if value is not None:
+                self._entries.move_to_end(key)
+            return value
+
+    def put(self, key, value):
+        """Publish `value` unless another thread did first; returns the published one."""
+        with self._lock:
+            value = self._entries.setdefault(key, value)
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.limit:
+                self._entries.popitem(last=False)
+            return value
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+VOCABULARIES_KEPT = 8  # vocabularies whose token matrix and first-byte buckets stay cached
+_matrices = _Recent(VOCABULARIES_KEPT)
 
 
 def token_matrix(vocab: Vocabulary) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -171,11 +217,10 @@ def token_matrix(vocab: Vocabulary) -> tuple[np.ndarray, np.ndarray, np.ndarray]
         matrix[rows, np.arange(len(rows)) - starts] = np.frombuffer(b"".join(pieces), dtype=np.uint8)
     for array in (ids, lengths, matrix):
         array.flags.writeable = False
-    _matrices[vocab.key] = (ids, lengths, matrix)
-    return ids, lengths, matrix
+    return _matrices.put(vocab.key, (ids, lengths, matrix))
 
 
-_first_bytes: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+_first_bytes = _Recent(VOCABULARIES_KEPT)
 
 # A scan that starts from fewer token rows than this is cheaper to redo than to keep in the
 # shared (and on-disk) store.
@@ -194,7 +239,7 @@ def first_byte_buckets(vocab: Vocabulary, matrix: np.ndarray) -> tuple[np.ndarra
         np.cumsum(np.bincount(first, minlength=256), out=starts[1:])
         for array in (order, starts):
             array.flags.writeable = False
-        cached = _first_bytes[vocab.key] = (order, starts)
+        cached = _first_bytes.put(vocab.key, (order, starts))
     return cached
 
 
@@ -212,7 +257,8 @@ class TokenIndex:
     """The per-(grammar, vocabulary) index; immutable in meaning, built lazily."""
 
     def __init__(self, compiled: CompiledGrammar, vocab: Vocabulary):
-        self.compiled = compiled
+        # Not `compiled` itself: indexes are cached weakly per compiled grammar, and a
+        # reference back to the key would keep both alive forever.
         self.vocab = vocab
         self.follows = follows(compiled.bnf)
         self.terminals = compiled.terminals
@@ -224,17 +270,27 @@ class TokenIndex:
         self._inside_within: dict[tuple[int, int, int], TokenSet] = {}  # token-limited terminals only
         self._ends: dict[tuple[int, int], dict[int, TokenSet]] = {}
         self._mid: dict[tuple[int, int], Tree] = {}
-        self.masks: dict = {}  # engine state -> packed mask, filled by every Engine of this index
-        self.summaries: dict = {}  # (id(tree), LR states) -> engine.WalkSummary
-        self.walks: dict = {}  # (id(tree), Level) -> tuple of TokenSets, filled by engines
+        # Lazy parts are built under this lock (re-entrant: a build asks for other parts)
+        # and published once, so threads sharing the index share one object per part.
+        self._build_lock = threading.RLock()
+        # Exact memos filled by every Engine of this index, least recently used evicted
+        # past their budgets (grammarc.tokens.memo; budgets read when the index is made).
+        self.masks = Memo(memo.MASK_BYTES)  # (engine state, empty text) -> packed mask
+        self.walks = Memo(memo.WALK_BYTES)  # (tree serial, Level) -> tuple of TokenSets
+        self.summaries = Memo(memo.SUMMARY_BYTES)  # (tree serial, LR states) -> engine.WalkSummary
+
+    def memo_bytes(self) -> dict[str, int]:
+        """What the memos hold, counted as they count it (for reports and benchmarks)."""
+        return {"masks": self.masks.nbytes, "walks": self.walks.nbytes, "summaries": self.summaries.nbytes}
 
     # -- the two parts ----------------------------------------------------------------
     def inside(self, t: int, q: int) -> TokenSet:
         """The tokens whose bytes all stay inside `t` from state `q`."""
-        key = (t, q)
-        if key not in self._inside:
+        found = self._inside.get((t, q))
+        if found is None:
             self._build_state(t, q)
-        return self._inside[key]
+            found = self._inside[(t, q)]
+        return found
 
     # -- except!(X, n): token budgets ---------------------------------------------------
     def inside_within(self, t: int, q: int, budget: int) -> TokenSet:
@@ -246,8 +302,13 @@ class TokenIndex:
         key = (t, q, budget)
         found = self._inside_within.get(key)
         if found is None:
-            ids = [tokens.ids() for end, tokens in self._inside_ends(t, q).items() if self.can_finish(t, end, budget - 1)]
-            found = self._inside_within[key] = TokenSet.of(np.concatenate(ids) if ids else np.zeros(0, np.int64), self.n_words)
+            with self._build_lock:
+                found = self._inside_within.get(key)
+                if found is None:
+                    ids = [tokens.ids() for end, tokens in self._inside_ends(t, q).items()
+                           if self.can_finish(t, end, budget - 1)]
+                    found = TokenSet.of(np.concatenate(ids) if ids else np.zeros(0, np.int64), self.n_words)
+                    self._inside_within[key] = found
         return found
 
     def can_finish(self, t: int, q: int, budget: int) -> bool:
@@ -271,22 +332,34 @@ class TokenIndex:
         key = (t, q)
         found = self._ends.get(key)
         if found is None:
-            rows = self._first_byte_rows(t, q)
-            end_rows, end_states, _, _ = self._scan(t, rows, np.zeros(len(rows), dtype=np.int32), q)
-            found = self._ends[key] = {
-                int(s): TokenSet.of(self.token_ids[end_rows[end_states == s]], self.n_words) for s in np.unique(end_states)
-            }
+            with self._build_lock:
+                found = self._ends.get(key)
+                if found is None:
+                    rows = self._first_byte_rows(t, q)
+                    end_rows, end_states, _, _ = self._scan(t, rows, np.zeros(len(rows), dtype=np.int32), q)
+                    found = self._ends[key] = {
+                        int(s): TokenSet.of(self.token_ids[end_rows[end_states == s]], self.n_words)
+                        for s in np.unique(end_states)
+                    }
         return found
 
     def mid(self, t: int, q: int) -> Tree:
         """Tokens that end `t` strictly inside themselves, starting from state `q`."""
-        key = (t, q)
-        if key not in self._mid:
+        found = self._mid.get((t, q))
+        if found is None:
             self._build_state(t, q)
-        return self._mid[key]
+            found = self._mid[(t, q)]
+        return found
 
     # -- construction -----------------------------------------------------------------
     def _build_state(self, t: int, q: int) -> None:
+        """Build and publish both parts of (t, q), once: under the lock, `_mid` is set
+        last, so a reader that finds it finds `_inside` too."""
+        with self._build_lock:
+            if (t, q) not in self._mid:
+                self._build_state_locked(t, q)
+
+    def _build_state_locked(self, t: int, q: int) -> None:
         terminal = self.terminals[t]
         if terminal.any_token:
             inside = self._all if q == 0 else TokenSet.of(np.zeros(0, dtype=np.int64), self.n_words)
@@ -311,8 +384,7 @@ class TokenIndex:
         store = terminal_scans(suffix_key(self.terminals[t].dfa, q), self.vocab.key, len(self.token_ids))
         scan = store.get(0)
         if scan is None:
-            scan = self._scan_from(t, q, rows)
-            store.put(0, scan)
+            scan = store.put(0, self._scan_from(t, q, rows))
         return scan
 
     def _first_byte_rows(self, t: int, q: int) -> np.ndarray:
@@ -392,12 +464,20 @@ class TokenIndex:
 
 
 _indexes: "weakref.WeakKeyDictionary[CompiledGrammar, dict[str, TokenIndex]]" = weakref.WeakKeyDictionary()
+_indexes_lock = threading.Lock()
 
 
 def token_index(compiled: CompiledGrammar, vocab: Vocabulary) -> TokenIndex:
-    """The shared index of (compiled grammar, vocabulary), made on first use."""
-    per_vocab = _indexes.setdefault(compiled, {})
-    index = per_vocab.get(vocab.key)
-    if index is None:
-        index = per_vocab[vocab.key] = TokenIndex(compiled, vocab)
+    """The shared index of (compiled grammar, vocabulary), made on first use.
+
+    Weakly keyed by the compiled grammar, which the index does not refer to (only to its
+    terminals and follow sets): once the grammar and its engines are dropped, the index
+    and its memos are freed with it."""
+    with _indexes_lock:
+        per_vocab = _indexes.get(compiled)
+        if per_vocab is None:
+            per_vocab = _indexes[compiled] = {}
+        index = per_vocab.get(vocab.key)
+        if index is None:
+            index = per_vocab[vocab.key] = TokenIndex(compiled, vocab)
     return index

@@ -8,28 +8,45 @@ grammars, so their scans are computed once per vocabulary and reused: in memory 
 process, and on disk across processes. The token index stores only wide scans here
 (grammarc.tokens.index.PERSIST_MIN_ROWS); narrow ones are cheaper to redo.
 
+In memory: the scans most recently used, up to ``$GRAMMARC_SCAN_MEMORY_MB`` (default 256)
+and `MAX_STORES` languages; the least recently used are written out and dropped (an index
+keeps its own masks, so dropping a scan costs only a reload or a rescan).
+
 On disk: one ``.npz`` file per (language key, vocabulary) under the cache directory
 (``$GRAMMARC_CACHE_DIR``, else ``$XDG_CACHE_HOME/grammarc``, else ``~/.cache/grammarc``;
 ``GRAMMARC_CACHE_DIR=off`` disables it), holding plain numpy arrays and a JSON header —
-loaded with ``allow_pickle=False``, never pickled. A file that is unreadable, of another
-format version or for other keys is ignored with a warning and rewritten.
+loaded with ``allow_pickle=False``, never pickled. The header holds the format version,
+the grammarc version, the keys and a BLAKE2b checksum of every array's dtype, shape and
+bytes: a file whose header or checksum does not match (a flipped bit, a truncated write,
+another version) is ignored with a `GrammarWarning`, recomputed and rewritten — never
+read as a wrong mask. Files are written to a temporary name and renamed (a reader never
+sees half a file), and the directory is kept under ``$GRAMMARC_CACHE_MAX_MB`` (default
+512) by deleting the files least recently used (loading a file marks it used).
 """
 
 from __future__ import annotations
 
 import atexit
+import hashlib
 import json
 import os
 import tempfile
+import threading
 import warnings
+from collections import OrderedDict
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
 from grammarc.errors import GrammarWarning
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+DEFAULT_CACHE_MAX_MB = 512
+DEFAULT_MEMORY_MB = 256
+MAX_STORES = 4096  # languages kept in memory at once, whatever their size
+_ARRAYS = ("states", "inside", "split_offsets", "split_rows", "split_pos")
 
 
 @dataclass(frozen=True)
@@ -44,6 +61,10 @@ class Scan:
     split_rows: np.ndarray
     split_pos: np.ndarray
 
+    @property
+    def nbytes(self) -> int:
+        return self.inside.nbytes + self.split_rows.nbytes + self.split_pos.nbytes
+
 
 def cache_dir() -> Path | None:
     """Where scans are stored, or None when disk caching is off."""
@@ -54,6 +75,36 @@ def cache_dir() -> Path | None:
     return Path(base) / "grammarc"
 
 
+def _megabytes(variable: str, default: int) -> int:
+    """A size limit from the environment, in bytes (the default when unset or not a number)."""
+    try:
+        return max(0, int(float(os.environ.get(variable, default)) * (1 << 20)))
+    except ValueError:
+        return default << 20
+
+
+@lru_cache(maxsize=1)
+def package_version() -> str:
+    """The installed grammarc version (part of every file's header: another version's
+    scans may mean something else)."""
+    try:
+        from importlib.metadata import version
+
+        return version("grammarc")
+    except Exception:  # not installed (a source checkout on sys.path)
+        return "unknown"
+
+
+def checksum(arrays: dict[str, np.ndarray]) -> str:
+    """BLAKE2b over the dtype, shape and bytes of the arrays named in `_ARRAYS`."""
+    digest = hashlib.blake2b(digest_size=20)
+    for name in _ARRAYS:
+        array = np.ascontiguousarray(arrays[name])
+        digest.update(f"{name}:{array.dtype.str}:{array.shape};".encode())
+        digest.update(array.tobytes())
+    return digest.hexdigest()
+
+
 class TerminalScans:
     """The scans of one terminal DFA over one vocabulary, keyed by DFA state."""
 
@@ -61,6 +112,7 @@ class TerminalScans:
         self.dfa_key, self.vocab_key, self.rows = dfa_key, vocab_key, rows
         self._scans: dict[int, Scan] = {}
         self._dirty = False
+        self._lock = threading.Lock()
         directory = cache_dir()
         self.path = None if directory is None else directory / f"v{FORMAT_VERSION}" / vocab_key[:24] / f"{dfa_key[:40]}.npz"
         if self.path is not None and self.path.exists():
@@ -69,80 +121,198 @@ class TerminalScans:
     def get(self, state: int) -> Scan | None:
         return self._scans.get(state)
 
-    def put(self, state: int, scan: Scan) -> None:
-        self._scans[state] = scan
-        self._dirty = True
+    def put(self, state: int, scan: Scan) -> Scan:
+        """Keep `scan` unless another thread kept one first; returns the one kept."""
+        with self._lock:
+            kept = self._scans.setdefault(state, scan)
+            self._dirty |= kept is scan
+            return kept
+
+    @property
+    def nbytes(self) -> int:
+        return sum(s.nbytes for s in list(self._scans.values()))
+
+    def _header(self) -> dict:
+        return {"version": FORMAT_VERSION, "package": package_version(), "dfa": self.dfa_key,
+                "vocab": self.vocab_key, "rows": self.rows}
 
     # -- disk -------------------------------------------------------------------------
     def _load(self) -> None:
         try:
             with np.load(self.path, allow_pickle=False) as data:
                 meta = json.loads(bytes(data["meta"]).decode("utf-8"))
-                expected = {"version": FORMAT_VERSION, "dfa": self.dfa_key, "vocab": self.vocab_key, "rows": self.rows}
-                if meta != expected:
-                    raise ValueError(f"header {meta} does not match {expected}")
-                states, inside = data["states"], data["inside"]
-                offsets, rows, pos = data["split_offsets"], data["split_rows"], data["split_pos"]
-                if inside.shape != (len(states), -(-self.rows // 8)) or len(offsets) != len(states) + 1:
-                    raise ValueError("array shapes do not match the header")
-                for i, state in enumerate(states.tolist()):
-                    lo, hi = int(offsets[i]), int(offsets[i + 1])
-                    mask = np.unpackbits(inside[i], count=self.rows).astype(bool)
-                    self._scans[state] = Scan(mask, rows[lo:hi].astype(np.int32), pos[lo:hi].astype(np.int32))
+                arrays = {name: data[name] for name in _ARRAYS}
+            expected = self._header()
+            found = {k: meta.get(k) for k in expected} if isinstance(meta, dict) else meta
+            if found != expected:
+                raise ValueError(f"header {found} does not match {expected}")
+            if meta.get("checksum") != checksum(arrays):
+                raise ValueError("checksum mismatch (the file is damaged)")
+            states, inside = arrays["states"], arrays["inside"]
+            offsets, rows, pos = arrays["split_offsets"], arrays["split_rows"], arrays["split_pos"]
+            if inside.shape != (len(states), -(-self.rows // 8)) or len(offsets) != len(states) + 1:
+                raise ValueError("array shapes do not match the header")
+            for i, state in enumerate(states.tolist()):
+                lo, hi = int(offsets[i]), int(offsets[i + 1])
+                mask = np.unpackbits(inside[i], count=self.rows).astype(bool)
+                self._scans[state] = Scan(mask, rows[lo:hi].astype(np.int32), pos[lo:hi].astype(np.int32))
+            _touch(self.path)
+            _remember(self)
         except Exception as error:  # a cache must never break compilation: rebuild instead
             warnings.warn(GrammarWarning(f"ignoring unreadable index cache {self.path}: {error}"), stacklevel=2)
             self._scans.clear()
             self._dirty = True
 
-    def save(self) -> None:
-        """Write the scans if anything changed (atomically: a reader never sees half a file)."""
-        if not self._dirty or self.path is None or not self._scans:
-            return
-        states = sorted(self._scans)
-        scans = [self._scans[s] for s in states]
+    def save(self, *, limit: bool = True) -> None:
+        """Write the scans if anything changed (atomically: a reader never sees half a file),
+        then keep the directory under its limit (unless `limit` is False)."""
+        with self._lock:
+            if not self._dirty or self.path is None or not self._scans:
+                return
+            states = sorted(self._scans)
+            scans = [self._scans[s] for s in states]
+            self._dirty = False
         offsets = np.cumsum([0] + [len(s.split_rows) for s in scans]).astype(np.int64)
-        meta = {"version": FORMAT_VERSION, "dfa": self.dfa_key, "vocab": self.vocab_key, "rows": self.rows}
         arrays = {
-            "meta": np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8),
             "states": np.array(states, dtype=np.int32),
             "inside": np.stack([np.packbits(s.inside) for s in scans]),
             "split_offsets": offsets,
             "split_rows": np.concatenate([s.split_rows for s in scans]).astype(np.int32),
             "split_pos": np.concatenate([s.split_pos for s in scans]).astype(np.int32),
         }
+        meta = dict(self._header(), checksum=checksum(arrays))
+        arrays["meta"] = np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8)
+        tmp = None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=self.path.parent, suffix=".tmp")
             with os.fdopen(fd, "wb") as handle:
                 np.savez(handle, **arrays)
             os.replace(tmp, self.path)
-            self._dirty = False
+            tmp = None
+            _remember(self)
+            if limit:
+                enforce_cache_limit(self.path.parent.parent.parent)
         except OSError as error:
+            self._dirty = True
             warnings.warn(GrammarWarning(f"cannot write index cache {self.path}: {error}"), stacklevel=2)
+        finally:
+            if tmp is not None:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
 
 
-_registry: dict[tuple[str, str], TerminalScans] = {}
+def _touch(path: Path) -> None:
+    """Mark a file used now (the directory limit deletes the least recently used first)."""
+    try:
+        os.utime(path)
+    except OSError:
+        pass
+
+
+def enforce_cache_limit(directory: Path | None = None) -> int:
+    """Delete the least recently used ``.npz`` files under `directory` (the cache
+    directory by default) until they take at most ``$GRAMMARC_CACHE_MAX_MB``; returns the
+    number of files deleted. Files of other format versions count too."""
+    directory = cache_dir() if directory is None else directory
+    if directory is None or not directory.is_dir():
+        return 0
+    limit = _megabytes("GRAMMARC_CACHE_MAX_MB", DEFAULT_CACHE_MAX_MB)
+    found = []
+    for path in directory.rglob("*.npz"):
+        try:
+            stat = path.stat()
+        except OSError:
+            continue  # deleted meanwhile by another process
+        found.append((stat.st_mtime, stat.st_size, path))
+    total = sum(size for _, size, _ in found)
+    deleted = 0
+    for _, size, path in sorted(found, key=lambda f: (f[0], str(f[2]))):
+        if total <= limit:
+            break
+        try:
+            path.unlink()
+            deleted += 1
+        except OSError:
+            pass
+        total -= size
+    return deleted
+
+
+class ScanRegistry:
+    """The process's scans, least recently used first; bounded by bytes and by count
+    (evicted stores are written to disk first). Thread-safe."""
+
+    def __init__(self, max_bytes: int | None = None, max_stores: int = MAX_STORES):
+        self.max_bytes = _megabytes("GRAMMARC_SCAN_MEMORY_MB", DEFAULT_MEMORY_MB) if max_bytes is None else max_bytes
+        self.max_stores = max_stores
+        self._stores: OrderedDict[tuple[str, str], TerminalScans] = OrderedDict()
+        self._lock = threading.RLock()
+
+    def get(self, key: tuple[str, str], rows: int) -> TerminalScans:
+        with self._lock:
+            store = self._stores.get(key)
+            if store is not None:
+                self._stores.move_to_end(key)
+                return store
+            store = self._stores[key] = TerminalScans(key[0], key[1], rows)
+            self._evict()
+            return store
+
+    def _evict(self) -> None:
+        total = sum(s.nbytes for s in self._stores.values())
+        while len(self._stores) > 1 and (len(self._stores) > self.max_stores or total > self.max_bytes):
+            _, oldest = self._stores.popitem(last=False)
+            total -= oldest.nbytes
+            oldest.save()
+
+    def values(self) -> list[TerminalScans]:
+        with self._lock:
+            return list(self._stores.values())
+
+    def nbytes(self) -> int:
+        return sum(s.nbytes for s in self.values())
+
+    def __len__(self) -> int:
+        return len(self._stores)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._stores.clear()
+
+
+_registry = ScanRegistry()
+_files: OrderedDict[Path, str] = OrderedDict()  # files this process read or wrote -> vocabulary key
+_MAX_FILES = 65536
+
+
+def _remember(scans: TerminalScans) -> None:
+    _files[scans.path] = scans.vocab_key
+    _files.move_to_end(scans.path)
+    while len(_files) > _MAX_FILES:
+        _files.popitem(last=False)
 
 
 def terminal_scans(dfa_key: str, vocab_key: str, rows: int) -> TerminalScans:
     """The process-wide scans of (DFA, vocabulary), loaded from disk on first use."""
-    key = (dfa_key, vocab_key)
-    scans = _registry.get(key)
-    if scans is None:
-        scans = _registry[key] = TerminalScans(dfa_key, vocab_key, rows)
-    return scans
+    return _registry.get((dfa_key, vocab_key), rows)
 
 
 def files(vocab_key: str) -> list[Path]:
     """The files on disk of this process's scans over one vocabulary (after save_all)."""
-    return sorted({s.path for s in _registry.values()
-                   if s.vocab_key == vocab_key and s.path is not None and s.path.exists()})
+    return sorted(p for p, key in list(_files.items()) if key == vocab_key and p.exists())
 
 
 def save_all() -> None:
     """Write every changed scan to disk (also done at interpreter exit)."""
-    for scans in list(_registry.values()):
-        scans.save()
+    stores = _registry.values()
+    for scans in stores:
+        scans.save(limit=False)
+    directories = {s.path.parent.parent.parent for s in stores if s.path is not None}
+    for directory in directories:
+        enforce_cache_limit(directory)
 
 
 atexit.register(save_all)
