@@ -45,6 +45,7 @@ def strings(trees: list, min_len: int, max_len: int | None, max_states: int) -> 
         raise TooLarge(str(exc)) from None
 
 
+@lru_cache(maxsize=256)
 def pattern(text: str, max_states: int) -> DFA | None:
     """The strings in which the ECMA pattern `text` finds a match (None: none does).
 
