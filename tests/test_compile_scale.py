@@ -158,3 +158,50 @@ def test_engine_walks_a_long_literal() -> None:
     engine.advance_bytes(text[5000:])
     assert engine.allowed_token_ids().tolist() == [6, 8]
     assert not np.any(engine.allowed_mask()[:6])
+
+
+# -- a rule of many alternatives that share what follows their first terminal -------------
+
+def _keyword_grammar(n: int) -> Grammar:
+    alts = " | ".join(f"'k{i}' #'[0-9]+' x" for i in range(n))
+    return Grammar.from_ebnf(f"start ::= ( {alts} ) ';' ;\nx ::= 'x' | '(' start ')' ;")
+
+
+def _reference_ends(s: str, i: int, n: int) -> set[int]:
+    """Where `start` of `_keyword_grammar(n)` can end when it begins at `i` (all parses)."""
+    out: set[int] = set()
+    for k in range(n):
+        word = f"k{k}"
+        if not s.startswith(word, i):
+            continue
+        j = d = i + len(word)
+        while d < len(s) and s[d].isdigit():
+            d += 1
+        for e in range(j + 1, d + 1):
+            xs = {e + 1} if s[e:e + 1] == "x" else set()
+            if s[e:e + 1] == "(":
+                xs |= {f + 1 for f in _reference_ends(s, e + 1, n) if s[f:f + 1] == ")"}
+            out |= {x + 1 for x in xs if s[x:x + 1] == ";"}
+    return out
+
+
+def test_alternatives_sharing_a_tail_open_few_terminals() -> None:
+    """Before: one terminal per alternative, all opened (and scanned) at the rule's start."""
+    compiled = _keyword_grammar(300).compile()
+    assert len(compiled.terminals) < 10, [t.name for t in compiled.terminals]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(["k", "1", "2", "0", "3", "x", ";", "(", ")", "k1", "k2", "k12", "k3"]),
+                max_size=12))
+def test_alternatives_sharing_a_tail_keep_the_language(parts: list[str]) -> None:
+    grammar = _keyword_grammar(25)
+    text = "".join(parts)
+    assert grammar.accepts(text) == (len(text) in _reference_ends(text, 0, 25)), text
+
+def test_alternatives_sharing_a_tail_examples() -> None:
+    grammar = _keyword_grammar(25)
+    for good in ["k10x;", "k241x;", "k21(k00x;);", "k1234(k39(k91x;););"]:
+        assert grammar.accepts(good) and len(good) in _reference_ends(good, 0, 25), good
+    for bad in ["k1x;", "k5x;", "k2x1;", "k11(k0x;);", "k11(k01x);", "k11(k01x;)"]:
+        assert not grammar.accepts(bad) and len(bad) not in _reference_ends(bad, 0, 25), bad

@@ -251,8 +251,44 @@ class _Lowering:
         group, items = _literal_group(items)
         if group is not None:
             self.add(nt, (self.terminal(f"{rule}#literals", self._literal_alternation(group)),))
+        by_rest: dict[tuple[Sym, ...], list[int]] = {}  # A -> T1 R | T2 R  ==  A -> (T1|T2) R
         for item in items:
-            self.add(nt, self.symbols(item, rule))
+            rhs = self.symbols(item, rule)
+            if rhs and not _is_nt(rhs[0]) and self._plain(rhs[0]):
+                by_rest.setdefault(rhs[1:], []).append(rhs[0])
+            else:
+                self.add(nt, rhs)
+        for rest, firsts in by_rest.items():
+            firsts = list(dict.fromkeys(firsts))
+            if len(firsts) >= LITERAL_GROUP:
+                firsts = self._unite(firsts, f"{rule}#alts")
+            for t in firsts:
+                self.add(nt, (t,) + rest)
+
+    def _plain(self, t: int) -> bool:
+        return not self.terminals[t].any_token and self.terminals[t].token_limit is None
+
+    def _unite(self, ts: list[int], name: str) -> list[int]:
+        """Terminals for the union of terminals `ts`: pairs merged level by level while a
+        union stays within the merge budget, so that one rule of thousands of alternatives
+        opens a few terminals at a point, not thousands (each scanned by the token index)."""
+        pending = [self.terminals[t].dfa for t in ts]
+        done: list[DFA] = []
+        budget = self.merge_max_states
+        while len(pending) > 1:
+            merged: list[DFA] = []
+            for a, b in zip(pending[::2], pending[1::2]):
+                if a.n_states + b.n_states <= budget:
+                    try:
+                        merged.append(automata.union([a, b], max_states=budget))
+                        continue
+                    except StateBudgetExceeded:
+                        pass
+                done.extend((a, b))
+            if len(pending) % 2:
+                merged.append(pending[-1])
+            pending = merged
+        return [self.terminal(name, dfa) for dfa in done + pending]
 
     def _literal_alternation(self, expr: Alt) -> DFA:
         dfa = self._built.get(expr)
