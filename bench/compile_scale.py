@@ -61,7 +61,8 @@ report(parse=parse, compile=comp, first_mask=first, second_mask=second, terminal
     "rules-chain": ("""
 import grammarc, warnings
 warnings.simplefilter("ignore")
-text = "".join(f"r{i} ::= 'x{i}' r{i + 1} | 'y' r{i + 1} 'y' | 'z{i}' ;\\n" for i in range(N)) + f"r{N} ::= 'e' | '(' r0 ')' ;\\n"
+text = "".join(f"r{i} ::= 'x{i}' r{i + 1} | 'y' r{i + 1} 'y' | 'z{i}' ;\\n" for i in range(N))
+text += f"r{N} ::= 'e' | '(' r0 ')' ;\\n"
 t0 = time.perf_counter(); g = grammarc.Grammar.from_ebnf(text, start="r0"); parse = time.perf_counter() - t0
 t0 = time.perf_counter(); c = g.compile(); comp = time.perf_counter() - t0
 report(parse=parse, compile=comp, lr_states=c.tables.n_states)

@@ -149,7 +149,8 @@ def test_long_literal_is_compact() -> None:
 
 def test_engine_walks_a_long_literal() -> None:
     text = "".join("ab"[(i * i) % 3 % 2] for i in range(6000))  # stored compactly (over 4096 states)
-    grammar = Grammar(rules=(("start", Seq((Literal(text), Ref("tail")))), ("tail", Alt((Literal(""), Seq((Literal("("), Ref("tail"), Literal(")"))))))))
+    tail = ("tail", Alt((Literal(""), Seq((Literal("("), Ref("tail"), Literal(")"))))))
+    grammar = Grammar(rules=(("start", Seq((Literal(text), Ref("tail")))), tail))
     vocab = Vocabulary.from_bytes([b"a", b"b", b"ab", b"ba", b"aa", b"bb", b"(", b")", b""], eos_token_ids=[8])
     engine = Engine(grammar, vocab)
     engine.advance_bytes(text[:5000])

@@ -12,8 +12,8 @@ import numpy as np
 
 from grammarc.errors import StateBudgetExceeded
 from grammarc.automata.dfa import (
-    DEFAULT_MAX_STATES, DFA, _budget_error, _check_budget, _empty, _finalize, _make, _make_edges, _unminimized_cap,
-    _within_budget, from_table,
+    COMPACT_FROM, DEFAULT_MAX_STATES, DFA, _budget_error, _check_budget, _empty, _finalize, _make, _make_edges,
+    _unminimized_cap, _within_budget, from_table,
 )
 from grammarc.automata.nfa import _NFA, _determinize, _nfa_limit, from_ast
 from grammarc.automata.regex import ANY, Chars, Repeat
@@ -34,6 +34,10 @@ def literal(data: bytes) -> DFA:
     accept = np.zeros(n + 1, dtype=bool)
     accept[n] = True
     states = np.arange(n, dtype=np.int64)
+    if n + 1 < COMPACT_FROM:  # the common short literal: its dense table directly
+        trans = np.full((n + 1, 256), -1, dtype=np.int32)
+        trans[states, np.frombuffer(data, dtype=np.uint8)] = states + 1
+        return _make(trans, accept)
     return _make_edges(n + 1, states, np.frombuffer(data, dtype=np.uint8), states + 1, accept)
 
 
