@@ -17,6 +17,7 @@ import numpy as np
 __all__ = ["CombTable"]
 
 _BYTES = np.arange(256)
+_SCALARS = (int, np.integer)
 
 
 class CombTable:
@@ -73,7 +74,7 @@ class CombTable:
     def __getitem__(self, key):
         if isinstance(key, tuple):
             state, byte = key
-            if np.ndim(state) == 0 and np.ndim(byte) == 0:
+            if isinstance(state, _SCALARS) and isinstance(byte, _SCALARS):  # the hot path: one step
                 i = int(self.base[state]) + int(byte)
                 return int(self.next[i]) if self.check[i] == state else -1
             return self._lookup(np.asarray(state), np.asarray(byte))
