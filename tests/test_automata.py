@@ -306,8 +306,10 @@ def test_budget_parameter() -> None:
     with pytest.raises(StateBudgetExceeded):
         A.concat([A.from_regex("(a|b)*a"), A.from_regex("(a|b){7}")], max_states=100)
     assert A.concat([A.from_regex("(a|b)*a"), A.from_regex("(a|b){7}")]).n_states == 256
+    # the budget bounds what is kept: this product walks many pairs, but its language is empty
+    assert A.intersect(A.from_regex("(a|b)*a(a|b){6}"), A.from_regex("(a|b)*b(a|b){6}"), max_states=100).is_empty
     with pytest.raises(StateBudgetExceeded):
-        A.intersect(A.from_regex("(a|b)*a(a|b){6}"), A.from_regex("(a|b)*b(a|b){6}"), max_states=100)
+        A.intersect(A.from_regex("(a|b)*a(a|b){6}"), A.from_regex("(a|b)*b(a|b){5}"), max_states=20)
     with pytest.raises(StateBudgetExceeded):
         A.complement_containing(A.from_regex("a(a|b){7}b"), max_states=100)
     with pytest.raises(StateBudgetExceeded):
@@ -457,3 +459,60 @@ def test_algebra_edge_cases() -> None:
     assert A.concat([A.any_bytes(), a]).matches(b"\xffa")
     with pytest.raises(ValueError):
         A.repeat(a, 3, 2)
+
+
+def test_budget_applies_to_the_minimized_automaton() -> None:
+    """The budget bounds the minimal DFA kept, not the subset construction before it (the
+    recognizer oracle was flaky: a pattern whose minimal DFA has 423 states was refused)."""
+    pattern = "(a|b)*a(a|b){4}(a|b)*"  # subset construction: dozens of states; minimal: 6
+    assert A.from_regex(pattern, max_states=20).n_states == 6
+    assert A.concat([A.from_regex("(a|b)*a(a|b){4}"), A.from_regex("(a|b)*")], max_states=20).n_states == 6
+    with pytest.raises(StateBudgetExceeded) as info:
+        A.from_regex("(a|b)*a(a|b){5}", max_states=50)
+    assert info.value.message == (
+        "pattern '(a|b)*a(a|b){5}' needs 64 automaton states once minimized, more than the budget of 50 "
+        "automaton states (max_states=50); simplify it or raise the budget")
+    with pytest.raises(StateBudgetExceeded) as info:
+        A.from_regex("(a|b)*a(a|b){7}", max_states=50)
+    assert info.value.message == (
+        "pattern '(a|b)*a(a|b){7}' is too large: building it took more than 200 automaton states before "
+        "minimization (4 times max_states=50); simplify it or raise the budget")
+    with pytest.raises(StateBudgetExceeded, match="^except! needs 168 automaton states once minimized"):
+        A.except_strings(["abcdefgh" * 20], max_states=100)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.binary(max_size=6), max_size=30))
+def test_literals_is_the_minimal_union(words: list[bytes]) -> None:
+    """`literals` (a trie minimized as it is built) is exactly the union of the literals."""
+    expected = A.union([A.literal(w) for w in words]) if words else A.union([])
+    got = A.literals(words)
+    assert got == expected and got.n_states == expected.n_states
+    assert np.array_equal(np.asarray(got.trans), np.asarray(expected.trans))
+
+
+def test_big_automata_are_stored_compactly() -> None:
+    """Past COMPACT_FROM states a DFA keeps its edges, not 256 cells per state; it answers the
+    same lookups as the dense table and has the same key."""
+    from grammarc.automata.comb import CombTable
+    from grammarc.automata.dfa import COMPACT_FROM
+
+    data = bytes((i * 37) % 251 for i in range(COMPACT_FROM + 500))
+    compact = A.literal(data)
+    assert isinstance(compact.trans, CombTable) and compact.trans.nbytes < 64 * len(data)
+    dense = A.from_table(np.asarray(compact.trans), compact.accept)
+    assert isinstance(dense.trans, np.ndarray) and dense.key == compact.key and dense == compact
+    rng = np.random.default_rng(0)
+    states = rng.integers(0, compact.n_states, 2000)
+    bytes_ = rng.integers(0, 256, 2000)
+    states[:500] = np.arange(500)
+    bytes_[:500] = np.frombuffer(data[:500], dtype=np.uint8)
+    assert np.array_equal(compact.trans[states, bytes_], dense.trans[states, bytes_])
+    for q in (0, 1, len(data) - 1, len(data)):
+        assert np.array_equal(compact.trans[q], dense.trans[q])
+        assert all(compact.trans[q, b] == dense.trans[q, b] for b in range(256))
+    assert compact._runs == dense._runs
+    assert compact.matches(data) and not compact.matches(data[:-1]) and not compact.matches(data + b"x")
+    trie = A.literals([b"k%05d" % i for i in range(3000)])
+    assert isinstance(trie.trans, CombTable) == (trie.n_states >= COMPACT_FROM)
+    assert trie.matches(b"k02999") and not trie.matches(b"k03000") and not trie.matches(b"k0299")

@@ -21,6 +21,7 @@ from grammarc.automata.operations import (
     intersect,
     length_window,
     literal,
+    literals,
     optional,
     plus,
     repeat,
@@ -33,6 +34,6 @@ from grammarc.automata.operations import (
 __all__ = [
     "DEFAULT_MAX_STATES", "DFA", "CharDFA", "any_bytes", "code_point_dfa", "complement", "complement_containing",
     "concat", "early_end", "except_strings", "from_ast", "from_regex", "from_table", "intersect",
-    "length_window", "literal", "optional",
+    "length_window", "literal", "literals", "optional",
     "plus", "repeat", "star", "substrings", "union", "utf8_text", "without_empty",
 ]

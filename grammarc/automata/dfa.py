@@ -21,6 +21,7 @@ from functools import cached_property, lru_cache
 
 import numpy as np
 
+from grammarc.automata.comb import CombTable
 from grammarc.errors import StateBudgetExceeded
 
 DEFAULT_MAX_STATES = 10_000
@@ -33,9 +34,14 @@ __all__ = ["DEFAULT_MAX_STATES", "DFA", "from_table"]
 
 @dataclass(frozen=True, eq=False)
 class DFA:
-    """Byte-level DFA. State 0 is the start; ``trans[s, b] == -1`` means no transition."""
+    """Byte-level DFA. State 0 is the start; ``trans[s, b] == -1`` means no transition.
 
-    trans: np.ndarray  # int32 [n_states, 256]
+    `trans` is a dense ``int32 [n_states, 256]`` array, or for big sparse automata (long
+    literals, tries of many literals) a `CombTable`, which answers the same indexing in
+    O(transitions) memory. Equal languages give equal keys whichever one a DFA holds.
+    """
+
+    trans: np.ndarray | CombTable  # int32 [n_states, 256]
     accept: np.ndarray  # bool [n_states]
 
     @property
@@ -53,12 +59,20 @@ class DFA:
 
     @cached_property
     def key(self) -> str:
-        """sha256 of the canonical arrays: equal languages give equal keys."""
+        """sha256 of the canonical transitions: equal languages give equal keys."""
         h = hashlib.sha256()
         h.update(self.n_states.to_bytes(8, "little"))
-        h.update(np.ascontiguousarray(self.trans, dtype="<i4").tobytes())
+        for array in self._edges():
+            h.update(np.ascontiguousarray(array, dtype="<i4").tobytes())
         h.update(np.ascontiguousarray(self.accept, dtype=np.uint8).tobytes())
         return h.hexdigest()
+
+    def _edges(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(src, byte, dst) of every transition, by state then byte, whatever the storage."""
+        if isinstance(self.trans, CombTable):
+            return self.trans.edges()
+        src, byte = np.nonzero(self.trans >= 0)
+        return src, byte, self.trans[src, byte]
 
     def step(self, state: int, byte: int) -> int:
         return int(self.trans[state, byte])
@@ -101,19 +115,17 @@ class DFA:
     @cached_property
     def _runs(self) -> list[list[tuple[int, int, int]]]:
         """Per state, maximal byte runs (lo, hi, target) with the same live target."""
-        trans = self.trans
-        begins = np.ones(trans.shape, dtype=bool)  # where a run starts: byte 0, or a change
-        begins[:, 1:] = trans[:, 1:] != trans[:, :-1]
-        rows, starts = np.nonzero(begins)  # row-major: runs in order within each state
-        ends = np.empty_like(starts)
-        ends[:-1] = starts[1:] - 1
-        ends[np.flatnonzero(np.diff(rows))] = 255  # a state's last run ends at byte 255
-        ends[-1:] = 255
-        targets = trans[rows, starts]
-        live = targets >= 0
-        out: list[list[tuple[int, int, int]]] = [[] for _ in range(len(trans))]
-        for row, lo, hi, target in zip(rows[live].tolist(), starts[live].tolist(), ends[live].tolist(),
-                                       targets[live].tolist()):
+        src, byte, dst = self._edges()
+        out: list[list[tuple[int, int, int]]] = [[] for _ in range(self.n_states)]
+        if not len(src):
+            return out
+        # a run starts at an edge that does not continue the previous one
+        starts = np.ones(len(src), dtype=bool)
+        starts[1:] = (src[1:] != src[:-1]) | (byte[1:] != byte[:-1] + 1) | (dst[1:] != dst[:-1])
+        first = np.flatnonzero(starts)
+        last = np.append(first[1:], len(src)) - 1
+        for row, lo, hi, target in zip(src[first].tolist(), byte[first].tolist(), byte[last].tolist(),
+                                       dst[first].tolist()):
             out[row].append((lo, hi, target))
         return out
 
@@ -135,6 +147,20 @@ def _make(trans: np.ndarray, accept: np.ndarray) -> DFA:
     return DFA(trans, accept)
 
 
+COMPACT_FROM = 4096  # states: a DFA built from edges with this many or more is stored compactly (4 MiB dense)
+
+
+def _make_edges(n: int, src, byte, dst, accept: np.ndarray) -> DFA:
+    """A DFA from its edges (already canonical), compact when it is big."""
+    if n < COMPACT_FROM:
+        trans = np.full((n, 256), -1, dtype=np.int32)
+        trans[np.asarray(src, dtype=np.int64), np.asarray(byte, dtype=np.int64)] = dst
+        return _make(trans, accept)
+    accept = np.ascontiguousarray(accept, dtype=bool)
+    accept.flags.writeable = False
+    return DFA(CombTable.from_edges(n, src, byte, dst), accept)
+
+
 @lru_cache(maxsize=1)
 def _empty() -> DFA:
     return _make(np.full((1, 256), -1, dtype=np.int32), np.zeros(1, dtype=bool))
@@ -145,11 +171,34 @@ def _check_budget(max_states: int) -> None:
         raise ValueError("max_states must be a positive integer")
 
 
-def _budget_error(what: str, max_states: int) -> StateBudgetExceeded:
-    return StateBudgetExceeded(
-        f"{what} needs more than {max_states} automaton states "
-        f"(max_states={max_states}); simplify it or raise the budget"
-    )
+# The budget bounds the minimized automaton that is kept. The unminimized one a
+# construction walks first (subsets, products, tries) may be bigger; it is cut off at
+# this many times the budget, so time and memory stay bounded before minimization too.
+UNMINIMIZED_FACTOR = 4
+
+
+def _unminimized_cap(max_states: int) -> int:
+    """States a construction may build before minimizing, for a budget of `max_states`."""
+    return UNMINIMIZED_FACTOR * max_states
+
+
+def _budget_error(what: str, max_states: int, states: int | None = None) -> StateBudgetExceeded:
+    """The error for a budget exceeded: by the minimized automaton, of `states` states, or
+    (``states=None``) by the construction before minimization, past `_unminimized_cap`."""
+    if states is not None:
+        size = (f"needs {states} automaton states once minimized, more than the budget of {max_states} "
+                f"automaton states (max_states={max_states})")
+    else:
+        size = (f"is too large: building it took more than {_unminimized_cap(max_states)} automaton states "
+                f"before minimization ({UNMINIMIZED_FACTOR} times max_states={max_states})")
+    return StateBudgetExceeded(f"{what} {size}; simplify it or raise the budget")
+
+
+def _within_budget(dfa: DFA, what: str, max_states: int) -> DFA:
+    """`dfa` (minimized) if it keeps within the budget; else the budget error with its size."""
+    if dfa.n_states > max_states:
+        raise _budget_error(what, max_states, dfa.n_states)
+    return dfa
 
 
 # ---------------------------------------------------------------- normalization

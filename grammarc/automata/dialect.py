@@ -10,7 +10,9 @@ from typing import Sequence
 import numpy as np
 
 from grammarc.errors import RegexError
-from grammarc.automata.dfa import DEFAULT_MAX_STATES, DFA, _budget_error, _check_budget, _empty, _finalize, from_table
+from grammarc.automata.dfa import (
+    DEFAULT_MAX_STATES, DFA, _budget_error, _check_budget, _empty, _finalize, _unminimized_cap, from_table,
+)
 from grammarc.automata.nfa import _NFA, _determinize
 from grammarc.automata.operations import _finalize_product, _intersect, _utf8_nonempty
 
@@ -78,7 +80,7 @@ def except_strings(strings: Sequence[str], *, max_states: int = DEFAULT_MAX_STAT
             node = nxt
         terminal[node] = True
     m = len(children)
-    if m > max_states:
+    if m > _unminimized_cap(max_states):  # the trie, before the product minimizes it
         raise _budget_error(what, max_states)
     goto = np.zeros((m, 256), dtype=np.int64)
     fail = [0] * m
@@ -151,5 +153,5 @@ def substrings(text: str, *, max_states: int | None = None) -> DFA:
     accept[0] = True
     result = from_table(trans, accept)
     if max_states is not None and result.n_states > max_states:
-        raise _budget_error("#substrs", max_states)
+        raise _budget_error("#substrs", max_states, result.n_states)
     return result

@@ -14,7 +14,9 @@ from typing import Iterable
 import numpy as np
 
 from grammarc.errors import StateBudgetExceeded, clip
-from grammarc.automata.dfa import DEFAULT_MAX_STATES, DFA, _budget_error, _check_budget, _finalize
+from grammarc.automata.dfa import (
+    DEFAULT_MAX_STATES, DFA, _budget_error, _check_budget, _finalize, _unminimized_cap, _within_budget,
+)
 from grammarc.automata.regex import ANY, Alt, Anchor, Chars, Node, Repeat, Seq, parse
 from grammarc.automata.utf8 import ranges_sequences
 
@@ -211,6 +213,7 @@ def _determinize(
             return states & absorbing
         return states
 
+    cap = _unminimized_cap(max_states)  # the budget itself is checked once minimized
     start_set = cut(closure([start], bool(bol), False))
     sets: list[frozenset[int]] = [start_set]
     ids: dict[frozenset[int], int] = {}  # non-initial states only
@@ -237,7 +240,7 @@ def _determinize(
                 tset = cut(closure(seeds, False, False))
                 j = ids.get(tset)
                 if j is None:
-                    if len(sets) >= max_states:
+                    if len(sets) >= cap:
                         raise _budget_error(what, max_states)
                     j = len(sets)
                     ids[tset] = j
@@ -297,7 +300,7 @@ def _from_regex(pattern: str, search: bool, ecma: bool, max_states: int) -> DFA:
         final = nfa.build(ast, s)
         absorbing = frozenset()
     trans, accept, b2c = _determinize(nfa, s, final, max_states, what, absorbing)
-    return _finalize(trans, accept, b2c)
+    return _within_budget(_finalize(trans, accept, b2c), what, max_states)
 
 
 def from_ast(node: Node, max_states: int = DEFAULT_MAX_STATES, what: str = "regex") -> DFA:
@@ -305,4 +308,4 @@ def from_ast(node: Node, max_states: int = DEFAULT_MAX_STATES, what: str = "rege
     nfa = _NFA(_nfa_limit(max_states), what)
     s = nfa.new()
     final = nfa.build(node, s)
-    return _finalize(*_determinize(nfa, s, final, max_states, what))
+    return _within_budget(_finalize(*_determinize(nfa, s, final, max_states, what)), what, max_states)

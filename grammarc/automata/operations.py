@@ -11,12 +11,15 @@ from typing import Sequence
 import numpy as np
 
 from grammarc.errors import StateBudgetExceeded
-from grammarc.automata.dfa import DEFAULT_MAX_STATES, DFA, _budget_error, _check_budget, _empty, _finalize, _make, from_table
+from grammarc.automata.dfa import (
+    COMPACT_FROM, DEFAULT_MAX_STATES, DFA, _budget_error, _check_budget, _empty, _finalize, _make, _make_edges,
+    _unminimized_cap, _within_budget, from_table,
+)
 from grammarc.automata.nfa import _NFA, _determinize, _nfa_limit, from_ast
 from grammarc.automata.regex import ANY, Chars, Repeat
 
 __all__ = [
-    "any_bytes", "complement", "concat", "intersect", "length_window", "literal", "optional", "plus", "repeat",
+    "any_bytes", "complement", "concat", "intersect", "length_window", "literal", "literals", "optional", "plus", "repeat",
     "star", "union", "utf8_text", "without_empty",
 ]
 
@@ -25,15 +28,83 @@ __all__ = [
 
 
 def literal(data: bytes) -> DFA:
-    """Exactly the byte string `data` (already minimal: a chain)."""
+    """Exactly the byte string `data` (already minimal: a chain; compact when long)."""
     data = bytes(data)
     n = len(data)
-    trans = np.full((n + 1, 256), -1, dtype=np.int32)
-    if n:
-        trans[np.arange(n), np.frombuffer(data, dtype=np.uint8)] = np.arange(1, n + 1)
     accept = np.zeros(n + 1, dtype=bool)
     accept[n] = True
-    return _make(trans, accept)
+    states = np.arange(n, dtype=np.int64)
+    if n + 1 < COMPACT_FROM:  # the common short literal: its dense table directly
+        trans = np.full((n + 1, 256), -1, dtype=np.int32)
+        trans[states, np.frombuffer(data, dtype=np.uint8)] = states + 1
+        return _make(trans, accept)
+    return _make_edges(n + 1, states, np.frombuffer(data, dtype=np.uint8), states + 1, accept)
+
+
+def literals(strings: Sequence[bytes], *, max_states: int | None = None) -> DFA:
+    """Exactly the byte strings given (an enum): the minimal DFA, built in linear time.
+
+    Daciuk et al.'s construction for sorted input: words are added to a trie one by one,
+    and the part of the previous word that the next one does not share is minimized at
+    once against a register of the states seen so far, so only the minimal automaton and
+    one path are ever held. Its size is at most the total length plus one, and long ones
+    are stored compactly; `max_states` (None: no limit) bounds the states kept.
+    """
+    words = sorted({bytes(w) for w in strings})
+    if not words:
+        return _empty()
+    children: list[dict[int, int] | None] = [{}]
+    final = [False]
+    register: dict[tuple, int] = {}
+    path = [0]
+    prev = b""
+
+    def minimize(depth: int) -> None:
+        """Register the states of `path` below `depth`, deepest first."""
+        while len(path) - 1 > depth:
+            child = path.pop()
+            signature = (final[child], tuple(children[child].items()))
+            same = register.get(signature)
+            if same is None:
+                register[signature] = child
+            else:
+                children[path[-1]][prev[len(path) - 1]] = same
+                children[child] = None  # unreachable from now on
+
+    for word in words:
+        common = 0
+        for a, b in zip(prev, word):
+            if a != b:
+                break
+            common += 1
+        minimize(common)
+        for b in word[common:]:
+            children.append({})
+            final.append(False)
+            children[path[-1]][b] = len(children) - 1
+            path.append(len(children) - 1)
+        final[path[-1]] = True
+        prev = word
+        if max_states is not None and len(register) + len(path) > max_states:
+            raise _budget_error("alternation of literals", max_states, len(register) + len(path))
+    minimize(0)
+    # canonical numbering: breadth first from the start, bytes ascending (as `_finalize`)
+    ids = {0: 0}
+    order = [0]
+    src: list[int] = []
+    byte: list[int] = []
+    dst: list[int] = []
+    for state in order:  # grows while iterating
+        for b, t in sorted(children[state].items()):
+            if t not in ids:
+                ids[t] = len(order)
+                order.append(t)
+            src.append(ids[state])
+            byte.append(b)
+            dst.append(ids[t])
+    accept = np.array([final[q] for q in order], dtype=bool)
+    return _make_edges(len(order), np.array(src, dtype=np.int64), np.array(byte, dtype=np.int64),
+                       np.array(dst, dtype=np.int64), accept)
 
 
 @lru_cache(maxsize=1)
@@ -85,7 +156,7 @@ def union(ds: Sequence[DFA], *, max_states: int = DEFAULT_MAX_STATES) -> DFA:
     e = nfa.new()
     for d in ds:
         nfa.eps[nfa.embed(d, s)].append(e)
-    return _finalize(*_determinize(nfa, s, e, max_states, "union"))
+    return _within_budget(_finalize(*_determinize(nfa, s, e, max_states, "union")), "union", max_states)
 
 
 def concat(ds: Sequence[DFA], *, max_states: int = DEFAULT_MAX_STATES) -> DFA:
@@ -102,7 +173,8 @@ def concat(ds: Sequence[DFA], *, max_states: int = DEFAULT_MAX_STATES) -> DFA:
     s = start = nfa.new()
     for d in ds:
         s = nfa.embed(d, s)
-    return _finalize(*_determinize(nfa, start, s, max_states, "concatenation"))
+    what = "concatenation"
+    return _within_budget(_finalize(*_determinize(nfa, start, s, max_states, what)), what, max_states)
 
 
 def star(d: DFA, *, max_states: int = DEFAULT_MAX_STATES) -> DFA:
@@ -111,7 +183,7 @@ def star(d: DFA, *, max_states: int = DEFAULT_MAX_STATES) -> DFA:
     nfa = _nfa_of([d], max_states, "repetition")
     s = nfa.new()
     e = nfa.star_from(s, lambda m: nfa.embed(d, m))
-    return _finalize(*_determinize(nfa, s, e, max_states, "repetition"))
+    return _within_budget(_finalize(*_determinize(nfa, s, e, max_states, "repetition")), "repetition", max_states)
 
 
 def plus(d: DFA, *, max_states: int = DEFAULT_MAX_STATES) -> DFA:
@@ -149,7 +221,7 @@ def repeat(d: DFA, lo: int, hi: int | None, *, max_states: int = DEFAULT_MAX_STA
         e = nfa.new()
         for x in ends + [s]:
             nfa.eps[x].append(e)
-    return _finalize(*_determinize(nfa, start, e, max_states, what))
+    return _within_budget(_finalize(*_determinize(nfa, start, e, max_states, what)), what, max_states)
 
 
 def _product_tables(
@@ -171,7 +243,7 @@ def _product_tables(
                 continue
             j = ids.get(code)
             if j is None:
-                if len(pairs) >= max_states:
+                if len(pairs) >= _unminimized_cap(max_states):
                     raise _budget_error(what, max_states)
                 j = len(pairs)
                 ids[code] = j
@@ -189,7 +261,7 @@ def _finalize_product(
         np.asarray(ta, dtype=np.int64), aa, b.trans.astype(np.int64), b.accept,
         max_states, what,
     )
-    return from_table(trans, acc)
+    return _within_budget(from_table(trans, acc), what, max_states)
 
 
 def _intersect(a: DFA, b: DFA, max_states: int, what: str) -> DFA:
@@ -241,6 +313,7 @@ def length_window(d: DFA, lo: int, hi: int | None, *, max_states: int = DEFAULT_
     counts = np.ones(256, dtype=np.int64)
     counts[0x80:0xC0] = 0  # continuation bytes do not start a character
     cap = lo if hi is None else hi
+    what = f"length window {lo}..{'' if hi is None else hi}"
     ids = {(0, 0): 0}
     pairs = [(0, 0)]
     rows = []
@@ -260,11 +333,11 @@ def length_window(d: DFA, lo: int, hi: int | None, *, max_states: int = DEFAULT_
             pair = divmod(code, cap + 1)
             j = ids.get(pair)
             if j is None:
-                if len(pairs) >= max_states:
-                    raise _budget_error(f"length window {lo}..{'' if hi is None else hi}", max_states)
+                if len(pairs) >= _unminimized_cap(max_states):
+                    raise _budget_error(what, max_states)
                 j = ids[pair] = len(pairs)
                 pairs.append(pair)
             mapped.append(j)
         rows.append(np.asarray(mapped, dtype=np.int64)[inv.reshape(-1)])
     accept = np.array([bool(d.accept[q]) and n >= lo for q, n in pairs], dtype=bool)
-    return from_table(np.vstack(rows), accept)
+    return _within_budget(from_table(np.vstack(rows), accept), what, max_states)

@@ -37,6 +37,7 @@ from grammarc.lowering.lr import Bnf, LRTables, Production, build_tables
 
 DEFAULT_MERGE_MAX_STATES = 512
 MAX_EXPANSION = 200_000  # symbols a counted repetition may expand to
+LITERAL_GROUP = 8  # alternatives: this many literals side by side become one terminal
 
 
 @dataclass(frozen=True, eq=False)
@@ -160,9 +161,7 @@ class _Lowering:
             self.rule_symbols(name)
             while self._pending:
                 pending = self._pending.pop()
-                nt = self._rule_nt[pending]
-                for alternative in _alternatives(self.rules[pending]):
-                    self.add(nt, self.symbols(alternative, pending))
+                self.alternatives(self._rule_nt[pending], _alternatives(self.rules[pending]), pending)
         return self.rule_symbols(self.grammar.start)
 
     def rule_symbols(self, name: str) -> tuple[Sym, ...]:
@@ -240,12 +239,62 @@ class _Lowering:
             return self.sequence(expr.items, rule)
         if isinstance(expr, Alt):
             nt = self.new_nonterminal(f"{rule}#alt")
-            for item in expr.items:
-                self.add(nt, self.symbols(item, rule))
+            self.alternatives(nt, expr.items, rule)
             return (~nt,)
         if isinstance(expr, Repeat):
             return self.repeat(expr, rule)
         raise TypeError(f"not an IR expression: {expr!r}")
+
+    def alternatives(self, nt: int, items: tuple[Expr, ...], rule: str) -> None:
+        """Productions of `nt` for each alternative; many literals among them become one
+        terminal (a trie, linear in their length) instead of one terminal each."""
+        group, items = _literal_group(items)
+        if group is not None:
+            self.add(nt, (self.terminal(f"{rule}#literals", self._literal_alternation(group)),))
+        by_rest: dict[tuple[Sym, ...], list[int]] = {}  # A -> T1 R | T2 R  ==  A -> (T1|T2) R
+        for item in items:
+            rhs = self.symbols(item, rule)
+            if rhs and not _is_nt(rhs[0]) and self._plain(rhs[0]):
+                by_rest.setdefault(rhs[1:], []).append(rhs[0])
+            else:
+                self.add(nt, rhs)
+        for rest, firsts in by_rest.items():
+            firsts = list(dict.fromkeys(firsts))
+            if len(firsts) >= LITERAL_GROUP:
+                firsts = self._unite(firsts, f"{rule}#alts")
+            for t in firsts:
+                self.add(nt, (t,) + rest)
+
+    def _plain(self, t: int) -> bool:
+        return not self.terminals[t].any_token and self.terminals[t].token_limit is None
+
+    def _unite(self, ts: list[int], name: str) -> list[int]:
+        """Terminals for the union of terminals `ts`: pairs merged level by level while a
+        union stays within the merge budget, so that one rule of thousands of alternatives
+        opens a few terminals at a point, not thousands (each scanned by the token index)."""
+        pending = [self.terminals[t].dfa for t in ts]
+        done: list[DFA] = []
+        budget = self.merge_max_states
+        while len(pending) > 1:
+            merged: list[DFA] = []
+            for a, b in zip(pending[::2], pending[1::2]):
+                if a.n_states + b.n_states <= budget:
+                    try:
+                        merged.append(automata.union([a, b], max_states=budget))
+                        continue
+                    except StateBudgetExceeded:
+                        pass
+                done.extend((a, b))
+            if len(pending) % 2:
+                merged.append(pending[-1])
+            pending = merged
+        return [self.terminal(name, dfa) for dfa in done + pending]
+
+    def _literal_alternation(self, expr: Alt) -> DFA:
+        dfa = self._built.get(expr)
+        if dfa is None:
+            dfa = self._built[expr] = automata.literals([item.text.encode("utf-8") for item in expr.items])
+        return dfa
 
     def sequence(self, items: tuple[Expr, ...], rule: str) -> tuple[Sym, ...]:
         """Concatenate, merging each maximal run of regular items into one terminal."""
@@ -401,7 +450,11 @@ class _Lowering:
                 raise StateBudgetExceeded("the parts of the sequence are too large to merge")
             return automata.concat(parts, max_states=budget)
         if isinstance(expr, Alt):
-            return automata.union([self._build(item) for item in expr.items], max_states=budget)
+            group, rest = _literal_group(expr.items)
+            if group is not None and not rest:
+                return self._literal_alternation(group)  # linear in size: exempt from the budget
+            parts = [self._literal_alternation(group)] if group is not None else []
+            return automata.union(parts + [self._build(item) for item in rest], max_states=budget)
         if isinstance(expr, Repeat):
             return automata.repeat(self._build(expr.item), expr.min, expr.max, max_states=budget)
         raise TypeError(expr)
@@ -409,6 +462,16 @@ class _Lowering:
 
 def _bounds(lo: int, hi: int | None) -> str:
     return f"{{{lo}}}" if lo == hi else f"{{{lo},{'' if hi is None else hi}}}"
+
+
+def _literal_group(items: tuple[Expr, ...]) -> tuple[Alt | None, tuple[Expr, ...]]:
+    """(the non-empty literals among `items` as one Alt, the other items) when there are at
+    least `LITERAL_GROUP` of them, else (None, items). The empty literal stays apart, so the
+    group's trie never accepts ε (and needs no ε-free copy)."""
+    literals = tuple(item for item in items if isinstance(item, Literal) and item.text)
+    if len(literals) < LITERAL_GROUP:
+        return None, items
+    return Alt(literals), tuple(item for item in items if not (isinstance(item, Literal) and item.text))
 
 
 def _alternatives(expr: Expr) -> tuple[Expr, ...]:
