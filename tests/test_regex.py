@@ -182,6 +182,8 @@ def test_errors(pattern: str, message: str) -> None:
         ("\ud83d\ude00", ch("😀")),  # a raw pair, as a UTF-16 engine would read it
         (r"\ud800", Chars(())),  # no text contains a lone surrogate
         ("\udc00", Chars(())),
+        (r"\ud800\u{a0}", Seq((Chars(()), ch("\xa0")))),  # a pair only with a four-digit \uXXXX
+        (r"\ud800\u00a0", Seq((Chars(()), ch("\xa0")))),
         (r"[\ud800-\udfffa]", ch("a")),
         (r"[^\ud800-\udfff]", Chars(ANY)),
         (r"\u{1F600}", ch("😀")),

@@ -523,13 +523,12 @@ class _Parser:
                 self.i = end + 1
                 return self.check_cp(int(digits, 16), at)
             cp = self.hex_digits(4, at, "\\u")
-            if 0xD800 <= cp <= 0xDBFF and self.startswith("\\u"):
-                save = self.i
-                self.i += 2
-                low = self.hex_digits(4, at, "\\u")
+            follow = self.p[self.i + 2:self.i + 6]
+            if 0xD800 <= cp <= 0xDBFF and self.startswith("\\u") and len(follow) == 4 and _is_hex(follow):
+                low = int(follow, 16)  # a pair only with a four-digit \uXXXX low surrogate
                 if 0xDC00 <= low <= 0xDFFF:
+                    self.i += 6
                     return 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00)
-                self.i = save
             return self.check_cp(cp, at)
         if c == "U" and not self.ecma:
             return self.check_cp(self.hex_digits(8, at, "\\U"), at)
