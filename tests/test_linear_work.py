@@ -1,0 +1,103 @@
+"""Recognizing and masking stay linear in the text for deterministic grammars (issue 10),
+whichever direction they recurse.
+
+Measured without a clock: `ParserCore.work` counts the GSS vertices made and the
+reduction steps taken. Doubling the text may at most double that work. Eager LR(0)
+reductions made right recursion reduce the whole stack at every position (quadratic
+work, cubic time); lazy reductions per lookahead, memoized per vertex, do not.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from grammarc import Grammar, Vocabulary
+from grammarc.engine import Engine
+from grammarc.lowering import compiler
+from grammarc.runtime.recognizer import Recognizer, parser_core
+
+DETERMINISTIC = {
+    # name: (grammar, text of about n bytes)
+    "right": ("start ::= 'a' start | 'a' ;", lambda n: "a" * n),
+    "right-tail": ("start ::= 'a' start | 'b' ;", lambda n: "a" * (n - 1) + "b"),
+    "left": ("start ::= start 'a' | 'a' ;", lambda n: "a" * n),
+    "middle": ("start ::= '(' start ')' | 'x' ;", lambda n: "(" * (n // 2) + "x" + ")" * (n // 2)),
+    "list": (
+        "start ::= '[' items ']' ; items ::= item ',' items | item ; item ::= #'[0-9]+' ;",
+        lambda n: "[" + ",".join(["12"] * (n // 3)) + "]",
+    ),
+    "gbnf-style": (
+        "start ::= line start | line ; line ::= word ' ' word '\\n' ; word ::= #'[a-z]+' ;",
+        lambda n: "ab cd\n" * (n // 6),
+    ),
+    "nested-right": (
+        "start ::= '{' body '}' ; body ::= pair ';' body | pair ; pair ::= 'k' '=' value ; value ::= 'v' | '{' body '}' ;",
+        lambda n: "{" + "k=v;k={" * (n // 8) + "k=v" + "}" * (n // 8) + "}",
+    ),
+}
+N = 200
+SLACK = 16  # constant set-up work (the first levels, the end of the text)
+
+
+def _fresh(source: str):
+    compiler._compile_cached.cache_clear()  # a core of its own: no memo from another test
+    return Grammar.from_ebnf(source).compile()
+
+
+def _recognizer_work(source: str, text: str) -> int:
+    compiled = _fresh(source)
+    recognizer = Recognizer(compiled)
+    core = parser_core(compiled)
+    before = sum(core.work.values())
+    assert recognizer.feed(text) and recognizer.is_complete()
+    return sum(core.work.values()) - before
+
+
+_VOCAB = Vocabulary.from_bytes(
+    [bytes([b]) for b in range(256)] + [b"aa", b"k={", b"},", b"12,12", None], eos_token_ids=[260]
+)
+
+
+def _engine_work(source: str, text: str) -> int:
+    compiled = _fresh(source)
+    engine = Engine(compiled, _VOCAB)
+    core = parser_core(compiled)
+    before = sum(core.work.values())
+    for byte in text.encode():
+        assert engine.allowed_mask()[byte]
+        engine.advance(byte)
+    assert engine.allowed_mask()[260]
+    return sum(core.work.values()) - before
+
+
+@pytest.mark.parametrize("name", sorted(DETERMINISTIC))
+def test_recognizer_work_is_linear(name):
+    source, make = DETERMINISTIC[name]
+    small, large = _recognizer_work(source, make(N)), _recognizer_work(source, make(2 * N))
+    assert large <= 2 * small + SLACK, (name, small, large)
+
+
+@pytest.mark.parametrize("name", sorted(DETERMINISTIC))
+def test_engine_work_is_linear(name):
+    source, make = DETERMINISTIC[name]
+    small, large = _engine_work(source, make(N)), _engine_work(source, make(2 * N))
+    assert large <= 2 * small + SLACK, (name, small, large)
+
+
+def test_right_recursion_work_exactly():
+    """Per byte: one shifted vertex, one reduction to `start` and one step down the
+    memoized chain; the chain's end (EOF) is reached from the memo at every position."""
+    source = "start ::= 'a' start | 'a' ;"
+    assert [_recognizer_work(source, "a" * n) for n in (100, 200, 400)] == [4 * 100 + 1, 4 * 200 + 1, 4 * 400 + 1]
+
+
+def test_right_recursion_masks_exact_at_depth():
+    """Deep right recursion keeps exact masks: 'b' may come anywhere, EOF only after 'b'."""
+    compiled = _fresh("start ::= 'a' start | 'b' ;")
+    engine = Engine(compiled, _VOCAB)
+    for _ in range(300):
+        allowed = set(engine.allowed_token_ids().tolist())
+        assert allowed == {ord("a"), ord("b"), 256}  # 'a', 'b', 'aa'
+        engine.advance(ord("a"))
+    engine.advance(ord("b"))
+    assert set(engine.allowed_token_ids().tolist()) == {260}
