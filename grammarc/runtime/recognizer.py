@@ -195,6 +195,8 @@ class ParserCore:
         reached: dict[int, dict[int, Node]] = {}  # state -> vertices
         for state, parents in shifted.items():
             top = self._vertex(state, tuple(parents.values()), keep)
+            if any(upcoming is None or u in upcoming for u in self._own[state]):
+                reached.setdefault(state, {})[id(top)] = top
             for u, ws in self._closure(top).items():
                 if upcoming is not None and u not in upcoming:
                     continue
@@ -215,10 +217,10 @@ class ParserCore:
         return self._vertex(state, tuple(parents.values()), keep)
 
     def _closure(self, top: Node) -> dict[int, tuple[Node, ...]]:
-        """Lookahead u -> the vertices that reductions under u reach from `top` (`top`
-        too) and that can shift u (for EOF: that accept). Iterative (stacks can be deep)
-        and memoized on each vertex reached, so a deep stack is reduced once: right
-        recursion's chain grows by one memoized step per position."""
+        """Lookahead u -> the vertices that reductions under u reach from `top` (not
+        `top` itself) and that can shift u (for EOF: that accept). Iterative (stacks can
+        be deep) and memoized on each vertex reached, so a deep stack is reduced once:
+        right recursion's chain grows by one memoized step per position."""
         if top.closure is not None:
             return top.closure
         stack: list[tuple[Node, list[tuple[Node, frozenset[int]]] | None]] = [(top, None)]
@@ -233,22 +235,30 @@ class ParserCore:
                     continue
             stack.pop()
             if v.closure is None:  # else reached twice (a DAG) and done meanwhile
-                v.closure = self._combine(v, kids)
+                v.closure = self._combine(kids)
         return top.closure
 
-    def _combine(self, v: Node, kids: list[tuple[Node, frozenset[int]]]) -> dict[int, tuple[Node, ...]]:
-        """`v`'s closure from its own shifts and its reductions' closures (each under the
-        lookaheads it is made under)."""
-        result: dict[int, tuple[Node, ...]] = {u: (v,) for u in self._own[v.state]}
+    def _combine(self, kids: list[tuple[Node, frozenset[int]]]) -> dict[int, tuple[Node, ...]]:
+        """A closure from the reductions' vertices (each under the lookaheads it is made
+        under): their own shifts and their closures. A vertex's closure leaves out the
+        vertex itself (`_own` says where it belongs), so that no vertex refers to itself
+        and vertices are freed as soon as nothing holds them."""
+        own = self._own
+        result: dict[int, tuple[Node, ...]] = {}
         for k, lookaheads in kids:
             below = k.closure
             assert below is not None
-            if not result and lookaheads.issuperset(below):
-                result = below  # a chain: share the closure below (never mutated)
-                continue
-            if result is below:
-                continue
+            if not own[k.state]:
+                if not result and lookaheads.issuperset(below):
+                    result = below  # a chain: share the closure below (never mutated)
+                    continue
+                if result is below:
+                    continue
             merged = dict(result)
+            for u in own[k.state]:
+                if u in lookaheads:
+                    have = merged.get(u)
+                    merged[u] = (k,) if have is None else tuple({id(w): w for w in (*have, k)}.values())
             for u, ws in below.items():
                 if u in lookaheads:
                     have = merged.get(u)
