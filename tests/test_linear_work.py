@@ -130,3 +130,19 @@ def test_recursive_grammars_agree_with_the_oracle(name):
         assert recognizer.accepts(s) == (s in language), s
         if len(s) <= 5:  # each of these grammars completes a viable prefix of 5 within 10
             assert recognizer.is_prefix(s) == (s in prefixes), s
+
+
+def test_bench_recursion_runs(capsys, monkeypatch):
+    """bench/recursion.py prints its table (a smoke run on short texts)."""
+    import bench_scripts
+
+    module = bench_scripts.load("recursion.py", "bench_recursion")
+    try:
+        monkeypatch.setattr("sys.argv", ["recursion.py", "--lengths", "8,16", "--grammars", "right,ambiguous"])
+        module.main()
+    finally:
+        bench_scripts.unload("bench_recursion")
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["grammar", "bytes", "recognize", "s", "work", "engine", "s"]
+    rows = [line.split() for line in lines[1:]]
+    assert [(r[0], r[1], r[3]) for r in rows] == [("right", "8", "33"), ("right", "16", "65"), ("ambiguous", "1", "5"), ("ambiguous", "2", "9")]

@@ -127,7 +127,9 @@ class ParserCore:
         least one must), for a token tree walk that goes on only with terminals of
         `upcoming`.
 
-        Only the vertices that can shift a terminal of `upcoming` are kept. The shifted
+        Of the vertices reductions reach, only those that can shift a terminal of
+        `upcoming` are kept; the shifted ones all are (the shifts of a walk path before
+        its last one are pure, and `upcoming` is the path's last). The shifted
         vertices and the level are built afresh, neither memoized nor hash-consed: a
         walk's levels are hypothetical and die with the walk, and keeping them would fill
         the memos with objects the garbage collector then scans over and over. What
@@ -179,8 +181,9 @@ class ParserCore:
 
         Exact: every vertex reductions reach is a viable stack, so what it shifts may
         follow; and a stack that goes on with terminal u was reduced under u, which is in
-        the LALR(1) lookahead of each of its reductions. `upcoming` only drops vertices
-        that a token tree walk will not use.
+        the LALR(1) lookahead of each of its reductions. With `upcoming` (a token tree
+        walk), the shifted vertices all stay (a walk path shifts on from them without
+        reducing) and only the reduced ones are dropped whose lookaheads miss `upcoming`.
 
         Reductions are not merged into the level's vertices while they are made: each
         makes its own hash-consed vertex over its base, whose closure is memoized. That
@@ -195,7 +198,7 @@ class ParserCore:
         reached: dict[int, dict[int, Node]] = {}  # state -> vertices
         for state, parents in shifted.items():
             top = self._vertex(state, tuple(parents.values()), keep)
-            if any(upcoming is None or u in upcoming for u in self._own[state]):
+            if upcoming is not None or self._own[state]:  # a walk path may shift on from it
                 reached.setdefault(state, {})[id(top)] = top
             for u, ws in self._closure(top).items():
                 if upcoming is not None and u not in upcoming:
@@ -288,8 +291,8 @@ class ParserCore:
         if keep and all(p.kept for p in parents):
             key = (state, *sorted(map(id, parents)))
             node = self._vertices.get(key)
-            if node is None:
-                node = self._vertices[key] = Node(state, parents, kept=True)
+            if node is None:  # setdefault: threads that race agree on one vertex
+                node = self._vertices.setdefault(key, Node(state, parents, kept=True))
                 self.work["vertices"] += 1
             return node
         self.work["vertices"] += 1
