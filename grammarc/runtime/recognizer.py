@@ -4,17 +4,21 @@ A configuration is an *item* ``(node, terminal, dfa_state)``: `node` is a vertex
 graph-structured stack (GSS) whose LR state can shift `terminal`, and the lexer is part
 way through that terminal. Each byte advances every item's DFA; the items whose DFA
 accepts may also end their terminal there. All the terminals that end at one position are
-shifted together into one GSS *level* — the vertices of that position, after every
-reduction — and each level opens an item for every terminal one of its vertices can shift.
+shifted together into one GSS *level* — the vertices of that position, after the
+reductions — and each level opens an item for every terminal one of its vertices can shift.
 Nothing is ever disambiguated: every split of the text into terminals that the grammar
 allows stays alive, so membership is exactly the language of DESIGN.md §4.
 
 Because a level has at most one vertex per LR state, the work per byte is bounded by the
 grammar, not by the number of parses: ambiguous grammars stay polynomial (Tomita's GLR).
 
-Reductions follow the LR(0) automaton (every completed item, whatever the lookahead):
-that is exact for GLR, and the grammar is ε-free and free of unit cycles (compiler.py),
-so every reduction pops at least one vertex and each level is finite.
+Reductions follow the LR(0) automaton (every completed item), each tagged with its LALR(1)
+lookaheads: a reduced vertex joins the level only under a lookahead it can shift (or
+accept). That is exact for GLR, and the grammar is ε-free and free of unit cycles
+(compiler.py), so every reduction pops at least one vertex and each level is finite.
+Each reduction makes a vertex of its own over its base, whose reductions are memoized
+(`ParserCore._closure`): a deep stack is reduced once, not again at every position, so
+deterministic grammars parse in linear time whichever way they recurse.
 
 Vertices are hash-consed: a vertex *is* its LR state and its set of parent vertices, so two
 positions whose stacks hold the same LR states share one vertex, one level and, in the
@@ -32,22 +36,29 @@ from grammarc.lowering.lr import EOF
 
 
 class Node:
-    """A GSS vertex: an LR state at one text position, above every stack that reaches it."""
+    """A GSS vertex: an LR state above every stack that reaches it.
 
-    __slots__ = ("state", "parents", "depth", "__weakref__")
+    `kept`: hash-consed by `ParserCore` (its identity may key memos); the vertices of
+    token tree walks' hypothetical shifts are not. `closure`: what reductions reach from
+    it (`ParserCore._closure`), made on first use; it depends on the state and the
+    parents alone, so it lives as long as the vertex and is never stale.
+    """
 
-    def __init__(self, state: int, depth: int = 0):
+    __slots__ = ("state", "parents", "kept", "closure", "__weakref__")
+
+    def __init__(self, state: int, parents: tuple["Node", ...] = (), kept: bool = False):
         self.state = state
-        self.parents: list[Node] = []
-        self.depth = depth  # the shortest stack through this vertex (a search heuristic)
+        self.parents = parents
+        self.kept = kept
+        self.closure: dict[int, tuple[Node, ...]] | None = None
 
     def __repr__(self) -> str:
         return f"Node({self.state})"
 
 
-
 class Level:
-    """The GSS vertices of one text position, after all shifts and reductions there.
+    """The GSS vertices of one text position that can shift a terminal (or accept), after
+    the shifts and reductions there.
 
     `accepting` says whether the text up to this position is a complete string of the
     language; `states` are the vertices' LR states (sorted). The levels of texts are
@@ -73,6 +84,9 @@ class ParserCore:
     Shared by every recognizer and engine of that grammar. Equal completion sets give the
     same `Level` object while it stays in the memo; a level built again after the memo was
     cleared is equal in meaning, so dropping the memo never changes an answer.
+
+    `work` counts what was made (``vertices``) and the reduction steps taken
+    (``reductions``): a measure of parsing work that does not depend on the machine.
     """
 
     def __init__(self, compiled: CompiledGrammar):
@@ -84,8 +98,13 @@ class ParserCore:
         self.shift_to = [{t: a for t, acts in row.items() if t != EOF for a in acts if a >= 0} for row in tables.action]
         self.lookaheads = [_reduce_lookaheads(row) for row in tables.action]  # state -> prod -> LALR(1) set
         self.reduces = [tuple(sorted(la)) for la in self.lookaheads]  # state -> every production it reduces
+        # state -> (lhs, rhs length, lookaheads) of each production it reduces
+        self._reducing = [tuple((self.lhs[p], self.rhs_len[p], la[p]) for p in sorted(la)) for la in self.lookaheads]
         self.accept_state = tables.goto[0].get(1)  # goto(0, S) for the augmented S' -> S
-        self.root = Node(0)
+        # state -> the lookaheads after which a vertex of it is in a level itself
+        self._own = [tuple(sorted(set(row) | ({EOF} if s == self.accept_state else set()))) for s, row in enumerate(self.shift_to)]
+        self.work = {"vertices": 0, "reductions": 0}
+        self.root = Node(0, kept=True)
         self._vertices: dict[tuple[int, ...], Node] = {}  # (state, *parent ids) -> vertex
         self._by_vertices: dict[tuple[int, ...], Level] = {}  # vertex ids -> hash-consed level
         self._levels: dict[frozenset, Level] = {}  # completions -> level
@@ -107,13 +126,14 @@ class ParserCore:
         least one must), for a token tree walk that goes on only with terminals of
         `upcoming`.
 
-        Only the reductions whose LALR(1) lookahead meets `upcoming` are made: a reduction
-        after which a terminal v is eventually shifted has v in its LALR(1) lookahead (a
-        superset of the canonical LR(1) one), so the vertices that can shift a terminal of
-        `upcoming` are all there; the others may be missing. Built afresh, neither
-        memoized nor hash-consed: a walk's levels are hypothetical and die with the walk,
-        and keeping them would fill the memos with objects the garbage collector then
-        scans over and over.
+        Of the vertices reductions reach, only those that can shift a terminal of
+        `upcoming` are kept; the shifted ones all are (the shifts of a walk path before
+        its last one are pure, and `upcoming` is the path's last). The shifted
+        vertices and the level are built afresh, neither memoized nor hash-consed: a
+        walk's levels are hypothetical and die with the walk, and keeping them would fill
+        the memos with objects the garbage collector then scans over and over. What
+        reductions make from them over real vertices is hash-consed, and shared with the
+        real levels (its closure is memoized on it).
         """
         shift_to = self.shift_to
         completions = frozenset((node, t) for node in level.vertices if t in shift_to[node.state])
@@ -155,42 +175,127 @@ class ParserCore:
         self._by_vertices.clear()
 
     def _build(self, completions, *, keep: bool = True, upcoming: frozenset[int] | None = None) -> Level:
-        nodes: dict[int, Node] = {}
-        work: list[tuple[Node, Node]] = []  # (vertex, new edge below it) to reduce through
+        """Shift the completions (one vertex per new state), then add the vertices that
+        reductions reach from them, each under a lookahead it can then shift (`_closure`).
 
-        def link(state: int, parent: Node) -> None:
-            node = nodes.get(state)
-            if node is None:
-                node = nodes[state] = Node(state, parent.depth + 1)
-            elif any(p is parent for p in node.parents):
-                return
-            node.depth = min(node.depth, parent.depth + 1)
-            node.parents.append(parent)
-            work.append((node, parent))
+        Exact: every vertex reductions reach is a viable stack, so what it shifts may
+        follow; and a stack that goes on with terminal u was reduced under u, which is in
+        the LALR(1) lookahead of each of its reductions. With `upcoming` (a token tree
+        walk), the shifted vertices all stay (a walk path shifts on from them without
+        reducing) and only the reduced ones are dropped whose lookaheads miss `upcoming`.
 
+        Reductions are not merged into the level's vertices while they are made: each
+        makes its own hash-consed vertex over its base, whose closure is memoized. That
+        is what keeps deterministic grammars linear: in right recursion
+        (``start ::= 'a' start | 'a'``) only the end of the text reduces the whole stack,
+        and each position extends the memoized chain by one step, where merged vertices
+        gathered an edge per position and were reduced down the whole stack each time.
+        """
+        shifted: dict[int, dict[int, Node]] = {}
         for parent, t in completions:
-            link(self.shift_to[parent.state][t], parent)
-        while work:
-            node, parent = work.pop()
-            for prod in self.reduces[node.state]:
-                if upcoming is not None and upcoming.isdisjoint(self.lookaheads[node.state][prod]):
+            shifted.setdefault(self.shift_to[parent.state][t], {})[id(parent)] = parent
+        reached: dict[int, dict[int, Node]] = {}  # state -> vertices
+        for state, parents in shifted.items():
+            top = self._vertex(state, tuple(parents.values()), keep)
+            if upcoming is not None or self._own[state]:  # a walk path may shift on from it
+                reached.setdefault(state, {})[id(top)] = top
+            for u, ws in self._closure(top).items():
+                if upcoming is not None and u not in upcoming:
                     continue
-                lhs = self.lhs[prod]
-                for base in _ancestors(parent, self.rhs_len[prod] - 1):
-                    link(self.goto[base.state][lhs], base)
-        if not keep:
-            return self._new_level(nodes)
-        # Every parent lies at an earlier position (terminals are never empty), so it is
-        # already a hash-consed vertex and the new vertices can be interned bottom-up.
-        return self._level_of({state: self._intern(node) for state, node in nodes.items()})
+                for w in ws:
+                    reached.setdefault(w.state, {})[id(w)] = w
+        nodes = {state: self._merged(state, ws, keep) for state, ws in reached.items()}
+        return self._level_of(nodes) if keep else self._new_level(nodes)
+
+    def _merged(self, state: int, vertices: dict[int, Node], keep: bool) -> Node:
+        """One vertex for the stacks of several vertices of one state (at most one per
+        state in a level: what bounds a level by the grammar)."""
+        if len(vertices) == 1:
+            return next(iter(vertices.values()))
+        parents: dict[int, Node] = {}
+        for v in vertices.values():
+            for p in v.parents:
+                parents.setdefault(id(p), p)
+        return self._vertex(state, tuple(parents.values()), keep)
+
+    def _closure(self, top: Node) -> dict[int, tuple[Node, ...]]:
+        """Lookahead u -> the vertices that reductions under u reach from `top` (not
+        `top` itself) and that can shift u (for EOF: that accept). Iterative (stacks can
+        be deep) and memoized on each vertex reached, so a deep stack is reduced once:
+        right recursion's chain grows by one memoized step per position."""
+        if top.closure is not None:
+            return top.closure
+        stack: list[tuple[Node, list[tuple[Node, frozenset[int]]] | None]] = [(top, None)]
+        while stack:
+            v, kids = stack[-1]
+            if kids is None:
+                kids = self._reduce(v)
+                stack[-1] = (v, kids)
+                pending = [(k, None) for k, _ in kids if k.closure is None]
+                if pending:
+                    stack.extend(pending)
+                    continue
+            stack.pop()
+            if v.closure is None:  # else reached twice (a DAG) and done meanwhile
+                v.closure = self._combine(kids)
+        return top.closure
+
+    def _combine(self, kids: list[tuple[Node, frozenset[int]]]) -> dict[int, tuple[Node, ...]]:
+        """A closure from the reductions' vertices (each under the lookaheads it is made
+        under): their own shifts and their closures. A vertex's closure leaves out the
+        vertex itself (`_own` says where it belongs), so that no vertex refers to itself
+        and vertices are freed as soon as nothing holds them."""
+        own = self._own
+        result: dict[int, tuple[Node, ...]] = {}
+        for k, lookaheads in kids:
+            below = k.closure
+            assert below is not None
+            if not own[k.state]:
+                if not result and lookaheads.issuperset(below):
+                    result = below  # a chain: share the closure below (never mutated)
+                    continue
+                if result is below:
+                    continue
+            merged = dict(result)
+            for u in own[k.state]:
+                if u in lookaheads:
+                    have = merged.get(u)
+                    merged[u] = (k,) if have is None else tuple({id(w): w for w in (*have, k)}.values())
+            for u, ws in below.items():
+                if u in lookaheads:
+                    have = merged.get(u)
+                    if have is None:
+                        merged[u] = ws
+                    elif have is not ws:
+                        merged[u] = tuple({id(w): w for w in (*have, *ws)}.values())
+            result = merged
+        return result
+
+    def _reduce(self, v: Node) -> list[tuple[Node, frozenset[int]]]:
+        """The vertices one reduction makes from `v`, with the lookaheads it is made under."""
+        out: list[tuple[Node, frozenset[int]]] = []
+        for lhs, length, lookaheads in self._reducing[v.state]:
+            for base in _ancestors(v, length):
+                out.append((self._vertex(self.goto[base.state][lhs], (base,), True), lookaheads))
+        self.work["reductions"] += len(out)
+        return out
 
     # Memo keys are tuples of ints where they can be: the cyclic garbage collector stops
     # tracking those, and with hundreds of thousands of memoized vertices its full passes
     # otherwise cost hundreds of milliseconds. The ids stay valid: a memoized vertex keeps
     # its parents alive, and a memoized level its vertices.
-    def _intern(self, node: Node) -> Node:
-        key = (node.state, *sorted(map(id, node.parents)))
-        return self._vertices.setdefault(key, node)
+    def _vertex(self, state: int, parents: tuple[Node, ...], keep: bool) -> Node:
+        """The vertex of `state` over `parents`: hash-consed when `keep` and every parent
+        is (a vertex above a walk's hypothetical vertex is hypothetical too)."""
+        if keep and all(p.kept for p in parents):
+            key = (state, *sorted(map(id, parents)))
+            node = self._vertices.get(key)
+            if node is None:  # setdefault: threads that race agree on one vertex
+                node = self._vertices.setdefault(key, Node(state, parents, kept=True))
+                self.work["vertices"] += 1
+            return node
+        self.work["vertices"] += 1
+        return Node(state, parents)
 
     def _level_of(self, nodes: dict[int, Node]) -> Level:
         key = tuple(sorted(map(id, nodes.values())))
