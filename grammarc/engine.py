@@ -1,7 +1,8 @@
 """The per-sequence engine: token masks, advance, rollback (DESIGN.md §8).
 
-An engine's state is a set of items ``(stack, terminal, dfa_state, tokens)`` — the
-recognizer's items plus, for ``except!(X, n)``, how many tokens have touched the terminal.
+An engine's state is a set of items ``(vertex, terminal, dfa_state, spent)``, the same
+items the recognizer steps (grammarc.runtime.stepping, the one stepping core): `spent`
+counts, for ``except!(X, n)``, how many tokens have touched the terminal.
 A mask is the union, over items, of
 
 * ``index.inside(t, q)``  (tokens that stay inside the terminal; no parser work),
@@ -40,13 +41,14 @@ import numpy as np
 from grammarc.errors import GrammarcError
 from grammarc.ir import Grammar
 from grammarc.lowering.compiler import CompiledGrammar, compile_grammar
-from grammarc.runtime.recognizer import Level, Node, ParserCore, parser_core
+from grammarc.runtime import stepping
+from grammarc.runtime.gss import Level, Node, ParserCore, parser_core
+from grammarc.runtime.stepping import Item
 from grammarc.tokens.index import TokenSet, Tree, token_index
 from grammarc.tokens.memo import set_bytes
 from grammarc.tokens.vocabulary import Vocabulary
 
-Item = tuple[Node, int, int, int]  # (GSS vertex that can shift the terminal, terminal, dfa state, tokens used)
-State = frozenset[Item]
+State = frozenset[Item]  # a configuration: items (vertex, terminal, dfa state, tokens spent)
 
 # The memos' budgets (bytes per token index, least recently used evicted) are in
 # grammarc.tokens.memo: MASK_BYTES, WALK_BYTES, SUMMARY_BYTES.
@@ -81,7 +83,8 @@ class Engine:
         self.max_rollback = max_rollback
         self._terminals = compiled.terminals
         self._eos = np.array(sorted(vocab.eos_token_ids), dtype=np.int32)
-        self._initial: State = frozenset((r, t, 0, 0) for r, t in self.core.openings(self.core.root_level))
+        self._initial: State = stepping.initial(self.core)
+        self._limited = any(t.token_limit is not None for t in self._terminals)  # any except!(X, n)
         self._memo = self.index.masks  # (state, empty text) -> packed mask, shared by the index's engines
         self.reset()
 
@@ -275,55 +278,20 @@ class Engine:
 
     # -- internals --------------------------------------------------------------------
     def _step_bytes(self, state: State, data: bytes, *, token_boundary: bool) -> State:
-        """Items after `data`. With `token_boundary`, `data` is one whole token: ``any!``
-        takes it whole and ``except!(X, n)`` counts it."""
-        core, terminals = self.core, self._terminals
-        # any! takes the whole token, so what follows it starts after the token: its items
-        # go straight to the result and never see the token's bytes.
-        after_any: set[Item] = set()
-        any_ended: set[tuple[Node, int]] = set()
-        current: set[tuple[Node, int, int, int, bool]] = set()  # ..., touched in this token
-        for node, t, q, k in state:
-            terminal = terminals[t]
-            if terminal.any_token:
-                if token_boundary and q == 0 and data:
-                    after_any.add((node, t, 1, 1))
-                    any_ended.add((node, t))
-                continue
-            current.add((node, t, q, k, False))
-        if any_ended:
-            after_any.update((r, u, 0, 0) for r, u in core.openings(core.level(frozenset(any_ended))))
-        for byte in data:
-            nxt: set[tuple[Node, int, int, int, bool]] = set()
-            ended: set[tuple[Node, int]] = set()
-            for node, t, q, k, touched in current:
-                terminal = terminals[t]
-                if terminal.any_token:
-                    continue  # any! is only entered at a token boundary, handled above
-                if token_boundary and terminal.token_limit is not None and not touched:
-                    if k >= terminal.token_limit:
-                        continue
-                    k, touched = k + 1, True
-                q2 = int(terminal.dfa.trans[q, byte])
-                if q2 < 0:
-                    continue
-                nxt.add((node, t, q2, k, touched))
-                if terminal.dfa.accept[q2]:
-                    ended.add((node, t))
-            if ended:  # every terminal ending here is shifted into one GSS level
-                nxt.update((r, u, 0, 0, False) for r, u in core.openings(core.level(frozenset(ended))))
-            current = nxt
-            if not current:
-                break
-        # A token that spends an except! budget must leave the terminal where the tokens
-        # left can still end it (the last one: where it can end), as the mask demands:
-        # else the text could neither grow nor end (e.g. after a token that stops inside
-        # a UTF-8 character).
-        can_finish = self.index.can_finish
+        """Items after `data` (grammarc.runtime.stepping). With `token_boundary`, `data` is
+        one whole token: ``any!`` takes it whole and ``except!(X, n)`` counts it; and a
+        token that spends an except! budget must leave the terminal where the tokens left
+        can still end it (the last one: where it can end), as the mask demands, or the
+        text could neither grow nor end (e.g. after a token that stops inside a UTF-8
+        character)."""
+        items = stepping.step(self.core, self._terminals, state, data, tokens=token_boundary)
+        if not token_boundary or not self._limited:
+            return items
+        terminals, can_finish = self._terminals, self.index.can_finish
         return frozenset(
-            (node, t, q, k) for node, t, q, k, _ in current
-            if not token_boundary or terminals[t].token_limit is None or can_finish(t, q, terminals[t].token_limit - k)
-        ) | after_any
+            (node, t, q, k) for node, t, q, k in items
+            if terminals[t].token_limit is None or can_finish(t, q, terminals[t].token_limit - k)
+        )
 
     def _compute_mask(self, state: State) -> np.ndarray:
         # A state holds an opening item for every terminal that may start where an item's
@@ -341,11 +309,11 @@ class Engine:
             (index.inside_within(t, q, budget) if budget else index.inside(t, q)).or_into(mask)
             tree = index.mid(t, q)
             if not tree.is_empty():
-                for tokens in self._walked(tree, core.level(frozenset((node, t) for node in nodes))):
+                for tokens in self._tree_tokens(tree, core.level(frozenset((node, t) for node in nodes))):
                     tokens.or_into(mask)
         return mask
 
-    def _walked(self, tree: Tree, level: Level) -> tuple[TokenSet, ...]:
+    def _tree_tokens(self, tree: Tree, level: Level) -> tuple[TokenSet, ...]:
         """The token sets of `tree` the parser can take from `level` (the index's own
         sets, shared, not copied), memoized per (tree, level): states that share an item's
         vertices share its walk."""
@@ -354,7 +322,7 @@ class Engine:
         parts = walks.get(key)
         if parts is None:
             found: list[TokenSet] = []
-            self._walk(tree, level, found)
+            self._collect_tree_tokens(tree, level, found)
             # A few sets are OR-ed as they are (the index's own: not counted); many are
             # merged once (one OR per use), a new set the memo counts.
             if len(found) <= _WALK_PARTS:
@@ -365,10 +333,10 @@ class Engine:
             parts = walks.put(key, parts, size + 64 + set_bytes(level.vertices))
         return parts
 
-    def _walk(self, tree: Tree, level: Level, parts: list[TokenSet]) -> None:
+    def _collect_tree_tokens(self, tree: Tree, level: Level, parts: list[TokenSet]) -> None:
         """Collect the token sets of `tree` that the parser can take from `level`: the
         summary's stack-independent set, then the frontier's, walked on real levels."""
-        summary = self._summary(tree, level.states)
+        summary = self._memo_walk_summary(tree, level.states)
         if summary.tokens is not None:
             parts.append(summary.tokens)
         shift = self.core.shift
@@ -376,9 +344,9 @@ class Engine:
             reached = level
             for u in path:  # every shift but the last is pure: `upcoming` changes nothing there
                 reached = shift(reached, u, child.keys)
-            self._walk(child, reached, parts)
+            self._collect_tree_tokens(child, reached, parts)
 
-    def _summary(self, tree: Tree, states: tuple[int, ...]) -> "WalkSummary":
+    def _memo_walk_summary(self, tree: Tree, states: tuple[int, ...]) -> "WalkSummary":
         key = (tree.serial, states)
         summaries = self.index.summaries
         summary = summaries.get(key)
@@ -391,23 +359,13 @@ class Engine:
     def _complete(self, state: State, text_len: int) -> bool:
         if text_len == 0 and self.compiled.accepts_empty:
             return True
-        ended = frozenset((node, t) for node, t, q, _ in state if self._terminals[t].dfa.accept[q])
-        return bool(ended) and self.core.level(ended).accepting
+        return stepping.complete(self.core, self._terminals, state)
 
     def _next_bytes(self, state: State) -> set[int]:
-        out: set[int] = set()
-        for _, t, q, _ in state:
-            terminal = self._terminals[t]
-            if terminal.any_token:
-                if q == 0:
-                    return set(range(256))  # any token may come: nothing is forced
-                continue
-            out.update(int(b) for b in np.flatnonzero(terminal.dfa.trans[q] >= 0))
-        return out
+        return stepping.next_bytes(self._terminals, state, tokens=True)
 
     def _expected_names(self) -> str:
-        names = sorted({self._terminals[t].name for _, t, _, _ in self._state})
-        return ", ".join(names) if names else "end of text"
+        return ", ".join(stepping.expected(self._terminals, self._state)) or "end of text"
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,8 @@ import pytest
 from grammarc import Grammar, Vocabulary
 from grammarc.engine import Engine
 from grammarc.lowering import compiler
-from grammarc.runtime.recognizer import Recognizer, parser_core
+from grammarc.runtime.gss import parser_core
+from grammarc.runtime.recognizer import Recognizer
 
 DETERMINISTIC = {
     # name: (grammar, text of about n bytes)

@@ -96,7 +96,7 @@ def _check_walks(engine: Engine) -> int:
         level = engine.core.level(frozenset({(node, t)}))
         ours = np.zeros(engine.index.n_words, dtype=np.uint32)
         plain = ours.copy()
-        for tokens in engine._walked(tree, level):
+        for tokens in engine._tree_tokens(tree, level):
             tokens.or_into(ours)
         _plain_walk(engine, tree, level, plain)
         assert np.array_equal(ours, plain)

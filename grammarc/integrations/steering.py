@@ -47,7 +47,7 @@ import numpy as np
 from grammarc.engine import Engine
 from grammarc.errors import GrammarcError
 from grammarc.lowering.compiler import CompiledGrammar
-from grammarc.runtime.recognizer import parser_core
+from grammarc.runtime.gss import parser_core
 from grammarc.tokens.vocabulary import Vocabulary
 
 __all__ = ["CompletionPlanner", "Steering", "SteeringError", "SteeringWarning", "shortest_completion"]

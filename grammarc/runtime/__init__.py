@@ -1,5 +1,7 @@
 """The parser runtime: a GLR recognizer over bytes with a hash-consed graph-structured stack.
 
-It runs a `CompiledGrammar` over text without any vocabulary: whole-text membership,
-next-byte sets, error positions. The engine builds on the same stack for token masks.
+`gss` is the stack and the parser core that builds it; `stepping` reads bytes into parser
+configurations (the one stepping core, shared by the recognizer and the engine);
+`recognizer` runs a `CompiledGrammar` over text without any vocabulary: whole-text
+membership, next-byte sets, error positions.
 """

@@ -1,30 +1,9 @@
 """A scannerless GLR recognizer over bytes: the reference semantics of a compiled grammar.
 
-A configuration is an *item* ``(node, terminal, dfa_state)``: `node` is a vertex of the
-graph-structured stack (GSS) whose LR state can shift `terminal`, and the lexer is part
-way through that terminal. Each byte advances every item's DFA; the items whose DFA
-accepts may also end their terminal there. All the terminals that end at one position are
-shifted together into one GSS *level* — the vertices of that position, after the
-reductions — and each level opens an item for every terminal one of its vertices can shift.
-Nothing is ever disambiguated: every split of the text into terminals that the grammar
-allows stays alive, so membership is exactly the language of DESIGN.md §4.
-
-Because a level has at most one vertex per LR state, the work per byte is bounded by the
-grammar, not by the number of parses: ambiguous grammars stay polynomial (Tomita's GLR).
-
-Reductions follow the LR(0) automaton (every completed item), each tagged with its LALR(1)
-lookaheads: a reduced vertex joins the level only under a lookahead it can shift (or
-accept). That is exact for GLR, and the grammar is ε-free and free of unit cycles
-(compiler.py), so every reduction pops at least one vertex and each level is finite.
-Each reduction makes a vertex of its own over its base, whose reductions are memoized
-(`ParserCore._closure`): a deep stack is reduced once, not again at every position, so
-deterministic grammars parse in linear time whichever way they recurse.
-
-Vertices are hash-consed: a vertex *is* its LR state and its set of parent vertices, so two
-positions whose stacks hold the same LR states share one vertex, one level and, in the
-engine, one configuration. That is what lets levels, masks and token tree walks be
-memoized across positions and documents (``"(1+2"`` and ``"(7*3+4"`` end in the same
-configuration), not only when one text repeats.
+`Recognizer` answers whole-text membership, viable prefixes and the next bytes for one
+text, without any vocabulary. It reads the text with the runtime's one stepping core
+(grammarc.runtime.stepping, shared with the engine) over the graph-structured stack of
+grammarc.runtime.gss; see there for the items, levels and reductions.
 """
 
 from __future__ import annotations
@@ -32,323 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from grammarc.lowering.compiler import CompiledGrammar
-from grammarc.lowering.lr import EOF
+from grammarc.runtime import stepping
+from grammarc.runtime.gss import parser_core
 
-
-class Node:
-    """A GSS vertex: an LR state above every stack that reaches it.
-
-    `kept`: hash-consed by `ParserCore` (its identity may key memos); the vertices of
-    token tree walks' hypothetical shifts are not. `closure`: what reductions reach from
-    it (`ParserCore._closure`), made on first use; it depends on the state and the
-    parents alone, so it lives as long as the vertex and is never stale.
-    """
-
-    __slots__ = ("state", "parents", "kept", "closure", "__weakref__")
-
-    def __init__(self, state: int, parents: tuple["Node", ...] = (), kept: bool = False):
-        self.state = state
-        self.parents = parents
-        self.kept = kept
-        self.closure: dict[int, tuple[Node, ...]] | None = None
-
-    def __repr__(self) -> str:
-        return f"Node({self.state})"
-
-
-class Level:
-    """The GSS vertices of one text position that can shift a terminal (or accept), after
-    the shifts and reductions there.
-
-    `accepting` says whether the text up to this position is a complete string of the
-    language; `states` are the vertices' LR states (sorted). The levels of texts are
-    hash-consed by their vertices (`ParserCore.level`), so for them identity is equality;
-    the hypothetical levels of token tree walks (`ParserCore.shift`) are not.
-    """
-
-    __slots__ = ("vertices", "accepting", "states", "openings")
-
-    def __init__(self, vertices: tuple[Node, ...], accepting: bool, states: tuple[int, ...]):
-        self.vertices = vertices
-        self.accepting = accepting
-        self.states = states
-        self.openings: tuple[tuple[Node, int], ...] | None = None  # ParserCore.openings memo
-
-
-_LEVEL_MEMO_LIMIT = 200_000
-
-
-class ParserCore:
-    """GSS construction over one compiled grammar's tables, memoized per set of completions.
-
-    Shared by every recognizer and engine of that grammar. Equal completion sets give the
-    same `Level` object while it stays in the memo; a level built again after the memo was
-    cleared is equal in meaning, so dropping the memo never changes an answer.
-
-    `work` counts what was made (``vertices``) and the reduction steps taken
-    (``reductions``): a measure of parsing work that does not depend on the machine.
-    """
-
-    def __init__(self, compiled: CompiledGrammar):
-        self.compiled = compiled
-        tables = compiled.tables
-        self.goto = tables.goto
-        self.rhs_len = [len(p.rhs) for p in compiled.bnf.productions]
-        self.lhs = [p.lhs for p in compiled.bnf.productions]
-        self.shift_to = [{t: a for t, acts in row.items() if t != EOF for a in acts if a >= 0} for row in tables.action]
-        self.lookaheads = [_reduce_lookaheads(row) for row in tables.action]  # state -> prod -> LALR(1) set
-        self.reduces = [tuple(sorted(la)) for la in self.lookaheads]  # state -> every production it reduces
-        # state -> (lhs, rhs length, lookaheads) of each production it reduces
-        self._reducing = [tuple((self.lhs[p], self.rhs_len[p], la[p]) for p in sorted(la)) for la in self.lookaheads]
-        self.accept_state = tables.goto[0].get(1)  # goto(0, S) for the augmented S' -> S
-        # state -> the lookaheads after which a vertex of it is in a level itself
-        self._own = [tuple(sorted(set(row) | ({EOF} if s == self.accept_state else set()))) for s, row in enumerate(self.shift_to)]
-        self.work = {"vertices": 0, "reductions": 0}
-        self.root = Node(0, kept=True)
-        self._vertices: dict[tuple[int, ...], Node] = {}  # (state, *parent ids) -> vertex
-        self._by_vertices: dict[tuple[int, ...], Level] = {}  # vertex ids -> hash-consed level
-        self._levels: dict[frozenset, Level] = {}  # completions -> level
-        self._pure: dict[tuple[tuple[int, ...], int], tuple[int, ...] | None] = {}  # bounded by the tables
-        self._shiftable: dict[tuple[int, ...], frozenset[int]] = {}
-        self.root_level = self._level_of({0: self.root})
-
-    def level(self, completions: frozenset) -> Level:
-        """The level after shifting each ``(node, terminal)`` of `completions` at one position."""
-        level = self._levels.get(completions)
-        if level is None:
-            if len(self._levels) > _LEVEL_MEMO_LIMIT:
-                self._forget()
-            level = self._levels[completions] = self._build(completions)
-        return level
-
-    def shift(self, level: Level, t: int, upcoming: frozenset[int]) -> Level:
-        """The level after shifting `t` from every vertex of `level` that can shift it (at
-        least one must), for a token tree walk that goes on only with terminals of
-        `upcoming`.
-
-        Of the vertices reductions reach, only those that can shift a terminal of
-        `upcoming` are kept; the shifted ones all are (the shifts of a walk path before
-        its last one are pure, and `upcoming` is the path's last). The shifted
-        vertices and the level are built afresh, neither memoized nor hash-consed: a
-        walk's levels are hypothetical and die with the walk, and keeping them would fill
-        the memos with objects the garbage collector then scans over and over. What
-        reductions make from them over real vertices is hash-consed, and shared with the
-        real levels (its closure is memoized on it).
-        """
-        shift_to = self.shift_to
-        completions = frozenset((node, t) for node in level.vertices if t in shift_to[node.state])
-        return self._build(completions, keep=False, upcoming=upcoming)
-
-    def pure_shift(self, states: tuple[int, ...], t: int) -> tuple[int, ...] | None:
-        """The LR states after shifting `t` from vertices in `states`, when no reduction can
-        follow (the new states complete no item); None otherwise.
-
-        Such a shift depends on the states alone, never on the stacks below them: the
-        level it makes holds exactly one vertex per new state. Token tree walks use this to
-        summarize paths once per set of states instead of once per configuration.
-        """
-        key = (states, t)
-        if key not in self._pure:
-            nxt = tuple(sorted({self.shift_to[s][t] for s in states if t in self.shift_to[s]}))
-            self._pure[key] = None if any(self.reduces[s] for s in nxt) else nxt
-        return self._pure[key]
-
-    def shiftable(self, states: tuple[int, ...]) -> frozenset[int]:
-        """The terminals some state of `states` can shift."""
-        out = self._shiftable.get(states)
-        if out is None:
-            out = self._shiftable[states] = frozenset(t for s in states for t in self.shift_to[s])
-        return out
-
-    def openings(self, level: Level) -> tuple[tuple[Node, int], ...]:
-        """Every (vertex, terminal) pair of `level` a new terminal may start from (made on
-        first use: the levels of token tree walks never need them)."""
-        if level.openings is None:
-            level.openings = tuple((node, t) for node in level.vertices for t in self.shift_to[node.state])
-        return level.openings
-
-    def _forget(self) -> None:
-        """Drop the memos (bounded memory). Vertices and levels made later are equal in
-        meaning to the forgotten ones, only not identical: memos keyed on them miss."""
-        self._levels.clear()
-        self._vertices.clear()
-        self._by_vertices.clear()
-
-    def _build(self, completions, *, keep: bool = True, upcoming: frozenset[int] | None = None) -> Level:
-        """Shift the completions (one vertex per new state), then add the vertices that
-        reductions reach from them, each under a lookahead it can then shift (`_closure`).
-
-        Exact: every vertex reductions reach is a viable stack, so what it shifts may
-        follow; and a stack that goes on with terminal u was reduced under u, which is in
-        the LALR(1) lookahead of each of its reductions. With `upcoming` (a token tree
-        walk), the shifted vertices all stay (a walk path shifts on from them without
-        reducing) and only the reduced ones are dropped whose lookaheads miss `upcoming`.
-
-        Reductions are not merged into the level's vertices while they are made: each
-        makes its own hash-consed vertex over its base, whose closure is memoized. That
-        is what keeps deterministic grammars linear: in right recursion
-        (``start ::= 'a' start | 'a'``) only the end of the text reduces the whole stack,
-        and each position extends the memoized chain by one step, where merged vertices
-        gathered an edge per position and were reduced down the whole stack each time.
-        """
-        shifted: dict[int, dict[int, Node]] = {}
-        for parent, t in completions:
-            shifted.setdefault(self.shift_to[parent.state][t], {})[id(parent)] = parent
-        reached: dict[int, dict[int, Node]] = {}  # state -> vertices
-        for state, parents in shifted.items():
-            top = self._vertex(state, tuple(parents.values()), keep)
-            if upcoming is not None or self._own[state]:  # a walk path may shift on from it
-                reached.setdefault(state, {})[id(top)] = top
-            for u, ws in self._closure(top).items():
-                if upcoming is not None and u not in upcoming:
-                    continue
-                for w in ws:
-                    reached.setdefault(w.state, {})[id(w)] = w
-        nodes = {state: self._merged(state, ws, keep) for state, ws in reached.items()}
-        return self._level_of(nodes) if keep else self._new_level(nodes)
-
-    def _merged(self, state: int, vertices: dict[int, Node], keep: bool) -> Node:
-        """One vertex for the stacks of several vertices of one state (at most one per
-        state in a level: what bounds a level by the grammar)."""
-        if len(vertices) == 1:
-            return next(iter(vertices.values()))
-        parents: dict[int, Node] = {}
-        for v in vertices.values():
-            for p in v.parents:
-                parents.setdefault(id(p), p)
-        return self._vertex(state, tuple(parents.values()), keep)
-
-    def _closure(self, top: Node) -> dict[int, tuple[Node, ...]]:
-        """Lookahead u -> the vertices that reductions under u reach from `top` (not
-        `top` itself) and that can shift u (for EOF: that accept). Iterative (stacks can
-        be deep) and memoized on each vertex reached, so a deep stack is reduced once:
-        right recursion's chain grows by one memoized step per position."""
-        if top.closure is not None:
-            return top.closure
-        stack: list[tuple[Node, list[tuple[Node, frozenset[int]]] | None]] = [(top, None)]
-        while stack:
-            v, kids = stack[-1]
-            if kids is None:
-                kids = self._reduce(v)
-                stack[-1] = (v, kids)
-                pending = [(k, None) for k, _ in kids if k.closure is None]
-                if pending:
-                    stack.extend(pending)
-                    continue
-            stack.pop()
-            if v.closure is None:  # else reached twice (a DAG) and done meanwhile
-                v.closure = self._combine(kids)
-        return top.closure
-
-    def _combine(self, kids: list[tuple[Node, frozenset[int]]]) -> dict[int, tuple[Node, ...]]:
-        """A closure from the reductions' vertices (each under the lookaheads it is made
-        under): their own shifts and their closures. A vertex's closure leaves out the
-        vertex itself (`_own` says where it belongs), so that no vertex refers to itself
-        and vertices are freed as soon as nothing holds them."""
-        own = self._own
-        result: dict[int, tuple[Node, ...]] = {}
-        for k, lookaheads in kids:
-            below = k.closure
-            assert below is not None
-            if not own[k.state]:
-                if not result and lookaheads.issuperset(below):
-                    result = below  # a chain: share the closure below (never mutated)
-                    continue
-                if result is below:
-                    continue
-            merged = dict(result)
-            for u in own[k.state]:
-                if u in lookaheads:
-                    have = merged.get(u)
-                    merged[u] = (k,) if have is None else tuple({id(w): w for w in (*have, k)}.values())
-            for u, ws in below.items():
-                if u in lookaheads:
-                    have = merged.get(u)
-                    if have is None:
-                        merged[u] = ws
-                    elif have is not ws:
-                        merged[u] = tuple({id(w): w for w in (*have, *ws)}.values())
-            result = merged
-        return result
-
-    def _reduce(self, v: Node) -> list[tuple[Node, frozenset[int]]]:
-        """The vertices one reduction makes from `v`, with the lookaheads it is made under."""
-        out: list[tuple[Node, frozenset[int]]] = []
-        for lhs, length, lookaheads in self._reducing[v.state]:
-            for base in _ancestors(v, length):
-                out.append((self._vertex(self.goto[base.state][lhs], (base,), True), lookaheads))
-        self.work["reductions"] += len(out)
-        return out
-
-    # Memo keys are tuples of ints where they can be: the cyclic garbage collector stops
-    # tracking those, and with hundreds of thousands of memoized vertices its full passes
-    # otherwise cost hundreds of milliseconds. The ids stay valid: a memoized vertex keeps
-    # its parents alive, and a memoized level its vertices.
-    def _vertex(self, state: int, parents: tuple[Node, ...], keep: bool) -> Node:
-        """The vertex of `state` over `parents`: hash-consed when `keep` and every parent
-        is (a vertex above a walk's hypothetical vertex is hypothetical too)."""
-        if keep and all(p.kept for p in parents):
-            key = (state, *sorted(map(id, parents)))
-            node = self._vertices.get(key)
-            if node is None:  # setdefault: threads that race agree on one vertex
-                node = self._vertices.setdefault(key, Node(state, parents, kept=True))
-                self.work["vertices"] += 1
-            return node
-        self.work["vertices"] += 1
-        return Node(state, parents)
-
-    def _level_of(self, nodes: dict[int, Node]) -> Level:
-        key = tuple(sorted(map(id, nodes.values())))
-        level = self._by_vertices.get(key)
-        if level is None:
-            level = self._by_vertices[key] = self._new_level(nodes)
-        return level
-
-    def _new_level(self, nodes: dict[int, Node]) -> Level:
-        accepting = self.accept_state is not None and self.accept_state in nodes
-        return Level(tuple(nodes.values()), accepting, tuple(sorted(nodes)))
-
-
-def _reduce_lookaheads(row: dict[int, tuple[int, ...]]) -> dict[int, frozenset[int]]:
-    """Production -> the lookaheads (terminals, EOF) under which an ACTION row reduces it."""
-    out: dict[int, set[int]] = {}
-    for lookahead, actions in row.items():
-        for a in actions:
-            if a < -1:
-                out.setdefault(~a, set()).add(lookahead)
-    return {prod: frozenset(la) for prod, la in out.items()}
-
-
-def _ancestors(node: Node, depth: int) -> list[Node]:
-    """The vertices exactly `depth` edges below `node` (each once)."""
-    frontier = [node]
-    for _ in range(depth):
-        seen: dict[int, Node] = {}
-        for n in frontier:
-            for p in n.parents:
-                seen.setdefault(id(p), p)
-        frontier = list(seen.values())
-    return frontier
-
-
-_CORE_SLOT = "_grammarc_parser_core"
-
-
-def parser_core(compiled: CompiledGrammar) -> ParserCore:
-    """The shared `ParserCore` of a compiled grammar.
-
-    Kept on the compiled grammar itself, not in a weak mapping keyed by it: the core
-    refers to its grammar, and a weak mapping's value that refers to its key keeps both
-    alive forever. This way they form one cycle that is freed with the grammar. Two
-    threads may build a core at once; one is published (`setdefault`), both are equal."""
-    slots = compiled.__dict__
-    core = slots.get(_CORE_SLOT)
-    if core is None:
-        core = slots.setdefault(_CORE_SLOT, ParserCore(compiled))
-    return core
-
-
-Item = tuple[Node, int, int]  # (GSS vertex that can shift the terminal, terminal, dfa state)
+__all__ = ["Failure", "Recognizer"]
 
 
 @dataclass(frozen=True)
@@ -361,54 +27,40 @@ class Failure:
 
 
 class Recognizer:
-    """Incremental membership for one text: feed bytes, ask whether the text is complete."""
+    """Incremental membership for one text: feed bytes, ask whether the text is complete.
+    It steps with the engine's own core (grammarc.runtime.stepping), reading plain text."""
 
     def __init__(self, compiled: CompiledGrammar):
         self.compiled = compiled
         self.core = parser_core(compiled)
-        self._dfas = [t.dfa for t in compiled.terminals]
-        self.items: frozenset[Item] = self._initial()
+        self._terminals = compiled.terminals
+        self.items: frozenset = stepping.initial(self.core)
         self.consumed = 0
 
-    def _initial(self) -> frozenset[Item]:
-        return frozenset((r, t, 0) for r, t in self.core.openings(self.core.root_level))
-
     def reset(self) -> None:
-        self.items = self._initial()
+        self.items = stepping.initial(self.core)
         self.consumed = 0
 
     def clone(self) -> "Recognizer":
         twin = object.__new__(Recognizer)
-        twin.compiled, twin.core, twin._dfas = self.compiled, self.core, self._dfas
+        twin.compiled, twin.core, twin._terminals = self.compiled, self.core, self._terminals
         twin.items, twin.consumed = self.items, self.consumed
         return twin
 
     # -- stepping ---------------------------------------------------------------------
-    def step(self, items: frozenset[Item], byte: int) -> frozenset[Item]:
+    def step(self, items: frozenset, byte: int) -> frozenset:
         """The items after one more byte (empty: the byte cannot continue the text)."""
-        out: set[Item] = set()
-        ended: set[tuple[Node, int]] = set()
-        for node, t, q in items:
-            dfa = self._dfas[t]
-            q2 = int(dfa.trans[q, byte])
-            if q2 < 0:
-                continue
-            out.add((node, t, q2))
-            if dfa.accept[q2]:
-                ended.add((node, t))
-        if ended:
-            out.update((r, t2, 0) for r, t2 in self.core.openings(self.core.level(frozenset(ended))))
-        return frozenset(out)
+        return stepping.step(self.core, self._terminals, items, bytes((byte,)))
 
     def feed(self, data: bytes | str) -> bool:
         """Consume `data` if the text stays a viable prefix; otherwise change nothing."""
         if isinstance(data, str):
             data = data.encode("utf-8")
-        items = self.items
-        for byte in data:
-            items = self.step(items, byte)
-            if not items:
-                return False
+        if not data:
+            return True
+        items = stepping.step(self.core, self._terminals, self.items, data)
+        if not items:
+            return False
         self.items = items
         self.consumed += len(data)
         return True
@@ -417,17 +69,15 @@ class Recognizer:
         """Whether the text fed so far is a string of the language."""
         if self.consumed == 0 and self.compiled.accepts_empty:
             return True
-        ended = frozenset((node, t) for node, t, q in self.items if self._dfas[t].accept[q])
-        return bool(ended) and self.core.level(ended).accepting
+        return stepping.complete(self.core, self._terminals, self.items)
 
     def next_bytes(self) -> set[int]:
         """The bytes that keep the text a viable prefix."""
-        return _next_bytes(self._dfas, self.items)
+        return stepping.next_bytes(self._terminals, self.items)
 
     def expected(self) -> tuple[str, ...]:
         """Names of the terminals that could continue the text (sorted, unique)."""
-        names = {self.compiled.terminals[t].name for _, t, _ in self.items}
-        return tuple(sorted(names))
+        return stepping.expected(self._terminals, self.items)
 
     # -- one-shot questions -----------------------------------------------------------
     def accepts(self, text: bytes | str) -> bool:
@@ -444,18 +94,11 @@ class Recognizer:
         """None if `text` is a viable prefix, else the offset of the first bad byte."""
         if isinstance(text, str):
             text = text.encode("utf-8")
-        items = self._initial()
+        items = stepping.initial(self.core)
         for offset, byte in enumerate(text):
             nxt = self.step(items, byte)
             if not nxt:
-                names = {self.compiled.terminals[t].name for _, t, _ in items}
-                return Failure(offset, tuple(sorted(names)), frozenset(_next_bytes(self._dfas, items)))
+                return Failure(offset, stepping.expected(self._terminals, items),
+                               frozenset(stepping.next_bytes(self._terminals, items)))
             items = nxt
         return None
-
-
-def _next_bytes(dfas, items) -> set[int]:
-    out: set[int] = set()
-    for _, t, q in items:
-        out.update(int(b) for b in (dfas[t].trans[q] >= 0).nonzero()[0])
-    return out
