@@ -27,9 +27,7 @@ its alternatives, so ``a ::= x | y; a ::= z;`` equals ``a ::= x | y | z;``).
 from __future__ import annotations
 
 import bisect
-import gc
 import re
-from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Iterator
@@ -37,6 +35,7 @@ from typing import Iterator
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedToken
 
+from grammarc.allocation import gc_paused
 from grammarc.ir.check import check_grammar
 from grammarc.errors import GrammarError, Source, Span
 from grammarc.ir import Alt, AnyToken, Except, Expr, Grammar, Literal, Ref, Regex, Repeat, Seq, Substrings
@@ -832,7 +831,7 @@ def parse_ebnf(text: str, start: str = "start", *, name: str = "<string>") -> Gr
         raise GrammarError(f"the start rule name must be a str, not {type(start).__name__}")
     source = Source(text, name)
     pos = _Positions(source)
-    with _gc_paused():
+    with gc_paused():
         try:
             grammar = _FastParser(_Lexer(text, pos), pos).grammar(start)
         except _Refused:
@@ -842,19 +841,3 @@ def parse_ebnf(text: str, start: str = "start", *, name: str = "<string>") -> Gr
     check_grammar(grammar)
     return grammar
 
-
-@contextmanager
-def _gc_paused():
-    """Pause the cyclic garbage collector while a big grammar's objects are made.
-
-    Parsing allocates many small acyclic objects; the collector's full passes over a heap
-    that keeps growing make the parse of 100k rules quadratic. Reference counting still
-    frees everything; the collector resumes (if it ran before) when the parse ends.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()

@@ -20,6 +20,7 @@ SOURCES = {"grammarc": ROOT / "grammarc", "grammarc.frontends": ROOT / "frontend
 # imports the other.
 LAYERS = {
     "grammarc.errors": 0,
+    "grammarc.allocation": 0,
     "grammarc.ir": 1,
     "grammarc.automata": 2,
     "grammarc.frontends": 3,

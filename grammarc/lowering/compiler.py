@@ -21,12 +21,11 @@ Everything here is vocabulary-independent; the result is cached per (grammar, op
 from __future__ import annotations
 
 import functools
-import gc
 import json
-from contextlib import contextmanager
 from collections import deque
 from dataclasses import dataclass
 
+from grammarc.allocation import gc_paused
 from grammarc import automata
 from grammarc.automata import DFA
 from grammarc.errors import GrammarError, RegexError, StateBudgetExceeded
@@ -91,28 +90,12 @@ def compile_grammar(
 @functools.lru_cache(maxsize=128)
 def _compile_cached(grammar: Grammar, max_states: int, merge_max_states: int) -> CompiledGrammar:
     check_grammar(grammar)
-    with _gc_paused():
+    with gc_paused():
         lowering = _Lowering(grammar, max_states, merge_max_states)
         start_symbols = lowering.lower_all()
         bnf, terminals, accepts_empty = _normalize(lowering, start_symbols)
         return CompiledGrammar(grammar, terminals, bnf, build_tables(bnf), accepts_empty)
 
-
-@contextmanager
-def _gc_paused():
-    """Pause the cyclic garbage collector while the compiler allocates.
-
-    Lowering a grammar of 100k rules makes millions of small acyclic objects (items,
-    tuples, sets); full collections over a heap that keeps growing would make that
-    quadratic. Reference counting still frees everything; collection resumes after.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 # Symbols during lowering: a terminal is its index t >= 0; a nonterminal j is ~j (< 0).
