@@ -721,3 +721,29 @@ def _keyed_grammar() -> Grammar:
     if not _KEYED_GRAMMAR:
         _KEYED_GRAMMAR.append(G(_KEYED, whitespace="compact"))
     return _KEYED_GRAMMAR[0]
+
+
+# enum membership by hashable keys: json_key(a) == json_key(b) exactly when json_equal(a, b)
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 3) | st.sampled_from([0.0, 1.0, -2.0, 0.5, 1e3])
+    | st.text("ab", max_size=2),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text("ab", max_size=1), inner, max_size=3),
+    max_leaves=6,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_JSON_VALUES, _JSON_VALUES)
+def test_json_key_agrees_with_json_equal(a, b):
+    from grammarc.frontends.jsonschema.values import json_equal, json_key
+
+    assert (json_key(a) == json_key(b)) is json_equal(a, b)
+    assert json_key(a) == json_key(a) and hash(json_key(a)) == hash(json_key(a))
+
+
+def test_large_enum_is_exact():
+    words = [f"item_{i % 97}_{i}" for i in range(5000)]
+    g = Grammar.from_json_schema({"enum": words + [1, True, None, [1], {"a": 1}]}, whitespace="compact")
+    assert all(g.accepts(json.dumps(w)) for w in words[::7])
+    assert [g.accepts(t) for t in ('"item_3_4"', '"item_0_0x"', "1.0", "1", "true", "false", "[1]", '{"a":1}', '{"a":2}')] \
+        == [False, False, True, True, True, False, True, True, False]

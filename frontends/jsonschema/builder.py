@@ -297,11 +297,7 @@ class Builder(Combinators, Merging, Negation, Numbers, Strings, Arrays, Objects,
                 keep.append(v)
         if not keep:
             return None
-        parts = []
-        for v in keep:
-            e = self.literal_value(v, depth)
-            if e not in parts:
-                parts.append(e)
+        parts = list(dict.fromkeys(self.literal_value(v, depth) for v in keep))  # unique, in order
         return parts[0] if len(parts) == 1 else Alt(tuple(parts))
 
 

@@ -13,11 +13,20 @@ from .documents import Node
 from .strings import MAX_STRING_STATES
 from .drafts import TupleItems
 from .keywords import REFS, NOT_PATTERN_KEY, NOT_STRINGS_KEY, TYPES_KEY, UNSUPPORTED
-from .values import dec, json_equal, json_kind, number_value, type_set
+from .values import dec, json_equal, json_key, json_kind, number_value, type_set
 
 
 class Validation:
     """Concrete values checked against schemas (enum/const filtering, property names)."""
+
+    def _in_enum(self, v, values) -> bool:
+        """Whether `v` equals a member of the enum list `values` (a set of keys per list,
+        built once: checking every member of a 10k enum against it stays linear)."""
+        table = self.__dict__.setdefault("_enum_keys", {})
+        found = table.get(id(values))
+        if found is None or found[0] is not values:  # the list itself is kept: ids stay unique
+            found = table[id(values)] = (values, frozenset(json_key(e) for e in values))
+        return json_key(v) in found[1]
 
     def _valid(self, value, conj) -> bool:
         return all(self._valid_node(value, n, 0) for n in conj)
@@ -76,7 +85,7 @@ class Validation:
                             return False
                     elif not self._valid_node(v, node.child(word, None).child(name, dep), level + 1):
                         return False
-        if "enum" in s and not any(json_equal(v, e) for e in s["enum"]):
+        if "enum" in s and not self._in_enum(v, s["enum"]):
             return False
         if "const" in s and not json_equal(v, s["const"]):
             return False
