@@ -26,7 +26,11 @@ ENTRY_OVERHEAD = 100  # an OrderedDict entry: hash slot, linked-list node, key t
 
 
 class Memo:
-    """A least-recently-used memo bounded by the bytes its entries are counted at."""
+    """A least-recently-used memo bounded by the bytes its entries are counted at.
+
+    Uses are recorded once the memo is past half its budget (before that nothing is
+    evicted, and a hit costs one dictionary read): from then on the entries evicted are
+    those used least recently, counting only uses since the memo passed half its budget."""
 
     __slots__ = ("budget", "nbytes", "evictions", "_entries", "_sizes", "_lock")
 
@@ -40,7 +44,9 @@ class Memo:
 
     def get(self, key: Hashable) -> Any:
         value = self._entries.get(key)
-        if value is not None:
+        # Recency is recorded only once the memo is past half its budget: below that no
+        # entry is near eviction, and a replayed state's lookup stays one dictionary read.
+        if value is not None and self.nbytes > self.budget >> 1:
             try:
                 self._entries.move_to_end(key)
             except KeyError:  # evicted meanwhile by another thread: the value is still right
