@@ -229,29 +229,41 @@ def _product_tables(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Reachable part of the product automaton (intersection), as a byte table."""
     nb = tb.shape[0]
+
+    def successors(code: int) -> np.ndarray:
+        ra, rb = ta[code // nb], tb[code % nb]
+        return np.where((ra >= 0) & (rb >= 0), ra * nb + rb, -1)
+
+    codes, table = _reachable(successors, max_states, what)
+    pairs = [divmod(code, nb) for code in codes]
+    acc = np.array([bool(aa[p]) and bool(ab[q]) for p, q in pairs], dtype=bool)
+    return table, acc
+
+
+def _reachable(successors, max_states: int, what: str) -> tuple[list[int], np.ndarray]:
+    """Breadth-first over states named by integer codes, from code 0: `successors(code)`
+    gives a row of successor codes (-1: none). Returns the codes in discovery order (state
+    i is ``codes[i]``) and the transition table over state numbers; stops with a budget
+    error past what the budget allows before minimization."""
     ids = {0: 0}
-    pairs = [(0, 0)]
+    codes = [0]
     rows = []
-    for p, q in pairs:
-        ra, rb = ta[p], tb[q]
-        codes = np.where((ra >= 0) & (rb >= 0), ra * nb + rb, -1)
-        uniq, inv = np.unique(codes, return_inverse=True)
+    for code in codes:  # grows while iterating
+        uniq, inv = np.unique(successors(code), return_inverse=True)
         mapped = []
-        for code in uniq.tolist():
-            if code < 0:
+        for nxt in uniq.tolist():
+            if nxt < 0:
                 mapped.append(-1)
                 continue
-            j = ids.get(code)
+            j = ids.get(nxt)
             if j is None:
-                if len(pairs) >= _unminimized_cap(max_states):
+                if len(codes) >= _unminimized_cap(max_states):
                     raise _budget_error(what, max_states)
-                j = len(pairs)
-                ids[code] = j
-                pairs.append(divmod(code, nb))
+                j = ids[nxt] = len(codes)
+                codes.append(nxt)
             mapped.append(j)
         rows.append(np.asarray(mapped, dtype=np.int64)[inv.reshape(-1)])
-    acc = np.array([bool(aa[p]) and bool(ab[q]) for p, q in pairs], dtype=bool)
-    return np.vstack(rows), acc
+    return codes, np.vstack(rows)
 
 
 def _finalize_product(
@@ -314,30 +326,15 @@ def length_window(d: DFA, lo: int, hi: int | None, *, max_states: int = DEFAULT_
     counts[0x80:0xC0] = 0  # continuation bytes do not start a character
     cap = lo if hi is None else hi
     what = f"length window {lo}..{'' if hi is None else hi}"
-    ids = {(0, 0): 0}
-    pairs = [(0, 0)]
-    rows = []
-    for q, n in pairs:  # grows while iterating
+    def successors(code: int) -> np.ndarray:
+        q, n = divmod(code, cap + 1)
         row = trans[q]
         nxt = n + counts
         if hi is None:
             nxt = np.minimum(nxt, cap)
-        live = (row >= 0) & (nxt <= cap)
-        codes = np.where(live, row * (cap + 1) + nxt, -1)
-        uniq, inv = np.unique(codes, return_inverse=True)
-        mapped = []
-        for code in uniq.tolist():
-            if code < 0:
-                mapped.append(-1)
-                continue
-            pair = divmod(code, cap + 1)
-            j = ids.get(pair)
-            if j is None:
-                if len(pairs) >= _unminimized_cap(max_states):
-                    raise _budget_error(what, max_states)
-                j = ids[pair] = len(pairs)
-                pairs.append(pair)
-            mapped.append(j)
-        rows.append(np.asarray(mapped, dtype=np.int64)[inv.reshape(-1)])
+        return np.where((row >= 0) & (nxt <= cap), row * (cap + 1) + nxt, -1)
+
+    codes, table = _reachable(successors, max_states, what)
+    pairs = [divmod(code, cap + 1) for code in codes]
     accept = np.array([bool(d.accept[q]) and n >= lo for q, n in pairs], dtype=bool)
-    return _within_budget(from_table(np.vstack(rows), accept), what, max_states)
+    return _within_budget(from_table(table, accept), what, max_states)
