@@ -258,18 +258,7 @@ def workload(case: Case, layout: str) -> ml.Workload:
 def prepare_peers(names: list[str], vocab: Vocabulary, encode: ml.Encoder) -> list[pe.Peer]:
     """The installed peers of `names`, their tokenizers built for `vocab` (a missing one is
     skipped with a message)."""
-    ready = []
-    for name in names:
-        peer = PEERS[name]()
-        why = peer.available()
-        if why:
-            print(f"skipping {why}", flush=True)
-            continue
-        if isinstance(peer, LLGuidance):
-            peer.encode = encode
-        peer.prepare(vocab)
-        ready.append(peer)
-    return ready
+    return pe.prepare_peers(names, vocab, encode, PEERS)
 
 
 def byte_vocab() -> tuple[Vocabulary, ml.Encoder]:

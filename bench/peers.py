@@ -583,6 +583,23 @@ def difference_rows(results: list[PeerResult]) -> tuple[list[str], list[list[str
     return ["workload", "peer", "masks compared", "steps", "steps that differ", "replayed tokens refused"], rows
 
 
+def prepare_peers(names: list[str], vocab: Vocabulary, encode, registry: dict | None = None) -> list[Peer]:
+    """The installed peers of `names` (classes from `registry`, default `PEERS`), their
+    tokenizers built for `vocab`; a missing one is skipped with a message."""
+    ready = []
+    for name in names:
+        peer = (registry or PEERS)[name]()
+        why = peer.available()
+        if why:
+            print(f"skipping {why}", flush=True)
+            continue
+        if isinstance(peer, LLGuidance):
+            peer.encode = encode
+        peer.prepare(vocab)
+        ready.append(peer)
+    return ready
+
+
 def main(argv: list[str] | None = None) -> list[PeerResult]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--vocab", choices=sorted(ml.VOCABS), default="llama3")
@@ -599,18 +616,9 @@ def main(argv: list[str] | None = None) -> list[PeerResult]:
     repeat = max(1, args.repeat)
 
     vocab, encode = ml.VOCABS[args.vocab]()
-    peers: list[Peer] = []
-    for name in args.peer or list(PEERS):
-        peer = PEERS[name]()
-        why = peer.available()
-        if why:
-            print(f"skipping {why}", flush=True)
-            continue
-        if isinstance(peer, LLGuidance):
-            peer.encode = encode
-        peer.prepare(vocab)
+    peers = prepare_peers(args.peer or list(PEERS), vocab, encode)
+    for peer in peers:
         print(f"{peer.name} {peer.version()}: tokenizer ready in {peer.setup_ms:.0f} ms", flush=True)
-        peers.append(peer)
 
     ours: dict[str, ml.Result] = {}
     results: list[PeerResult] = []
