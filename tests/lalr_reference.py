@@ -3,7 +3,7 @@ computed by a plain fixed-point iteration), kept to check the worklist version a
 
 from __future__ import annotations
 
-from grammarc.lowering.lr import EOF, Bnf, LRTables, _closure, _lr0_automaton, _productions_by_lhs
+from grammarc.lowering.lr import Bnf, LRTables, _closure, _lr0_automaton, _productions_by_lhs, _tables
 
 
 def reference_tables(bnf: Bnf) -> LRTables:
@@ -11,7 +11,9 @@ def reference_tables(bnf: Bnf) -> LRTables:
     first = _first_sets(bnf, by_lhs)
     states, transitions = _lr0_automaton(bnf, by_lhs)
     lookaheads = _lalr_lookaheads(bnf, by_lhs, first, states, transitions)
-    return _tables(bnf, states, transitions, lookaheads)
+    # Only the lookaheads are under test: the tables are assembled as lr.py assembles them.
+    as_sets = [{item: set(_bits(bits)) for item, bits in row.items()} for row in lookaheads]
+    return _tables(bnf, states, transitions, as_sets)
 
 
 def _first_sets(bnf: Bnf, by_lhs: list[list[int]]) -> list[int]:
@@ -63,28 +65,6 @@ def _lalr_lookaheads(bnf, by_lhs, first, states, transitions) -> list[dict[Item,
                             table[(p, 0)] |= follow
                             changed = True
     return la
-
-
-def _tables(bnf, states, transitions, lookaheads) -> LRTables:
-    action: list[dict[int, tuple[int, ...]]] = []
-    goto: list[dict[int, int]] = []
-    for state in range(len(states)):
-        row: dict[int, list[int]] = {}
-        gotos: dict[int, int] = {}
-        for symbol, target in transitions[state].items():
-            if bnf.is_terminal(symbol):
-                row.setdefault(symbol, []).append(target)
-            else:
-                gotos[symbol - bnf.n_terminals] = target
-        for (prod, dot), bits in lookaheads[state].items():
-            if dot != len(bnf.productions[prod].rhs):
-                continue
-            for terminal in _bits(bits):
-                key = EOF if terminal == bnf.n_terminals else terminal
-                row.setdefault(key, []).append(~prod)
-        action.append({key: tuple(sorted(set(acts), reverse=True)) for key, acts in row.items()})
-        goto.append(gotos)
-    return LRTables(tuple(action), tuple(goto))
 
 
 def _bits(bits: int):
