@@ -76,6 +76,14 @@ class TokenSet:
     def _of_few(ids: np.ndarray, n_words: int) -> "TokenSet":
         """`of` for a few ids: sorting them costs less than a flag per vocabulary token
         (most sets of a token tree hold a handful of ids). Same sets, same forms."""
+        if len(ids) <= 16:  # most sets of a token tree: cheaper in Python than in NumPy
+            packed: dict[int, int] = {}
+            for i in ids.tolist():
+                packed[i >> 5] = packed.get(i >> 5, 0) | 1 << (i & 31)
+            if len(packed) * 8 <= n_words and packed:
+                order = sorted(packed)
+                return TokenSet(_frozen(np.array([packed[w] for w in order], dtype=np.uint32)),
+                                _frozen(np.array(order, dtype=np.intp)), len(set(ids.tolist())))
         unique = np.unique(ids)
         if not len(unique):
             return TokenSet(_frozen(np.zeros(0, dtype=np.uint32)), _frozen(np.zeros(0, dtype=np.intp)), 0)
