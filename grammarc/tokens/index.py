@@ -24,7 +24,8 @@ import itertools
 import threading
 import weakref
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -151,28 +152,56 @@ def _frozen(array: np.ndarray) -> np.ndarray:
 _tree_serials = itertools.count()
 
 
-@dataclass(slots=True)
 class Tree:
     """Tokens that cross terminal boundaries, keyed by the terminals after the current one.
 
     ``open[u]``: token ids whose remaining bytes end inside (or exactly at the end of)
     terminal `u`, allowed when the parser can take `u` next. ``children[u]``: the subtree
     of tokens that complete `u` and go on.
+
+    A subtree is grown on first read of its parts: a parser takes few of the terminals a
+    tree branches on, so most subtrees of a state's tree are never read (on cold JSON
+    Schema states, about two in three). Growing is published once, under the index's
+    lock; an ungrown tree keeps only the (row, position) pairs it grows from.
     """
 
-    open: dict[int, TokenSet] = field(default_factory=dict)
-    children: dict[int, "Tree"] = field(default_factory=dict)
-    keys: frozenset[int] = frozenset()  # the terminals of `open` and `children`
-    # A number no other tree of the process has: memos key on it, not on id(), which a
-    # freed tree's successor may reuse.
-    serial: int = field(default_factory=lambda: next(_tree_serials))
+    __slots__ = ("_open", "_children", "_keys", "_grow", "serial")
+
+    def __init__(self, grow: "Callable[[Tree], None] | None" = None):
+        self._open: dict[int, TokenSet] = {}
+        self._children: dict[int, Tree] = {}
+        self._keys: frozenset[int] = frozenset()  # the terminals of `open` and `children`
+        self._grow = grow  # fills the parts on first read, then is dropped
+        # A number no other tree of the process has: memos key on it, not on id(), which a
+        # freed tree's successor may reuse.
+        self.serial = next(_tree_serials)
+
+    def _grown(self) -> "Tree":
+        grow = self._grow
+        if grow is not None:
+            grow(self)
+        return self
+
+    def _set(self, open_: dict[int, TokenSet], children: dict[int, "Tree"]) -> None:
+        """Publish the parts (the grow function's last act; readers check `_grow` first)."""
+        self._open, self._children = open_, children
+        self._keys = frozenset(open_) | frozenset(children)
+        self._grow = None
+
+    @property
+    def open(self) -> dict[int, TokenSet]:
+        return self._grown()._open
+
+    @property
+    def children(self) -> dict[int, "Tree"]:
+        return self._grown()._children
+
+    @property
+    def keys(self) -> frozenset[int]:
+        return self._grown()._keys
 
     def is_empty(self) -> bool:
         return not self.open and not self.children
-
-    def size(self) -> int:
-        """Number of (node, terminal, token) entries, for reports."""
-        return sum(s.count for s in self.open.values()) + sum(c.size() for c in self.children.values())
 
 
 def follows(bnf: Bnf) -> list[frozenset[int]]:
@@ -458,33 +487,39 @@ class TokenIndex:
         return tuple(np.frombuffer(part, dtype=np.int32) for part in out)
 
     def _tree(self, previous: int, rows: np.ndarray, pos: np.ndarray) -> Tree:
-        """The subtree of token suffixes ``(row, pos)`` that start right after `previous`."""
-        tree = Tree()
+        """The subtree of token suffixes ``(row, pos)`` that start right after `previous`
+        (grown when first read)."""
         if not len(rows):
-            return tree
-        # Each (row, pos) comes once (one scan makes it) and pos < the token's length (a
-        # split is strictly inside the token), so the next byte is there to look at: most
-        # terminals cannot start with it, and are skipped without a scan.
-        next_byte = self.matrix[rows, pos]
-        following = self._follow_arrays[previous]
-        present = np.zeros(256, dtype=bool)
-        present[next_byte] = True
-        # the terminals after `previous` that can start with one of the next bytes, in order
-        for u in following[self._openers[following][:, present].any(axis=1)].tolist():
-            starts = self._openers[u][next_byte]
-            end_rows, end_states, split_rows, split_pos = self._scan(u, rows[starts], pos[starts], 0)
-            limit = self.terminals[u].token_limit
-            if limit is not None:  # the token spends one of `u`'s budget: the rest must finish it
-                finish = [self.can_finish(u, int(s), limit - 1) for s in end_states.tolist()]
-                end_rows = end_rows[np.array(finish, dtype=bool)] if len(end_rows) else end_rows
-            if len(end_rows):
-                tree.open[u] = TokenSet.of(self.token_ids[end_rows], self.n_words)
-            if len(split_rows):
-                child = self._tree(u, split_rows, split_pos)
-                if not child.is_empty():
-                    tree.children[u] = child
-        tree.keys = frozenset(tree.open) | frozenset(tree.children)
-        return tree
+            return Tree()
+        index = weakref.ref(self)  # trees are held by their index: no cycle back to it
+        return Tree(lambda tree: index()._grow_tree(tree, previous, rows, pos))
+
+    def _grow_tree(self, tree: Tree, previous: int, rows: np.ndarray, pos: np.ndarray) -> None:
+        with self._build_lock:
+            if tree._grow is None:
+                return  # another thread grew it meanwhile
+            # Each (row, pos) comes once (one scan makes it) and pos < the token's length
+            # (a split is strictly inside the token), so the next byte is there to look at:
+            # most terminals cannot start with it, and are skipped without a scan.
+            next_byte = self.matrix[rows, pos]
+            following = self._follow_arrays[previous]
+            present = np.zeros(256, dtype=bool)
+            present[next_byte] = True
+            open_: dict[int, TokenSet] = {}
+            children: dict[int, Tree] = {}
+            # the terminals after `previous` that can start with one of the next bytes, in order
+            for u in following[self._openers[following][:, present].any(axis=1)].tolist():
+                starts = self._openers[u][next_byte]
+                end_rows, end_states, split_rows, split_pos = self._scan(u, rows[starts], pos[starts], 0)
+                limit = self.terminals[u].token_limit
+                if limit is not None:  # the token spends one of `u`'s budget: the rest must finish it
+                    finish = [self.can_finish(u, int(s), limit - 1) for s in end_states.tolist()]
+                    end_rows = end_rows[np.array(finish, dtype=bool)] if len(end_rows) else end_rows
+                if len(end_rows):
+                    open_[u] = TokenSet.of(self.token_ids[end_rows], self.n_words)
+                if len(split_rows):
+                    children[u] = self._tree(u, split_rows, split_pos)
+            tree._set(open_, children)
 
 
 def _openers(terminals) -> np.ndarray:
