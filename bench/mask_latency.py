@@ -477,9 +477,10 @@ def _array_bytes(value, seen: set[int]) -> int:
 
 
 def _tree_bytes(tree, seen: set[int]) -> int:
-    total = sys.getsizeof(tree.open) + sys.getsizeof(tree.children)
-    total += sum(_array_bytes(ids, seen) for ids in tree.open.values())
-    return total + sum(_tree_bytes(child, seen) for child in tree.children.values())
+    """What a token tree holds as grown so far (reading `open` would grow the rest)."""
+    total = sys.getsizeof(tree._open) + sys.getsizeof(tree._children)
+    total += sum(_array_bytes(ids, seen) for ids in tree._open.values())
+    return total + sum(_tree_bytes(child, seen) for child in tree._children.values())
 
 
 def index_memory(index, memo: dict | None) -> tuple[int | None, int | None, int | None]:

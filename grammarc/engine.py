@@ -393,7 +393,7 @@ def walk_summary(core: ParserCore, tree: Tree, states: tuple[int, ...], n_words:
         allowed = core.shiftable(current)
         parts.extend(tokens for u, tokens in node.open.items() if u in allowed)
         for u, child in node.children.items():
-            if u not in allowed:
+            if u not in allowed or child.is_empty():
                 continue
             nxt = core.pure_shift(current, u)
             if nxt is None:

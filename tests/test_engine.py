@@ -703,3 +703,18 @@ def test_mask_logits_refuses_a_batch():
     one = np.zeros((1, 1, 37))
     engine.mask_logits(one)
     assert np.isinf(one).sum() == 11
+
+
+def test_any_token_never_starts_inside_a_token():
+    """`"a" any!` with the token "ab": any! takes whole tokens only, so "ab" (which would
+    need any! to start at its second byte) is neither allowed nor accepted when forced, and
+    the engine never believes the text complete. (It once took the "b" as the any!.)"""
+    vocab = Vocabulary.from_bytes([b"a", b"b", b"ab", b""], eos_token_ids=[3], special_token_ids=[3])
+    engine = Engine(Grammar.from_ebnf('start ::= "a" any!;'), vocab)
+    assert np.flatnonzero(engine.allowed_mask()).tolist() == [0]
+    with pytest.raises(TokenRejected, match="^" + re.escape("token 2 (b'ab') cannot continue the text at byte 0")):
+        engine.advance(2)
+    engine.advance(0)
+    assert np.flatnonzero(engine.allowed_mask()).tolist() == [0, 1, 2]
+    engine.advance(2)
+    assert np.flatnonzero(engine.allowed_mask()).tolist() == [3]

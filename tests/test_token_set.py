@@ -52,3 +52,17 @@ def test_union_holds_every_token_of_its_parts(n_words, data):
     union.or_into(acc)
     assert np.array_equal(acc, reference(everything, n_words))
     assert union.ids().tolist() == everything and union.count == len(everything)
+
+
+@settings(max_examples=300, deadline=None)
+@given(n_words=st.integers(1, 60), data=st.data())
+def test_sorted_and_flagged_constructions_give_identical_sets(n_words, data):
+    """`of` sorts a few ids and flags many: both must give the same arrays, count and form."""
+    ids = np.array(data.draw(st.lists(st.integers(0, n_words * 32 - 1), max_size=n_words * 12)), dtype=np.int64)
+    few, many = TokenSet._of_few(ids, n_words), TokenSet._of_many(ids, n_words)
+    assert few.count == many.count
+    assert (few.words is None) == (many.words is None)
+    assert few.bits.dtype == many.bits.dtype == np.uint32
+    assert np.array_equal(few.bits, many.bits)
+    if few.words is not None:
+        assert np.array_equal(few.words, many.words) and few.words.dtype == many.words.dtype

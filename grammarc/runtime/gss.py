@@ -30,6 +30,8 @@ configuration), not only when one text repeats.
 
 from __future__ import annotations
 
+from typing import Sequence
+
 from grammarc.lowering.compiler import CompiledGrammar
 from grammarc.lowering.lr import EOF
 
@@ -289,7 +291,7 @@ class ParserCore:
         """The vertex of `state` over `parents`: hash-consed when `keep` and every parent
         is (a vertex above a walk's hypothetical vertex is hypothetical too)."""
         if keep and all(p.kept for p in parents):
-            key = (state, *sorted(map(id, parents)))
+            key = (state, id(parents[0])) if len(parents) == 1 else (state, *sorted(map(id, parents)))
             node = self._vertices.get(key)
             if node is None:  # setdefault: threads that race agree on one vertex
                 node = self._vertices.setdefault(key, Node(state, parents, kept=True))
@@ -320,8 +322,10 @@ def _reduce_lookaheads(row: dict[int, tuple[int, ...]]) -> dict[int, frozenset[i
     return {prod: frozenset(la) for prod, la in out.items()}
 
 
-def _ancestors(node: Node, depth: int) -> list[Node]:
+def _ancestors(node: Node, depth: int) -> Sequence[Node]:
     """The vertices exactly `depth` edges below `node` (each once)."""
+    if depth == 1:
+        return node.parents  # distinct: every vertex is made over distinct parents
     frontier = [node]
     for _ in range(depth):
         seen: dict[int, Node] = {}

@@ -59,6 +59,8 @@ def step(core: ParserCore, terminals: Sequence[Terminal], items: frozenset[Item]
         ended: set[tuple[Node, int]] = set()
         for node, t, q, k, touched in current:
             terminal = terminals[t]
+            if tokens is not None and terminal.any_token:
+                continue  # opened inside this token: any! starts only at a token boundary
             if whole and not touched and terminal.token_limit is not None:
                 if k >= terminal.token_limit:
                     continue

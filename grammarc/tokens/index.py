@@ -24,17 +24,24 @@ import itertools
 import threading
 import weakref
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
+from grammarc.automata.comb import CombTable
 from grammarc.automata.suffix import suffix_key
 from grammarc.lowering.compiler import CompiledGrammar
 from grammarc.lowering.lr import Bnf
-from grammarc.tokens import memo
+from grammarc.tokens import _scan, memo
 from grammarc.tokens.memo import Memo
 from grammarc.tokens.scan_cache import Scan, terminal_scans
 from grammarc.tokens.vocabulary import Vocabulary
+
+
+# `TokenSet.of` sorts the ids when there are fewer than one per this many words of the
+# vocabulary's bitmask, and flags every token otherwise.
+SORT_FACTOR = 4
 
 
 @dataclass(frozen=True, eq=False, slots=True)
@@ -52,12 +59,44 @@ class TokenSet:
 
     @staticmethod
     def of(ids: np.ndarray, n_words: int) -> "TokenSet":
-        # One flag per token, packed: linear in the vocabulary, no sorting (an inside mask
-        # can hold 100k+ ids); as fast as sorting a few ids.
+        ids = np.asarray(ids, dtype=np.int64)
+        if len(ids) * SORT_FACTOR < n_words:
+            return TokenSet._of_few(ids, n_words)
+        return TokenSet._of_many(ids, n_words)
+
+    @staticmethod
+    def _of_many(ids: np.ndarray, n_words: int) -> "TokenSet":
+        """`of` by one flag per token, packed: linear in the vocabulary, no sorting (an
+        inside mask can hold 100k+ ids)."""
         flags = np.zeros(n_words * 32, dtype=bool)
         flags[np.asarray(ids, dtype=np.int64)] = True
         dense = np.frombuffer(np.packbits(flags, bitorder="little"), dtype="<u4").astype(np.uint32)
         return TokenSet.from_words(dense) or TokenSet(_frozen(dense[:0]), _frozen(np.zeros(0, dtype=np.intp)), 0)
+
+    @staticmethod
+    def _of_few(ids: np.ndarray, n_words: int) -> "TokenSet":
+        """`of` for a few ids: sorting them costs less than a flag per vocabulary token
+        (most sets of a token tree hold a handful of ids). Same sets, same forms."""
+        if len(ids) <= 16:  # most sets of a token tree: cheaper in Python than in NumPy
+            packed: dict[int, int] = {}
+            for i in ids.tolist():
+                packed[i >> 5] = packed.get(i >> 5, 0) | 1 << (i & 31)
+            if len(packed) * 8 <= n_words and packed:
+                order = sorted(packed)
+                return TokenSet(_frozen(np.array([packed[w] for w in order], dtype=np.uint32)),
+                                _frozen(np.array(order, dtype=np.intp)), len(set(ids.tolist())))
+        unique = np.unique(ids)
+        if not len(unique):
+            return TokenSet(_frozen(np.zeros(0, dtype=np.uint32)), _frozen(np.zeros(0, dtype=np.intp)), 0)
+        word_of = unique >> 5
+        firsts = np.flatnonzero(np.concatenate(([True], word_of[1:] != word_of[:-1])))
+        bits = np.bitwise_or.reduceat(np.left_shift(1, unique & 31).astype(np.uint32), firsts)
+        words = word_of[firsts]
+        if len(words) * 8 > n_words:  # as `from_words` decides
+            dense = np.zeros(n_words, dtype=np.uint32)
+            dense[words] = bits
+            return TokenSet(_frozen(dense), None, len(unique))
+        return TokenSet(_frozen(bits.astype(np.uint32)), _frozen(words.astype(np.intp)), len(unique))
 
     @staticmethod
     def union(sets: list["TokenSet"], n_words: int) -> "TokenSet | None":
@@ -113,28 +152,56 @@ def _frozen(array: np.ndarray) -> np.ndarray:
 _tree_serials = itertools.count()
 
 
-@dataclass(slots=True)
 class Tree:
     """Tokens that cross terminal boundaries, keyed by the terminals after the current one.
 
     ``open[u]``: token ids whose remaining bytes end inside (or exactly at the end of)
     terminal `u`, allowed when the parser can take `u` next. ``children[u]``: the subtree
     of tokens that complete `u` and go on.
+
+    A subtree is grown on first read of its parts: a parser takes few of the terminals a
+    tree branches on, so most subtrees of a state's tree are never read (on cold JSON
+    Schema states, about two in three). Growing is published once, under the index's
+    lock; an ungrown tree keeps only the (row, position) pairs it grows from.
     """
 
-    open: dict[int, TokenSet] = field(default_factory=dict)
-    children: dict[int, "Tree"] = field(default_factory=dict)
-    keys: frozenset[int] = frozenset()  # the terminals of `open` and `children`
-    # A number no other tree of the process has: memos key on it, not on id(), which a
-    # freed tree's successor may reuse.
-    serial: int = field(default_factory=lambda: next(_tree_serials))
+    __slots__ = ("_open", "_children", "_keys", "_grow", "serial")
+
+    def __init__(self, grow: "Callable[[Tree], None] | None" = None):
+        self._open: dict[int, TokenSet] = {}
+        self._children: dict[int, Tree] = {}
+        self._keys: frozenset[int] = frozenset()  # the terminals of `open` and `children`
+        self._grow = grow  # fills the parts on first read, then is dropped
+        # A number no other tree of the process has: memos key on it, not on id(), which a
+        # freed tree's successor may reuse.
+        self.serial = next(_tree_serials)
+
+    def _grown(self) -> "Tree":
+        grow = self._grow
+        if grow is not None:
+            grow(self)
+        return self
+
+    def _set(self, open_: dict[int, TokenSet], children: dict[int, "Tree"]) -> None:
+        """Publish the parts (the grow function's last act; readers check `_grow` first)."""
+        self._open, self._children = open_, children
+        self._keys = frozenset(open_) | frozenset(children)
+        self._grow = None
+
+    @property
+    def open(self) -> dict[int, TokenSet]:
+        return self._grown()._open
+
+    @property
+    def children(self) -> dict[int, "Tree"]:
+        return self._grown()._children
+
+    @property
+    def keys(self) -> frozenset[int]:
+        return self._grown()._keys
 
     def is_empty(self) -> bool:
         return not self.open and not self.children
-
-    def size(self) -> int:
-        """Number of (node, terminal, token) entries, for reports."""
-        return sum(s.count for s in self.open.values()) + sum(c.size() for c in self.children.values())
 
 
 def follows(bnf: Bnf) -> list[frozenset[int]]:
@@ -262,6 +329,8 @@ class TokenIndex:
         self.vocab = vocab
         self.follows = follows(compiled.bnf)
         self.terminals = compiled.terminals
+        self._follow_arrays = [np.array(sorted(f), dtype=np.intp) for f in self.follows]
+        self._openers = _openers(compiled.terminals)
         self.token_ids, self.lengths, self.matrix = token_matrix(vocab)  # row -> token id, length, bytes
         self.size = vocab.size
         self.n_words = -(-vocab.size // 32)
@@ -404,63 +473,64 @@ class TokenIndex:
 
         Returns the rows that stay alive to their end and the DFA state each ends in, and
         the (row, position) pairs where the DFA accepts strictly after `pos` and strictly
-        before the token's end.
+        before the token's end (int32 arrays; `grammarc.tokens._scan` does the walk).
         """
         dfa = self.terminals[t].dfa
-        trans, accept = dfa.trans, dfa.accept
-        state = np.full(len(rows), q, dtype=np.int32)
-        end_rows: list[np.ndarray] = []
-        end_states: list[np.ndarray] = []
-        split_rows: list[np.ndarray] = []
-        split_pos: list[np.ndarray] = []
-        first = True
-        while len(rows):
-            done = pos >= self.lengths[rows]
-            if done.any():
-                end_rows.append(rows[done])
-                end_states.append(state[done])
-                keep = ~done
-                rows, pos, state = rows[keep], pos[keep], state[keep]
-            if not first:
-                can_end = accept[state]
-                if can_end.any():
-                    split_rows.append(rows[can_end])
-                    split_pos.append(pos[can_end])
-            first = False
-            state = trans[state, self.matrix[rows, pos]]
-            alive = state >= 0
-            rows, pos, state = rows[alive], pos[alive] + 1, state[alive]
-        cat = lambda parts: np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32)  # noqa: E731
-        return cat(end_rows), cat(end_states), cat(split_rows), cat(split_pos)
+        trans = dfa.trans
+        if isinstance(trans, CombTable):
+            dense, base, check, nxt = None, trans.base, trans.check, trans.next
+        else:
+            dense, base, check, nxt = np.ascontiguousarray(trans, dtype=np.int32), b"", b"", b""
+        accept = np.ascontiguousarray(dfa.accept, dtype=np.bool_)
+        out = _scan.scan(dense, base, check, nxt, accept, self.matrix, self.matrix.shape[1], self.lengths,
+                         np.ascontiguousarray(rows, dtype=np.int32), np.ascontiguousarray(pos, dtype=np.int32), q)
+        return tuple(np.frombuffer(part, dtype=np.int32) for part in out)
 
     def _tree(self, previous: int, rows: np.ndarray, pos: np.ndarray) -> Tree:
-        """The subtree of token suffixes ``(row, pos)`` that start right after `previous`."""
-        tree = Tree()
+        """The subtree of token suffixes ``(row, pos)`` that start right after `previous`
+        (grown when first read)."""
         if not len(rows):
-            return tree
-        # Each (row, pos) comes once (one scan makes it) and pos < the token's length (a
-        # split is strictly inside the token), so the next byte is there to look at: most
-        # terminals cannot start with it, and are skipped without a scan.
-        next_byte = self.matrix[rows, pos]
-        for u in sorted(self.follows[previous]):
-            if self.terminals[u].any_token:
-                continue  # any! starts only at a token boundary, never inside a token
-            starts = self.terminals[u].dfa.trans[0][next_byte] >= 0
-            if not starts.any():
-                continue
-            end_rows, end_states, split_rows, split_pos = self._scan(u, rows[starts], pos[starts], 0)
-            limit = self.terminals[u].token_limit
-            if limit is not None:  # the token spends one of `u`'s budget: the rest must finish it
-                finish = [self.can_finish(u, int(s), limit - 1) for s in end_states.tolist()]
-                end_rows = end_rows[np.array(finish, dtype=bool)] if len(end_rows) else end_rows
-            if len(end_rows):
-                tree.open[u] = TokenSet.of(self.token_ids[end_rows], self.n_words)
-            if len(split_rows):
-                child = self._tree(u, split_rows, split_pos)
-                if not child.is_empty():
-                    tree.children[u] = child
-        tree.keys = frozenset(tree.open) | frozenset(tree.children)
-        return tree
+            return Tree()
+        index = weakref.ref(self)  # trees are held by their index: no cycle back to it
+        return Tree(lambda tree: index()._grow_tree(tree, previous, rows, pos))
+
+    def _grow_tree(self, tree: Tree, previous: int, rows: np.ndarray, pos: np.ndarray) -> None:
+        with self._build_lock:
+            if tree._grow is None:
+                return  # another thread grew it meanwhile
+            # Each (row, pos) comes once (one scan makes it) and pos < the token's length
+            # (a split is strictly inside the token), so the next byte is there to look at:
+            # most terminals cannot start with it, and are skipped without a scan.
+            next_byte = self.matrix[rows, pos]
+            following = self._follow_arrays[previous]
+            present = np.zeros(256, dtype=bool)
+            present[next_byte] = True
+            open_: dict[int, TokenSet] = {}
+            children: dict[int, Tree] = {}
+            # the terminals after `previous` that can start with one of the next bytes, in order
+            for u in following[self._openers[following][:, present].any(axis=1)].tolist():
+                starts = self._openers[u][next_byte]
+                end_rows, end_states, split_rows, split_pos = self._scan(u, rows[starts], pos[starts], 0)
+                limit = self.terminals[u].token_limit
+                if limit is not None:  # the token spends one of `u`'s budget: the rest must finish it
+                    finish = [self.can_finish(u, int(s), limit - 1) for s in end_states.tolist()]
+                    end_rows = end_rows[np.array(finish, dtype=bool)] if len(end_rows) else end_rows
+                if len(end_rows):
+                    open_[u] = TokenSet.of(self.token_ids[end_rows], self.n_words)
+                if len(split_rows):
+                    children[u] = self._tree(u, split_rows, split_pos)
+            tree._set(open_, children)
+
+
+def _openers(terminals) -> np.ndarray:
+    """bool [terminal, byte]: whether the terminal's first byte can be that byte. any!
+    has none here: it starts only at a token boundary, never inside a token."""
+    out = np.zeros((len(terminals), 256), dtype=bool)
+    for u, terminal in enumerate(terminals):
+        if not terminal.any_token:
+            out[u] = np.asarray(terminal.dfa.trans[0]) >= 0
+    out.flags.writeable = False
+    return out
 
 
 _indexes: "weakref.WeakKeyDictionary[CompiledGrammar, dict[str, TokenIndex]]" = weakref.WeakKeyDictionary()

@@ -1,0 +1,178 @@
+/* Walking vocabulary tokens through a terminal's DFA: the inner loop of the token index.
+ *
+ * grammarc.tokens.index builds, for a lexer item (terminal t in DFA state q), the tokens
+ * that stay inside t and the places where t can end strictly inside a token. Token trees
+ * call this walk once per (tree node, next terminal): tens of thousands of small walks on a
+ * schema the engine has never seen, where NumPy's per-call overhead, not the bytes, was the
+ * cost. The walk is the same column-by-column sweep the vectorized version made, so the
+ * outputs come in the same order: by bytes consumed, then by input order.
+ *
+ * scan(trans, base, check, next, accept, matrix, width, lengths, rows, pos, q)
+ *   trans  int32 [n * 256] dense transitions, or None with the comb table (base int64,
+ *          check int32, next int32: next[base[s] + b] is the target when check[...] == s)
+ *   accept uint8 [n]; matrix uint8 [rows_total * width]; lengths int32 [rows_total]
+ *   rows int32, pos int32: the token rows to walk and the byte each starts at; q the state.
+ * returns (end_rows, end_states, split_rows, split_pos) as bytes of native int32:
+ *   rows whose every byte is taken, with the state they end in; and each (row, position)
+ *   strictly after the start and strictly before the token's end where the DFA accepts.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    int32_t *data;
+    Py_ssize_t len, cap;
+} Vec;
+
+static int vec_push(Vec *v, int32_t x) {
+    if (v->len == v->cap) {
+        Py_ssize_t cap = v->cap ? 2 * v->cap : 64;
+        int32_t *data = realloc(v->data, (size_t)cap * sizeof(int32_t));
+        if (!data) return -1;
+        v->data = data;
+        v->cap = cap;
+    }
+    v->data[v->len++] = x;
+    return 0;
+}
+
+static PyObject *vec_bytes(Vec *v) {
+    return PyBytes_FromStringAndSize((const char *)v->data, v->len * (Py_ssize_t)sizeof(int32_t));
+}
+
+typedef struct {
+    const int32_t *trans;  /* dense, or NULL */
+    const int64_t *base;
+    const int32_t *check, *next;
+    Py_ssize_t n_states, comb_size;
+} Table;
+
+static inline int32_t step(const Table *t, int32_t s, uint8_t b) {
+    if (t->trans) return t->trans[(Py_ssize_t)s * 256 + b];
+    Py_ssize_t i = (Py_ssize_t)t->base[s] + b;
+    return t->check[i] == s ? t->next[i] : -1;
+}
+
+/* The sweep; 0 on success, -1 when out of memory. */
+static int sweep(const Table *t, const uint8_t *accept, const uint8_t *matrix, Py_ssize_t width,
+                 const int32_t *lengths, int32_t *rows, int32_t *pos, int32_t *state, Py_ssize_t n,
+                 Vec *end_rows, Vec *end_states, Vec *split_rows, Vec *split_pos) {
+    int first = 1;
+    while (n) {
+        Py_ssize_t kept = 0;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            if (pos[i] >= lengths[rows[i]]) {
+                if (vec_push(end_rows, rows[i]) || vec_push(end_states, state[i])) return -1;
+            } else {
+                rows[kept] = rows[i], pos[kept] = pos[i], state[kept] = state[i];
+                kept++;
+            }
+        }
+        n = kept;
+        if (!first) {
+            for (Py_ssize_t i = 0; i < n; i++)
+                if (accept[state[i]] && (vec_push(split_rows, rows[i]) || vec_push(split_pos, pos[i]))) return -1;
+        }
+        first = 0;
+        kept = 0;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int32_t s = step(t, state[i], matrix[(Py_ssize_t)rows[i] * width + pos[i]]);
+            if (s >= 0) {
+                rows[kept] = rows[i], pos[kept] = pos[i] + 1, state[kept] = s;
+                kept++;
+            }
+        }
+        n = kept;
+    }
+    return 0;
+}
+
+static int need(Py_buffer *b, Py_ssize_t itemsize, const char *what) {
+    if (b->len % itemsize) {
+        PyErr_Format(PyExc_ValueError, "scan: %s is not an array of %zd-byte items", what, itemsize);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *scan(PyObject *self, PyObject *args) {
+    PyObject *trans_obj;
+    Py_buffer base = {0}, check = {0}, next = {0}, accept = {0}, matrix = {0}, lengths = {0}, rows = {0}, pos = {0},
+              trans = {0};
+    Py_ssize_t width, q;
+    if (!PyArg_ParseTuple(args, "Oy*y*y*y*y*ny*y*y*n", &trans_obj, &base, &check, &next, &accept, &matrix, &width,
+                          &lengths, &rows, &pos, &q))
+        return NULL;
+    PyObject *result = NULL;
+    int32_t *work = NULL;
+    Vec out[4] = {{0}};
+    Table t = {0};
+    if (trans_obj != Py_None) {
+        if (PyObject_GetBuffer(trans_obj, &trans, PyBUF_C_CONTIGUOUS) < 0) goto done;
+        if (need(&trans, 256 * sizeof(int32_t), "trans")) goto done;
+        t.trans = trans.buf;
+        t.n_states = trans.len / (256 * (Py_ssize_t)sizeof(int32_t));
+    } else {
+        if (need(&base, sizeof(int64_t), "base") || need(&check, sizeof(int32_t), "check") ||
+            need(&next, sizeof(int32_t), "next"))
+            goto done;
+        t.base = base.buf, t.check = check.buf, t.next = next.buf;
+        t.n_states = base.len / (Py_ssize_t)sizeof(int64_t);
+        t.comb_size = check.len / (Py_ssize_t)sizeof(int32_t);
+    }
+    if (need(&lengths, sizeof(int32_t), "lengths") || need(&rows, sizeof(int32_t), "rows") ||
+        need(&pos, sizeof(int32_t), "pos"))
+        goto done;
+    Py_ssize_t n = rows.len / (Py_ssize_t)sizeof(int32_t);
+    Py_ssize_t n_rows = lengths.len / (Py_ssize_t)sizeof(int32_t);
+    if (pos.len != rows.len || accept.len != t.n_states || width <= 0 || matrix.len != n_rows * width ||
+        q < 0 || q >= t.n_states) {
+        PyErr_SetString(PyExc_ValueError, "scan: inconsistent array sizes");
+        goto done;
+    }
+    /* Bounds are checked once here, so the sweep needs none: every row indexes the matrix,
+     * starts within its token, and the token (shorter than the width) reads only its row. */
+    const int32_t *r = rows.buf, *p = pos.buf, *len = lengths.buf;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (r[i] < 0 || r[i] >= n_rows || p[i] < 0 || p[i] > len[r[i]] || len[r[i]] >= width) {
+            PyErr_SetString(PyExc_ValueError, "scan: a row or position is out of range");
+            goto done;
+        }
+    work = malloc((size_t)(3 * n + 1) * sizeof(int32_t));
+    if (!work) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    memcpy(work, rows.buf, (size_t)n * sizeof(int32_t));
+    memcpy(work + n, pos.buf, (size_t)n * sizeof(int32_t));
+    for (Py_ssize_t i = 0; i < n; i++) work[2 * n + i] = (int32_t)q;
+    int failed;
+    Py_BEGIN_ALLOW_THREADS
+    failed = sweep(&t, accept.buf, matrix.buf, width, lengths.buf, work, work + n, work + 2 * n, n, &out[0], &out[1],
+                   &out[2], &out[3]);
+    Py_END_ALLOW_THREADS
+    if (failed) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    result = Py_BuildValue("(NNNN)", vec_bytes(&out[0]), vec_bytes(&out[1]), vec_bytes(&out[2]), vec_bytes(&out[3]));
+done:
+    free(work);
+    for (int i = 0; i < 4; i++) free(out[i].data);
+    PyBuffer_Release(&base), PyBuffer_Release(&check), PyBuffer_Release(&next), PyBuffer_Release(&accept);
+    PyBuffer_Release(&matrix), PyBuffer_Release(&lengths), PyBuffer_Release(&rows), PyBuffer_Release(&pos);
+    if (trans.obj) PyBuffer_Release(&trans);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"scan", scan, METH_VARARGS, "Walk token rows through a DFA (see the module's comment)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_scan", "The token index's walk over a DFA.", -1, methods};
+
+PyMODINIT_FUNC PyInit__scan(void) { return PyModule_Create(&module); }
