@@ -203,6 +203,10 @@ class Tree:
     def is_empty(self) -> bool:
         return not self.open and not self.children
 
+    def size(self) -> int:
+        """Number of (node, terminal, token) entries, for tests and reports (grows the whole tree)."""
+        return sum(s.count for s in self.open.values()) + sum(c.size() for c in self.children.values())
+
 
 def follows(bnf: Bnf) -> list[frozenset[int]]:
     """For each terminal, the terminals that can come right after it in some sentence."""
