@@ -23,7 +23,7 @@ from grammarc import Grammar
 from grammarc.engine import Engine
 from grammarc.errors import UnsupportedSchemaError
 from grammarc.frontends import json_formats as jf
-from grammarc.frontends.jsonschema.long_strings import LongStrings, _groups, plain_fits
+from grammarc.frontends.jsonschema.long_strings import LongStrings, _groups, counted, plain_fits
 from grammarc.ir import Ref, Regex
 from grammarc.lowering.compiler import compile_grammar
 from grammarc.runtime.recognizer import Recognizer
@@ -39,18 +39,24 @@ UNITS = ["a", "\u00e9", "\u20ac", "\U0001f600", '\\"', "\\\\", "\\/", "\\n", "\\
 BROKEN = ["\\ud800", "\\udc00", "\x01", '"', "\\x", "\\u12"]
 
 
+# one character of a pattern's class [a-z\u00e9] in JSON text: with escapes, and raw only
+CLASS = ((97, 122), (0xE9, 0xE9))
+CLASS_UNITS = [jf.char_regex(CLASS, escapes=True), jf.char_regex(CLASS, escapes=False)]
+
+
 @lru_cache(maxsize=None)
-def block_grammar(lo: int, hi: int | None, block: int, max_count: int) -> Grammar:
+def block_grammar(lo: int, hi: int | None, block: int, max_count: int, unit: str = jf.UNIT) -> Grammar:
     rules: dict = {}
     counter = iter(range(10**9))
-    maker = LongStrings(rules, lambda hint: f"{hint}_{next(counter)}", block=block, max_count=max_count)
+    maker = LongStrings(rules, lambda hint: f"{hint}_{next(counter)}", block=block, max_count=max_count, unit=unit)
     start = maker.string(lo, hi)
     return Grammar.of(Grammar(rules=[("start", start)] + list(rules.items())))
 
 
 @lru_cache(maxsize=None)
-def plain_grammar(lo: int, hi: int | None) -> Recognizer:
-    grammar = Grammar(rules=[("start", Regex(jf.string_regex(lo, hi)))])
+def plain_grammar(lo: int, hi: int | None, unit: str = jf.UNIT) -> Recognizer:
+    pattern = jf.string_regex(lo, hi) if unit == jf.UNIT else f'"{counted(unit, lo, hi)}"'
+    grammar = Grammar(rules=[("start", Regex(pattern))])
     return Recognizer(compile_grammar(grammar, max_states=100_000))
 
 
@@ -94,6 +100,18 @@ def test_block_grammar_accepts_exactly_what_the_string_regex_accepts(bounds, blo
     n = decoded_length(text)
     assert want == (n is not None and lo <= n and (hi is None or n <= hi)), "the reference disagrees with json"
     assert block_grammar(lo, hi, block, max_count).accepts(text) == want
+
+
+@SETTINGS
+@given(bounds=lengths(), block=st.integers(2, 4), max_count=st.sampled_from([1, 2, 100]),
+       unit=st.sampled_from(CLASS_UNITS), text=string_texts())
+def test_block_grammar_over_a_character_class(bounds, block, max_count, unit, text):
+    """Blocks of a pattern's character class (``^[a-z\u00e9]*$`` with long bounds) against
+    the single regex over the same class."""
+    lo, hi = bounds
+    plain = plain_grammar(lo, hi, unit).clone()
+    want = plain.feed(text.encode()) and plain.is_complete()
+    assert block_grammar(lo, hi, block, max_count, unit).accepts(text) == want
 
 
 @pytest.mark.parametrize("block, max_count", [(2, 1), (3, 1), (3, 2), (4, 3), (3, 100)])
@@ -212,7 +230,7 @@ def test_masks_inside_a_long_string_equal_brute_force():
 # -- refusals: precise, never an internal state-budget error ----------------------------------
 
 def test_pattern_with_a_huge_length_is_refused_at_its_pointer():
-    schema = {"type": "object", "properties": {"code": {"type": "string", "pattern": "^[a-z]+$", "maxLength": 100000}}}
+    schema = {"type": "object", "properties": {"code": {"type": "string", "pattern": "^(ab)+$", "maxLength": 100000}}}
     with pytest.raises(UnsupportedSchemaError) as info:
         Grammar.from_json_schema(schema)
     assert str(info.value) == ("#/properties/code/pattern: keyword 'pattern' is not supported: "
@@ -222,7 +240,7 @@ def test_pattern_with_a_huge_length_is_refused_at_its_pointer():
 
 def test_a_huge_pattern_is_refused_at_its_pointer():
     with pytest.raises(UnsupportedSchemaError) as info:
-        Grammar.from_json_schema({"type": "string", "pattern": "^x{1,100000}$"})
+        Grammar.from_json_schema({"type": "string", "pattern": "^(xy){1,100000}$"})
     assert str(info.value) == ("#/pattern: keyword 'pattern' is not supported: "
                                "the pattern needs more than 10000 automaton states")
 
@@ -233,9 +251,25 @@ def test_format_with_a_huge_length_is_refused_at_its_pointer():
     assert info.value.pointer == "#/format"
 
 
+@pytest.mark.parametrize("schema, lo, hi", [
+    ({"type": "string", "pattern": "^[a-z\u00e9]+$", "maxLength": 3000}, 1, 3000),
+    ({"type": "string", "pattern": "^[a-z\u00e9]{2,}$", "minLength": 1000, "maxLength": 40000}, 1000, 40000),
+    ({"type": "string", "pattern": "^[a-z\u00e9]{0,100000}$"}, 0, 100000),
+])
+def test_a_character_class_with_long_bounds_is_counted_in_blocks(schema, lo, hi):
+    grammar = Grammar.from_json_schema(schema)
+    assert Regex(f'"{counted(CLASS_UNITS[0], lo, hi)}"') not in [expr for _, expr in grammar.rules]
+    for n in sorted({lo - 1, lo, lo + 1, hi - 1, hi, hi + 1} - {-1}):
+        want = lo <= n <= hi
+        assert grammar.accepts(_string(n, "q")) == want, n
+        if 1 <= n <= 5000:
+            assert grammar.accepts('"' + "\u00e9" * (n - 1) + '\\u00E9"') == want, n
+            assert not grammar.accepts('"' + "q" * (n - 1) + 'Q"')
+
+
 def test_lenient_keeps_the_long_length_and_compiles():
     with pytest.warns(UserWarning):
-        grammar = Grammar.from_json_schema({"type": "string", "pattern": "^[a-z]+$", "maxLength": 100000}, lenient=True)
+        grammar = Grammar.from_json_schema({"type": "string", "pattern": "^(ab)+$", "maxLength": 100000}, lenient=True)
     grammar.compile()
     assert grammar.accepts(_string(100000, "B"))
     assert not grammar.accepts(_string(100001, "B"))

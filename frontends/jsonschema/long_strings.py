@@ -54,9 +54,12 @@ class LongStrings:
     of every length range built through the same instance."""
 
     def __init__(self, rules: dict[str, Expr], fresh: Callable[[str], str], *,
-                 block: int = BLOCK, max_count: int = MAX_COUNT):
+                 block: int = BLOCK, max_count: int = MAX_COUNT, unit: str = jf.UNIT):
+        """`unit` is the regex of one character as written in JSON text (default: any
+        character, every escape spelling); a pattern's character class gives another."""
         if block < 2 or max_count < 1:
             raise ValueError("block must be at least 2 and max_count at least 1")
+        self.unit = unit
         self.rules = rules
         self.fresh = fresh
         self.block = block
@@ -89,7 +92,7 @@ class LongStrings:
         if key in self._tails:
             return self._tails[key]
         if level == 0:
-            expr: Expr = Regex(jf.string_regex(lo, hi)[1:])  # the regex without its opening quote
+            expr: Expr = Regex(counted(self.unit, lo, hi) + '"')
         else:
             alts = []
             for a1, a2, r_lo, r_hi in _groups(lo, hi, self.block ** level):
@@ -136,11 +139,22 @@ class LongStrings:
         if level == 1:
             chain = self._chains.setdefault(0, [])
             if not chain:
-                chain.append(self._define(f"str_block_{self.block}", Regex(f"(?:{jf.UNIT}){{{self.block}}}")))
+                chain.append(self._define(f"str_block_{self.block}", Regex(counted(self.unit, self.block, self.block))))
             return chain[0]
         power = self._power(self.block, level - 1)
         assert power is not None
         return power
+
+
+def counted(unit: str, lo: int, hi: int | None) -> str:
+    """The regex of lo..hi repetitions of `unit` (hi None: no bound)."""
+    if hi == 0:
+        return ""
+    if hi is None:
+        rep = "*" if lo == 0 else ("+" if lo == 1 else f"{{{lo},}}")
+    else:
+        rep = f"{{{lo}}}" if lo == hi else f"{{{lo},{hi}}}"
+    return f"(?:{unit}){rep}"
 
 
 def _groups(lo: int, hi: int | None, size: int) -> list[tuple[int, int | None, int, int]]:

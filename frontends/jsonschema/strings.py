@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from grammarc import automata
+from grammarc.automata import regex as rx
 from grammarc.errors import StateBudgetExceeded
 from grammarc.ir import Alt, Expr, Literal, Ref, Regex, Seq
 from grammarc.frontends import json_formats as jf
@@ -38,7 +39,7 @@ class Strings:
                 return self._plain_string(m)
             if body is None:
                 return None
-            return self._checked('"' + body + '"', "pattern", ptr, "the pattern", m)
+            return self._checked('"' + body + '"', "pattern", ptr, "the pattern", m, jf.search_tree(patterns[0]), True)
         if patterns or formats:
             return self._string_intersection(m)
         return self._plain_string(m)
@@ -49,21 +50,30 @@ class Strings:
         lo, hi = m.min_len, m.max_len
         if plain_fits(lo if hi is None else hi):
             return Regex(jf.string_regex(lo, hi))
-        key = ("long_string", lo, hi)
+        return self._long_string(jf.UNIT, lo, hi)
+
+    def _long_string(self, unit: str, lo: int, hi: int | None) -> Expr:
+        """Strings of lo..hi characters, each matching `unit`, counted in blocks (memoized)."""
+        key = ("long_string", unit, lo, hi)
         if key not in self.memo:
-            maker = self.memo.get(("long_strings",))
+            maker = self.memo.get(("long_strings", unit))
             if maker is None:
-                maker = self.memo[("long_strings",)] = LongStrings(self.rules, self.fresh)
+                maker = self.memo[("long_strings", unit)] = LongStrings(self.rules, self.fresh, unit=unit)
             self.memo[key] = maker.string(lo, hi)
         return self.memo[key]
 
-    def _checked(self, regex: str, keyword: str, ptr: str, what: str, m: Merged) -> Expr:
-        """`regex` as a terminal when its automaton fits the lowering's state budget; else the
-        keyword at `ptr` is refused here, with its pointer (not later, as an internal regex).
-        The automaton is cached, so the lowering does not build it again."""
+    def _checked(self, regex: str, keyword: str, ptr: str, what: str, m: Merged, tree=None, escapes: bool = True) -> Expr:
+        """`regex` as a terminal when its automaton fits the lowering's state budget; else, when
+        `tree` (the strings' contents) is one character class repeated, those strings counted
+        in blocks; else the keyword at `ptr` is refused here, with its pointer (not later, as an
+        internal regex). The automaton is cached, so the lowering does not build it again."""
         try:
             automata.from_regex(regex)
         except StateBudgetExceeded:
+            run = _class_run(tree)
+            if run is not None:
+                ranges, lo, hi = run
+                return self._long_string(jf.char_regex(ranges, escapes=escapes), lo, hi)
             length = self._length_words(m)
             with_length = f" with {length}" if length else ""
             self.unsupported(keyword, ptr.rsplit("/", 1)[0],
@@ -108,7 +118,7 @@ class Strings:
                     rendered = None if tree is None else jf.render_tree(tree, escapes=escapes)
                     if rendered is None:
                         return None
-                    return self._checked(rendered, word, ptr, f"the {word}", m)
+                    return self._checked(rendered, word, ptr, f"the {word}", m, tree, escapes)
             dfa = jf.string_automaton(trees, m.min_len, m.max_len, max_states=MAX_STRING_STATES)
         except jf.PatternError as exc:
             what = "pattern, format, minLength and maxLength together"
@@ -152,3 +162,13 @@ class Strings:
         expr = Seq((Literal('"'), Ref(names[0]), Literal('"')))
         self.memo[key] = expr
         return expr
+
+
+def _class_run(tree) -> tuple[tuple, int, int | None] | None:
+    """(ranges, lo, hi) when `tree` (json_formats' pattern tree) is one non-empty character
+    class repeated lo..hi times, else None."""
+    while isinstance(tree, rx.Seq) and len(tree.items) == 1:
+        tree = tree.items[0]
+    if isinstance(tree, rx.Repeat) and isinstance(tree.item, rx.Chars) and tree.item.ranges:
+        return tree.item.ranges, tree.min, tree.max
+    return None
