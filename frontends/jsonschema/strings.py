@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Callable
+
 from grammarc import automata
 from grammarc.automata import regex as rx
 from grammarc.errors import StateBudgetExceeded
@@ -39,7 +41,7 @@ class Strings:
                 return self._plain_string(m)
             if body is None:
                 return None
-            return self._checked('"' + body + '"', "pattern", ptr, "the pattern", m, jf.search_tree(patterns[0]), True)
+            return self._checked('"' + body + '"', "pattern", ptr, "the pattern", m, lambda: jf.search_tree(patterns[0]), True)
         if patterns or formats:
             return self._string_intersection(m)
         return self._plain_string(m)
@@ -62,15 +64,17 @@ class Strings:
             self.memo[key] = maker.string(lo, hi)
         return self.memo[key]
 
-    def _checked(self, regex: str, keyword: str, ptr: str, what: str, m: Merged, tree=None, escapes: bool = True) -> Expr:
-        """`regex` as a terminal when its automaton fits the lowering's state budget; else, when
-        `tree` (the strings' contents) is one character class repeated, those strings counted
-        in blocks; else the keyword at `ptr` is refused here, with its pointer (not later, as an
-        internal regex). The automaton is cached, so the lowering does not build it again."""
+    def _checked(self, regex: str, keyword: str, ptr: str, what: str, m: Merged,
+                 tree: Callable[[], object], escapes: bool) -> Expr:
+        """`regex` as a terminal when its automaton fits the lowering's (default) state budget;
+        else, when `tree()` (the strings' contents) is one character class repeated, those
+        strings counted in blocks; else the keyword at `ptr` is refused here, with its pointer
+        (not later, as a state-budget error about an internal regex). The automaton is cached,
+        so the lowering does not build it again."""
         try:
             automata.from_regex(regex)
         except StateBudgetExceeded:
-            run = _class_run(tree)
+            run = _class_run(tree())
             if run is not None:
                 ranges, lo, hi = run
                 return self._long_string(jf.char_regex(ranges, escapes=escapes), lo, hi)
@@ -118,7 +122,7 @@ class Strings:
                     rendered = None if tree is None else jf.render_tree(tree, escapes=escapes)
                     if rendered is None:
                         return None
-                    return self._checked(rendered, word, ptr, f"the {word}", m, tree, escapes)
+                    return self._checked(rendered, word, ptr, f"the {word}", m, lambda: tree, escapes)
             dfa = jf.string_automaton(trees, m.min_len, m.max_len, max_states=MAX_STRING_STATES)
         except jf.PatternError as exc:
             what = "pattern, format, minLength and maxLength together"
