@@ -227,6 +227,21 @@ def test_masks_inside_a_long_string_equal_brute_force():
     assert ended == 6, "every walk should reach the end of the string"
 
 
+@pytest.mark.parametrize("lo, hi, block, max_count", [(5, 30, 3, 2), (0, 40, 2, 1), (13, None, 3, 1), (7, 7, 2, 2)])
+def test_masks_with_nested_levels_equal_brute_force(lo, hi, block, max_count):
+    """Several levels of units (the LR conflicts between 'another unit' and 'the tail
+    begins' are left to GLR): masks against brute force over the single string terminal."""
+    grammar = block_grammar(lo, hi, block, max_count)
+    reference = plain_grammar(lo, hi)
+    pieces = ['"', "a", "\\u00e9", "\\ud83d\\ude00", "\u00e9", "aa", "aaa", 'a"', "aaaaa", '\\"', "\\\\", "u0"]
+    data = [p.encode() for p in pieces] + ["é".encode()[:1], "é".encode()[1:], b""]
+    vocab = Vocabulary.from_bytes(data, eos_token_ids=[len(data) - 1])
+    rng = random.Random(lo * 1000 + (hi or 0))
+    for _ in range(5):
+        steps = _token_walks(Engine(grammar, vocab), reference, vocab, rng, 80)
+        assert hi is None or steps < 80, "a bounded string ends within 80 tokens"
+
+
 # -- refusals: precise, never an internal state-budget error ----------------------------------
 
 def test_pattern_with_a_huge_length_is_refused_at_its_pointer():
