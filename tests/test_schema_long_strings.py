@@ -309,3 +309,20 @@ def test_maskbench_long_string_schemas_pass(name):
     for test in case["tests"]:
         for text in (json.dumps(test["data"]), json.dumps(test["data"], indent=2)):
             assert grammar.accepts(text) == test["valid"], (test["description"], text[:200])
+
+
+@pytest.mark.parametrize("schema, message", [
+    ({"type": "string", "maxLength": 10**30},
+     "#/maxLength: keyword 'maxLength' is not supported: string lengths above 2**64 are not supported"),
+    ({"properties": {"a": {"allOf": [{"minLength": 2**65}, {"type": "string", "minLength": 3}]}}},
+     "#/properties/a/allOf/0/minLength: keyword 'minLength' is not supported: string lengths above 2**64 are not supported"),
+])
+def test_astronomical_lengths_are_refused_at_their_pointer(schema, message):
+    with pytest.raises(UnsupportedSchemaError) as info:
+        Grammar.from_json_schema(schema)
+    assert str(info.value) == message
+
+
+def test_a_length_of_2_to_the_64_is_exact():
+    grammar = Grammar.from_json_schema({"type": "string", "minLength": 7, "maxLength": 2**64})
+    assert [grammar.accepts(_string(n)) for n in (6, 7, 1000)] == [False, True, True]

@@ -38,6 +38,7 @@ from grammarc.ir import Alt, Expr, Literal, Ref, Regex, Seq
 
 BLOCK = 32  # characters per block terminal (~640 byte states)
 MAX_COUNT = 512  # units one chain of rules may count before units nest a level up
+MAX_LENGTH = 2**64  # larger bounds are refused: each level (x32) adds ~60 rules (2**64: ~3 s)
 
 
 @cache

@@ -12,7 +12,7 @@ from grammarc.frontends import json_formats as jf
 
 from . import chardfa
 from . import formats as fmt
-from .long_strings import LongStrings, plain_fits
+from .long_strings import MAX_LENGTH, LongStrings, plain_fits
 from .merge import Merged
 MAX_STRING_STATES = 1500  # character automaton for pattern & format & length
 
@@ -52,6 +52,12 @@ class Strings:
         lo, hi = m.min_len, m.max_len
         if plain_fits(lo if hi is None else hi):
             return Regex(jf.string_regex(lo, hi))
+        if (lo if hi is None else hi) > MAX_LENGTH:
+            ptr = m.len_ptrs[0 if hi is None else 1]
+            self.unsupported(ptr.rsplit("/", 1)[1], ptr.rsplit("/", 1)[0], "string lengths above 2**64 are not supported")
+            lo, hi = (lo if lo <= MAX_LENGTH else 0), None  # lenient: the bound is ignored
+            if plain_fits(lo):
+                return Regex(jf.string_regex(lo, hi))
         return self._long_string(jf.UNIT, lo, hi)
 
     def _long_string(self, unit: str, lo: int, hi: int | None) -> Expr:
@@ -75,7 +81,7 @@ class Strings:
             automata.from_regex(regex)
         except StateBudgetExceeded:
             run = _class_run(tree())
-            if run is not None:
+            if run is not None and (run[1] if run[2] is None else run[2]) <= MAX_LENGTH:
                 ranges, lo, hi = run
                 return self._long_string(jf.char_regex(ranges, escapes=escapes), lo, hi)
             length = self._length_words(m)
