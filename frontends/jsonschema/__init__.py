@@ -38,6 +38,9 @@ Keywords rewritten into exact equivalents (see `negation.py`):
   part of variable length (``^[a-z0-9_]+$`` + maxLength 64 is ``[a-z0-9_]{1,64}``), else the
   product automaton of the patterns, the format and a character counter, emitted as
   right-linear rules (at most 1,500 states; ``format: email`` with a length is refused);
+- ``minLength``/``maxLength`` too large for one string terminal (past ~500 characters): the
+  grammar counts blocks of 32 characters (`long_strings.py`, exact; also for a pattern that
+  is one character class repeated); other patterns or formats with such lengths are refused;
 - ``multipleOf`` a/10**s: a divisibility automaton over the digits of x*10**s; with bounds,
   the multiples are listed (at most 256) or, for a half-open range around 0, the unsigned
   automaton plus the listed multiples between 0 and the bound.

@@ -29,6 +29,7 @@ class Merged:
     multiple_of: list | None = None
     min_len: int = 0
     max_len: int | None = None
+    len_ptrs: tuple[str, str] = ("#", "#")  # where min_len and max_len were set
     patterns: list | None = None
     formats: list | None = None
     objects: list | None = None  # [(node, properties, patternProperties, additional)]
@@ -191,10 +192,13 @@ class Merging:
             m.multiple_of = (m.multiple_of or []) + [(v, p + "/multipleOf")]
         # strings
         if "minLength" in s:
-            m.min_len = max(m.min_len, count_value(s["minLength"], p + "/minLength"))
+            v = count_value(s["minLength"], p + "/minLength")
+            if v > m.min_len:
+                m.min_len, m.len_ptrs = v, (p + "/minLength", m.len_ptrs[1])
         if "maxLength" in s:
             v = count_value(s["maxLength"], p + "/maxLength")
-            m.max_len = v if m.max_len is None else min(m.max_len, v)
+            if m.max_len is None or v < m.max_len:
+                m.max_len, m.len_ptrs = v, (m.len_ptrs[0], p + "/maxLength")
         if "pattern" in s:
             if not isinstance(s["pattern"], str):
                 raise SchemaError("pattern must be a string", p + "/pattern")

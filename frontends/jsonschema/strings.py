@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Callable
+
+from grammarc import automata
+from grammarc.automata import regex as rx
+from grammarc.errors import StateBudgetExceeded
 from grammarc.ir import Alt, Expr, Literal, Ref, Regex, Seq
 from grammarc.frontends import json_formats as jf
 
 from . import chardfa
 from . import formats as fmt
+from .long_strings import MAX_LENGTH, LongStrings, plain_fits
 from .merge import Merged
 MAX_STRING_STATES = 1500  # character automaton for pattern & format & length
 
@@ -32,11 +38,63 @@ class Strings:
                 body = jf.search_regex(patterns[0])
             except jf.PatternError as exc:
                 self.unsupported("pattern", ptr.rsplit("/", 1)[0], str(exc))
-                return Regex(jf.string_regex(m.min_len, m.max_len))
-            return None if body is None else Regex('"' + body + '"')
+                return self._plain_string(m)
+            if body is None:
+                return None
+            return self._checked('"' + body + '"', "pattern", ptr, "the pattern", m, lambda: jf.search_tree(patterns[0]), True)
         if patterns or formats:
             return self._string_intersection(m)
-        return Regex(jf.string_regex(m.min_len, m.max_len))
+        return self._plain_string(m)
+
+    def _plain_string(self, m: Merged) -> Expr:
+        """Any string of m.min_len..m.max_len characters: one terminal while it fits the state
+        budget, else counted in blocks by the grammar (long_strings)."""
+        lo, hi = m.min_len, m.max_len
+        if plain_fits(lo if hi is None else hi):
+            return Regex(jf.string_regex(lo, hi))
+        if (lo if hi is None else hi) > MAX_LENGTH:
+            ptr = m.len_ptrs[0 if hi is None else 1]
+            self.unsupported(ptr.rsplit("/", 1)[1], ptr.rsplit("/", 1)[0], "string lengths above 2**64 are not supported")
+            lo, hi = (lo if lo <= MAX_LENGTH else 0), None  # lenient: the bound is ignored
+            if plain_fits(lo):
+                return Regex(jf.string_regex(lo, hi))
+        return self._long_string(jf.UNIT, lo, hi)
+
+    def _long_string(self, unit: str, lo: int, hi: int | None) -> Expr:
+        """Strings of lo..hi characters, each matching `unit`, counted in blocks (memoized)."""
+        key = ("long_string", unit, lo, hi)
+        if key not in self.memo:
+            maker = self.memo.get(("long_strings", unit))
+            if maker is None:
+                maker = self.memo[("long_strings", unit)] = LongStrings(self.rules, self.fresh, unit=unit)
+            self.memo[key] = maker.string(lo, hi)
+        return self.memo[key]
+
+    def _checked(self, regex: str, keyword: str, ptr: str, what: str, m: Merged,
+                 tree: Callable[[], object], escapes: bool) -> Expr:
+        """`regex` as a terminal when its automaton fits the lowering's (default) state budget;
+        else, when `tree()` (the strings' contents) is one character class repeated, those
+        strings counted in blocks; else the keyword at `ptr` is refused here, with its pointer
+        (not later, as a state-budget error about an internal regex). The automaton is cached,
+        so the lowering does not build it again."""
+        try:
+            automata.from_regex(regex)
+        except StateBudgetExceeded:
+            run = _class_run(tree())
+            if run is not None and (run[1] if run[2] is None else run[2]) <= MAX_LENGTH:
+                ranges, lo, hi = run
+                return self._long_string(jf.char_regex(ranges, escapes=escapes), lo, hi)
+            length = self._length_words(m)
+            with_length = f" with {length}" if length else ""
+            self.unsupported(keyword, ptr.rsplit("/", 1)[0],
+                             f"{what}{with_length} needs more than {automata.DEFAULT_MAX_STATES} automaton states")
+            return self._plain_string(m)
+        return Regex(regex)
+
+    @staticmethod
+    def _length_words(m: Merged) -> str:
+        parts = ([f"minLength {m.min_len}"] if m.min_len else []) + ([f"maxLength {m.max_len}"] if m.max_len is not None else [])
+        return " and ".join(parts)
 
 
     def _string_intersection(self, m: Merged) -> Expr | None:
@@ -57,9 +115,8 @@ class Strings:
                 continue
             if tree not in trees:
                 trees.append(tree)
-        plain = Regex(jf.string_regex(m.min_len, m.max_len))
         if not trees:
-            return plain
+            return self._plain_string(m)
         word, ptr = ("format", m.formats[-1][1]) if m.formats else ("pattern", m.patterns[-1][1])
         try:
             if len(trees) == 1:
@@ -69,12 +126,14 @@ class Strings:
                     pass
                 else:
                     rendered = None if tree is None else jf.render_tree(tree, escapes=escapes)
-                    return None if rendered is None else Regex(rendered)
+                    if rendered is None:
+                        return None
+                    return self._checked(rendered, word, ptr, f"the {word}", m, lambda: tree, escapes)
             dfa = jf.string_automaton(trees, m.min_len, m.max_len, max_states=MAX_STRING_STATES)
         except jf.PatternError as exc:
             what = "pattern, format, minLength and maxLength together"
             self.unsupported(word, ptr.rsplit("/", 1)[0], f"{what}: {exc}")
-            return plain
+            return self._plain_string(m)
         return None if dfa is None else self._char_dfa(dfa, escapes)
 
 
@@ -84,7 +143,7 @@ class Strings:
         ptr = (m.not_patterns or [(None, m.not_strings_ptr)])[0][1]
         if formats:
             self.unsupported("not", ptr, "a negated pattern or string together with format")
-            return Regex(jf.string_regex(m.min_len, m.max_len))
+            return self._plain_string(m)
         try:
             trees = [jf.search_tree(p) for p in patterns] or [jf.search_tree("")]
             dfa = chardfa.strings(trees, m.min_len, m.max_len, MAX_STRING_STATES)
@@ -95,7 +154,7 @@ class Strings:
             chars = None if dfa is None else chardfa.chars(dfa, MAX_STRING_STATES)
         except (jf.PatternError, chardfa.TooLarge) as exc:
             self.unsupported("not", ptr, str(exc))
-            return Regex(jf.string_regex(m.min_len, m.max_len))
+            return self._plain_string(m)
         return None if chars is None else self._char_dfa(chars, True)
 
     def _char_dfa(self, dfa, escapes: bool, hint: str | None = None) -> Expr:
@@ -113,3 +172,13 @@ class Strings:
         expr = Seq((Literal('"'), Ref(names[0]), Literal('"')))
         self.memo[key] = expr
         return expr
+
+
+def _class_run(tree) -> tuple[tuple, int, int | None] | None:
+    """(ranges, lo, hi) when `tree` (json_formats' pattern tree) is one non-empty character
+    class repeated lo..hi times, else None."""
+    while isinstance(tree, rx.Seq) and len(tree.items) == 1:
+        tree = tree.items[0]
+    if isinstance(tree, rx.Repeat) and isinstance(tree.item, rx.Chars) and tree.item.ranges:
+        return tree.item.ranges, tree.min, tree.max
+    return None
