@@ -1,8 +1,8 @@
 """The file store under grammarc's on-disk caches: one ``.npz`` file per entry, safe to share.
 
 Both disk caches (token-index scans, grammarc.tokens.scan_cache; compiled grammars,
-grammarc.lowering.compiled_cache) keep their entries here, so they share one directory,
-one switch and one size limit:
+grammarc.lowering.compiled_cache) keep their entries here, so they share one directory and
+one switch, and read and write files the same way:
 
 * the directory is ``$GRAMMARC_CACHE_DIR``, else ``$XDG_CACHE_HOME/grammarc``, else
   ``~/.cache/grammarc``; ``GRAMMARC_CACHE_DIR=off`` (or ``0``, ``none``, empty) turns every
@@ -10,13 +10,14 @@ one switch and one size limit:
 * a file holds plain numpy arrays and a JSON header (array ``meta``), loaded with
   ``allow_pickle=False`` — never pickled, since a cache directory may be shared and
   unpickling runs code. The header carries the caller's identifying fields (format version,
-  grammarc version, keys) and a BLAKE2b checksum of every array's name, dtype, shape and
-  bytes; `read` refuses a file whose header or checksum does not match (`StoreError`), so a
+  grammarc version, keys) and a BLAKE2b checksum of the other header fields and of every
+  array's name, dtype, shape and bytes; `read` refuses a file whose header or checksum does not match (`StoreError`), so a
   flipped bit, a truncated write or another version is never read as data;
 * `write` writes to a temporary name in the same directory and renames it (``os.replace``):
   a reader, or another process writing the same entry, never sees half a file;
-* `enforce_limit` keeps the whole directory under ``$GRAMMARC_CACHE_MAX_MB`` (default 512)
-  by deleting the files least recently used (`touch` marks a file used when it is loaded).
+* `enforce_limit` keeps one kind of file (a file name suffix) under a size limit by deleting
+  the files least recently used (`touch` marks a file used when it is loaded): each cache
+  has its own limit, so that a flood of one kind of entry never evicts the other kind.
 """
 
 from __future__ import annotations
@@ -71,9 +72,12 @@ def package_version() -> str:
         return "unknown"
 
 
-def checksum(arrays: Mapping[str, np.ndarray], names: Iterable[str]) -> str:
-    """BLAKE2b over the name, dtype, shape and bytes of the arrays `names`, in that order."""
+def checksum(header: Mapping[str, object], arrays: Mapping[str, np.ndarray], names: Iterable[str]) -> str:
+    """BLAKE2b over the header (but its ``checksum`` field) and the name, dtype, shape and
+    bytes of the arrays `names`, in that order."""
     digest = hashlib.blake2b(digest_size=20)
+    fields = {key: value for key, value in header.items() if key != "checksum"}
+    digest.update(json.dumps(fields, sort_keys=True).encode("utf-8") + b"\0")
     for name in names:
         array = np.ascontiguousarray(arrays[name])
         digest.update(f"{name}:{array.dtype.str}:{array.shape};".encode())
@@ -96,7 +100,7 @@ def read(path: Path, expected: Mapping[str, object], names: Iterable[str]) -> tu
     found = {key: meta.get(key) for key in expected}
     if found != dict(expected):
         raise StoreError(f"header {found} does not match {dict(expected)}")
-    if meta.get("checksum") != checksum(arrays, names):
+    if meta.get("checksum") != checksum(meta, arrays, names):
         raise StoreError("checksum mismatch (the file is damaged)")
     return meta, arrays
 
@@ -104,7 +108,7 @@ def read(path: Path, expected: Mapping[str, object], names: Iterable[str]) -> tu
 def write(path: Path, header: Mapping[str, object], arrays: Mapping[str, np.ndarray]) -> None:
     """Write `arrays` and `header` (plus the checksum over every array) to `path`
     atomically; raises OSError when it cannot (nothing is left behind)."""
-    meta = dict(header, checksum=checksum(arrays, arrays))
+    meta = dict(header, checksum=checksum(header, arrays, arrays))
     payload = dict(arrays, meta=np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8))
     tmp = None
     try:
@@ -130,16 +134,17 @@ def touch(path: Path) -> None:
         pass
 
 
-def enforce_limit(directory: Path | None = None) -> int:
-    """Delete the least recently used ``.npz`` files under `directory` (the cache
-    directory by default) until they take at most ``$GRAMMARC_CACHE_MAX_MB``; returns the
-    number of files deleted. Every cache and format version counts."""
+def enforce_limit(directory: Path | None = None, *, suffix: str = ".npz", variable: str = "GRAMMARC_CACHE_MAX_MB",
+                  default_mb: int = DEFAULT_CACHE_MAX_MB) -> int:
+    """Delete the least recently used files named ``*{suffix}`` under `directory` (the cache
+    directory by default) until they take at most ``${variable}`` megabytes; returns the
+    number of files deleted. Every format version counts."""
     directory = cache_dir() if directory is None else directory
     if directory is None or not directory.is_dir():
         return 0
-    limit = megabytes("GRAMMARC_CACHE_MAX_MB", DEFAULT_CACHE_MAX_MB)
+    limit = megabytes(variable, default_mb)
     found = []
-    for path in directory.rglob("*.npz"):
+    for path in directory.rglob(f"*{suffix}"):
         try:
             stat = path.stat()
         except OSError:

@@ -12,7 +12,7 @@ In memory: the scans most recently used, up to ``$GRAMMARC_SCAN_MEMORY_MB`` (def
 and `MAX_STORES` languages; the least recently used are written out and dropped (an index
 keeps its own masks, so dropping a scan costs only a reload or a rescan).
 
-On disk: one ``.npz`` file per (language key, vocabulary) under ``v2/`` of grammarc's
+On disk: one ``.npz`` file per (language key, vocabulary) under ``v3/`` of grammarc's
 cache directory, written and checked by `grammarc.diskstore` (``$GRAMMARC_CACHE_DIR``, else
 ``$XDG_CACHE_HOME/grammarc``, else ``~/.cache/grammarc``; ``GRAMMARC_CACHE_DIR=off``
 disables it): plain numpy arrays and a JSON header, never pickled. The header holds the
@@ -40,7 +40,7 @@ from grammarc import diskstore
 from grammarc.diskstore import DEFAULT_CACHE_MAX_MB, cache_dir, enforce_limit as enforce_cache_limit, package_version
 from grammarc.errors import GrammarWarning
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3  # 3: the checksum covers the header too (grammarc.diskstore)
 DEFAULT_MEMORY_MB = 256
 MAX_STORES = 4096  # languages kept in memory at once, whatever their size
 _ARRAYS = ("states", "inside", "split_offsets", "split_rows", "split_pos")
@@ -61,11 +61,6 @@ class Scan:
     @property
     def nbytes(self) -> int:
         return self.inside.nbytes + self.split_rows.nbytes + self.split_pos.nbytes
-
-
-def checksum(arrays: dict[str, np.ndarray]) -> str:
-    """BLAKE2b over the dtype, shape and bytes of the arrays named in `_ARRAYS`."""
-    return diskstore.checksum(arrays, _ARRAYS)
 
 
 class TerminalScans:
