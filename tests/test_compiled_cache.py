@@ -93,8 +93,8 @@ def assert_identical(expected, got) -> None:
     assert got.accepts_empty == expected.accepts_empty
 
 
-def _round_trip(grammar: Grammar) -> None:
-    expected = _uncached(grammar)
+def _round_trip(grammar: Grammar, expected=None) -> None:
+    expected = _uncached(grammar) if expected is None else expected
     compiled_cache.stats.clear()
     first = _fresh(grammar)  # compiled and written
     assert compiled_cache.stats == Counter(misses=1, writes=1)
@@ -131,10 +131,10 @@ def test_maskbench_schemas_round_trip(cache):
     for path in _maskbench_sample(8):
         try:
             grammar = Grammar.from_json_schema(json.loads(path.read_text())["schema"])
-            _uncached(grammar)
+            expected = _uncached(grammar)
         except grammarc.GrammarcError:
             continue  # refused schemas are not cached
-        _round_trip(grammar)
+        _round_trip(grammar, expected)
         done += 1
     assert done >= 4
 
@@ -207,7 +207,7 @@ def test_keys_follow_grammar_equality_and_options():
     others = [
         Grammar.from_ebnf("start ::= 'a' b ;\nb ::= #'[0-8]+' ;"),
         Grammar.from_ebnf("start ::= 'a' b ;\nb ::= #e'[0-9]+' ;"),
-        Grammar.from_ebnf("start ::= 'a' b ;\nb ::= #'[0-9]+' ;", start="b"),
+        Grammar(a.rules, start="b"),
         Grammar.from_ebnf("start ::= b 'a' ;\nb ::= #'[0-9]+' ;"),
     ]
     keys = {key(g, *OPTIONS) for g in others} | {key(a, 99, 512), key(a, 10_000, 64), key(a, *OPTIONS)}
@@ -379,3 +379,32 @@ def test_the_in_memory_cache_comes_first(cache):
     first = _fresh(VARIED)
     compiled_cache.stats.clear()
     assert compile_grammar(VARIED) is first and compiled_cache.stats == Counter()
+
+
+_WARNS = """
+import warnings
+from grammarc.ir.nodes import Grammar, Literal, Ref, Seq
+from grammarc.lowering import compiled_cache
+from grammarc.lowering.compiler import compile_grammar
+grammar = Grammar((("start", Seq((Literal("a"), Ref("b")))), ("b", Literal("b")), ("lost", Literal("c"))))
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    compile_grammar(grammar)
+print(sorted(compiled_cache.stats.items()), [str(w.message) for w in caught])
+"""
+
+
+def test_a_loaded_grammar_still_warns_about_unreachable_rules(cache):
+    environment = dict(os.environ, GRAMMARC_CACHE_DIR=str(cache))
+    outputs = [subprocess.run([sys.executable, "-c", _WARNS], env=environment, capture_output=True, text=True,
+                              timeout=300, check=True).stdout.strip() for _ in range(2)]
+    warning = "[\"rule 'lost' is not reachable from the start rule 'start'\"]"
+    assert outputs == [f"[('misses', 1), ('writes', 1)] {warning}", f"[('hits', 1)] {warning}"]
+
+
+def test_grammars_that_do_not_compile_are_not_stored(cache):
+    broken = nodes.Grammar((("start", nodes.Seq((nodes.Literal("a"), nodes.Ref("missing")))),))
+    for _ in range(2):
+        with pytest.raises(grammarc.GrammarError, match="missing"):
+            _fresh(broken)
+    assert compiled_cache.stats == Counter(misses=2) and not list(cache.rglob("*.grammar"))

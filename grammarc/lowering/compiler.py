@@ -30,7 +30,7 @@ from grammarc.allocation import gc_paused
 from grammarc import automata
 from grammarc.automata import DFA
 from grammarc.errors import GrammarError, RegexError, StateBudgetExceeded
-from grammarc.ir.check import check_depth, check_grammar
+from grammarc.ir.check import check_depth, check_grammar, warn_unreachable
 from grammarc.ir.nodes import AnyToken, Alt, Except, Expr, Grammar, Literal, Ref, Regex, Repeat, Seq, Substrings, walk
 from grammarc.ir.printer import expr_to_ebnf
 from grammarc.lowering import compiled_cache
@@ -92,13 +92,14 @@ def compile_grammar(
 @functools.lru_cache(maxsize=128)
 def _compile_cached(grammar: Grammar, max_states: int, merge_max_states: int) -> CompiledGrammar:
     """The in-process cache, in front of the disk cache (grammarc.lowering.compiled_cache)."""
-    check_grammar(grammar)
     with gc_paused():
         stored = compiled_cache.entry(grammar, max_states, merge_max_states)
         parts = None if stored is None else stored.load()
-        if parts is not None:
+        if parts is not None:  # stored after an equal grammar passed check_grammar under this code
+            warn_unreachable(grammar)
             return CompiledGrammar(grammar, tuple(Terminal(*t) for t in parts.terminals), parts.bnf, parts.tables,
                                    parts.accepts_empty)
+        check_grammar(grammar)
         lowering = _Lowering(grammar, max_states, merge_max_states)
         start_symbols = lowering.lower_all()
         bnf, terminals, accepts_empty = _normalize(lowering, start_symbols)
