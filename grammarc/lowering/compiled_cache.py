@@ -254,6 +254,14 @@ def _groups(flat: list, counts: list[int]) -> list[list]:
     return [list(islice(items, count)) for count in counts]
 
 
+def _rows(keys: list, values: list, counts: list[int]) -> tuple[dict, ...]:
+    """Dictionaries of `counts` consecutive (key, value) pairs each, in order."""
+    if len(keys) != len(values) or sum(counts) != len(keys) or min(counts, default=0) < 0:
+        raise ValueError("array lengths do not add up")
+    keys_, values_ = iter(keys), iter(values)
+    return tuple(dict(zip(islice(keys_, count), islice(values_, count))) for count in counts)
+
+
 def _decode(meta: dict, arrays: dict[str, np.ndarray]) -> Parts:
     """The parts back from `_encode`'s output; raises on anything inconsistent."""
     kinds, sizes = arrays["kind"].tolist(), arrays["n_states"]
@@ -272,7 +280,8 @@ def _decode(meta: dict, arrays: dict[str, np.ndarray]) -> Parts:
     terminals = []
     for i, (kind, n) in enumerate(zip(kinds, sizes.tolist())):
         if kind == _DENSE:
-            trans = _frozen(next(tables).reshape(n, next(dense_k))[:, next(b2cs)], np.int32)
+            table = next(tables).reshape(n, next(dense_k)).astype(np.int32, copy=False)
+            trans = _frozen(np.take(table, next(b2cs), axis=1), np.int32)  # C order: no second copy
         elif kind == _COMB:
             trans = CombTable(_frozen(next(bases), np.int64), _frozen(next(checks), np.int32),
                               _frozen(next(nexts), np.int32), n)
@@ -284,11 +293,9 @@ def _decode(meta: dict, arrays: dict[str, np.ndarray]) -> Parts:
     rhs = _groups(arrays["prod_rhs"].tolist(), arrays["prod_len"].tolist())
     productions = tuple(Production(lhs, tuple(r)) for lhs, r in zip(arrays["prod_lhs"].tolist(), rhs, strict=True))
     bnf = Bnf(int(meta["n_terminals"]), tuple(str(n) for n in meta["nonterminals"]), productions)
-    acts = _groups(arrays["action_val"].tolist(), arrays["action_len"].tolist())
-    cells = list(zip(arrays["action_key"].tolist(), map(tuple, acts), strict=True))
-    action = tuple(dict(row) for row in _groups(cells, arrays["action_count"].tolist()))
-    gotos = list(zip(arrays["goto_key"].tolist(), arrays["goto_val"].tolist(), strict=True))
-    goto = tuple(dict(row) for row in _groups(gotos, arrays["goto_count"].tolist()))
+    acts = map(tuple, _groups(arrays["action_val"].tolist(), arrays["action_len"].tolist()))
+    action = _rows(arrays["action_key"].tolist(), list(acts), arrays["action_count"].tolist())
+    goto = _rows(arrays["goto_key"].tolist(), arrays["goto_val"].tolist(), arrays["goto_count"].tolist())
     if len(action) != len(goto):
         raise ValueError("ACTION and GOTO have different numbers of states")
     return Parts(tuple(terminals), bnf, LRTables(action, goto), bool(meta["accepts_empty"]))
