@@ -25,7 +25,7 @@ from pathlib import Path
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "maskbench-dev"
 DEFAULT = ["Kubernetes---kb_838_Normalized.json", "Github_hard---o83111.json", "Kubernetes---kb_1011_Normalized.json",
-           "Github_ultra---o48661.json", "JsonSchemaStore---service-schema.json"]
+           "Github_ultra---o48661.json"]
 
 _CHILD = r"""
 import json, sys, time

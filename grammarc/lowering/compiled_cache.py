@@ -120,13 +120,13 @@ class Entry:
 
     def save(self, parts: Parts) -> None:
         """Write the parts (atomically), then keep the cache directory under its limit."""
-        meta, arrays = _encode(parts)
         try:
+            meta, arrays = _encode(parts)
             diskstore.write(self.path, dict(self.header(), **meta), arrays)
             stats["writes"] += 1
             diskstore.enforce_limit(self.path.parent.parent, suffix=SUFFIX, variable=LIMIT_VARIABLE,
                                     default_mb=DEFAULT_LIMIT_MB)
-        except OSError as error:
+        except Exception as error:  # a full disk, a read-only directory: the grammar is compiled all the same
             warnings.warn(GrammarWarning(f"cannot write compiled-grammar cache {self.path}: {error}"), stacklevel=3)
 
 
