@@ -266,10 +266,11 @@ DAMAGE = {
     "other-package": lambda path: _rewrite(path, _meta(lambda m: m.__setitem__("package", "0.0.0-other"))),
     "other-key": lambda path: _rewrite(path, _meta(lambda m: m.__setitem__("key", "0" * 48))),
     "no-checksum": lambda path: _rewrite(path, _meta(lambda m: m.pop("checksum"))),
-    "lr-cell": lambda path: _rewrite(path, _bump("action_val")),
+    "lr-cell": lambda path: _rewrite(path, _bump("ints")),
     "dfa-cell": lambda path: _rewrite(path, _bump("dense_cells")),
     "comb-cell": lambda path: _rewrite(path, _bump("comb_next")),
     "names": lambda path: _rewrite(path, _meta(lambda m: m["names"].__setitem__(0, "other"))),
+    "packed-lengths": lambda path: _rewrite(path, _meta(lambda m: m["packed"][-1].__setitem__(1, 0))),
 }
 
 

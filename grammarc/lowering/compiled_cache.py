@@ -141,14 +141,30 @@ def entry(grammar: Grammar, max_states: int, merge_max_states: int) -> Entry | N
 
 # -- encoding -----------------------------------------------------------------------------
 
-_ARRAYS = (
-    "kind", "n_states", "accept",
-    "dense_k", "dense_b2c", "dense_cells",
-    "comb_cells", "comb_base", "comb_check", "comb_next",
+# Small integer arrays travel as one ``ints`` array (a zip member costs as much to write as
+# thousands of numbers), cut back by the lengths the header lists under "packed".
+_PACKED = (
+    "kind", "n_states", "dense_k", "comb_cells",
     "prod_lhs", "prod_len", "prod_rhs",
     "action_count", "action_key", "action_len", "action_val",
     "goto_count", "goto_key", "goto_val",
 )
+_ARRAYS = ("ints", "accept", "dense_b2c", "dense_cells", "comb_base", "comb_check", "comb_next")
+
+
+def _pack(arrays: dict[str, np.ndarray]) -> tuple[list, dict[str, np.ndarray]]:
+    """(lengths for the header, the stored arrays): the `_PACKED` ones joined into ``ints``."""
+    lengths = [[name, len(arrays[name])] for name in _PACKED]
+    stored = {name: arrays[name] for name in _ARRAYS if name != "ints"}
+    return lengths, dict(ints=_cat([arrays[name] for name in _PACKED], np.int64), **stored)
+
+
+def _unpack(lengths: list, stored: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    names = [name for name, _ in lengths]
+    if names != list(_PACKED):
+        raise ValueError("the packed arrays are not the expected ones")
+    pieces = _split(stored["ints"], _ints([length for _, length in lengths]))
+    return dict(zip(_PACKED, pieces), **{name: stored[name] for name in _ARRAYS if name != "ints"})
 
 
 def _byte_classes(trans: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -201,7 +217,7 @@ def _encode(parts: Parts) -> tuple[dict, dict[str, np.ndarray]]:
     cells = [(key, acts) for row in action for key, acts in row.items()]
     gotos = [(key, target) for row in goto for key, target in row.items()]
     arrays = {
-        "kind": _ints(kinds, np.int8),
+        "kind": _ints(kinds),
         "n_states": _ints(sizes),
         "accept": _cat(accepts, bool),
         "dense_k": _ints(dense_k),
@@ -230,7 +246,8 @@ def _encode(parts: Parts) -> tuple[dict, dict[str, np.ndarray]]:
         "nonterminals": list(parts.bnf.nonterminals),
         "accepts_empty": parts.accepts_empty,
     }
-    return meta, arrays
+    meta["packed"], stored = _pack(arrays)
+    return meta, stored
 
 
 def _frozen(array: np.ndarray, dtype) -> np.ndarray:
@@ -264,6 +281,7 @@ def _rows(keys: list, values: list, counts: list[int]) -> tuple[dict, ...]:
 
 def _decode(meta: dict, arrays: dict[str, np.ndarray]) -> Parts:
     """The parts back from `_encode`'s output; raises on anything inconsistent."""
+    arrays = _unpack(meta["packed"], arrays)
     kinds, sizes = arrays["kind"].tolist(), arrays["n_states"]
     names, any_token, token_limit = meta["names"], meta["any_token"], meta["token_limit"]
     if not len(kinds) == len(sizes) == len(names) == len(any_token) == len(token_limit) == meta["n_terminals"]:
