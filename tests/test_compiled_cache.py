@@ -409,3 +409,17 @@ def test_grammars_that_do_not_compile_are_not_stored(cache):
         with pytest.raises(grammarc.GrammarError, match="missing"):
             _fresh(broken)
     assert compiled_cache.stats == Counter(misses=2) and not list(cache.rglob("*.grammar"))
+
+
+def test_the_limit_is_checked_after_a_32nd_of_it_is_written(cache, monkeypatch):
+    _fresh(Grammar.from_ebnf("start ::= 'a'+ ;"))
+    size = _only_file(cache).stat().st_size
+    monkeypatch.setattr(compiled_cache, "_written", 0)
+    monkeypatch.setenv("GRAMMARC_GRAMMAR_CACHE_MAX_MB", repr(20 * size / (1 << 20)))  # room for 20 files
+    calls = []
+    monkeypatch.setattr(compiled_cache.diskstore, "enforce_limit", lambda *a, **k: calls.append(a) or 0)
+    _fresh(Grammar.from_ebnf("start ::= 'b'+ ;"))  # 1/20 of the limit: past 1/32, checked
+    assert len(calls) == 1 and compiled_cache._written == 0
+    monkeypatch.setenv("GRAMMARC_GRAMMAR_CACHE_MAX_MB", repr(100 * size / (1 << 20)))
+    _fresh(Grammar.from_ebnf("start ::= 'c'+ ;"))  # 1/100: not yet
+    assert len(calls) == 1 and compiled_cache._written > 0

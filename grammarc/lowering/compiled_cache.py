@@ -7,7 +7,8 @@ in-memory LRU cache; behind it, this module keeps them on disk, one file ``KEY.g
 (a numpy ``.npz`` archive) per (IR, options) under ``grammars/v1/`` of grammarc's cache
 directory (`grammarc.diskstore`: ``$GRAMMARC_CACHE_DIR``, else ``$XDG_CACHE_HOME/grammarc``,
 else ``~/.cache/grammarc``; ``GRAMMARC_CACHE_DIR=off`` turns it off). The files take at most
-``$GRAMMARC_GRAMMAR_CACHE_MAX_MB`` (default 256): the least recently used go first.
+``$GRAMMARC_GRAMMAR_CACHE_MAX_MB`` (default 256): the least recently used go first, checked
+each time a process has written 1/32 of the limit and when it exits.
 
 The file name is a BLAKE2b hash of the format version, the grammarc version, a fingerprint
 of grammarc's own code (another build may lower differently), the options and the IR's
@@ -29,6 +30,7 @@ and the file rewritten. `stats` counts what happened in this process.
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import warnings
 from collections import Counter
@@ -124,10 +126,39 @@ class Entry:
             meta, arrays = _encode(parts)
             diskstore.write(self.path, dict(self.header(), **meta), arrays)
             stats["writes"] += 1
-            diskstore.enforce_limit(self.path.parent.parent, suffix=SUFFIX, variable=LIMIT_VARIABLE,
-                                    default_mb=DEFAULT_LIMIT_MB)
+            _wrote(self.path.stat().st_size)
         except Exception as error:  # a full disk, a read-only directory: the grammar is compiled all the same
             warnings.warn(GrammarWarning(f"cannot write compiled-grammar cache {self.path}: {error}"), stacklevel=3)
+
+
+_written = 0  # bytes this process wrote since it last kept the directory under its limit
+
+
+def enforce_limit() -> int:
+    """Delete the compiled grammars used least recently until they take at most
+    ``$GRAMMARC_GRAMMAR_CACHE_MAX_MB``; returns the number of files deleted."""
+    global _written
+    _written = 0
+    directory = diskstore.cache_dir()
+    if directory is None:
+        return 0
+    return diskstore.enforce_limit(directory / "grammars", suffix=SUFFIX, variable=LIMIT_VARIABLE,
+                                   default_mb=DEFAULT_LIMIT_MB)
+
+
+def _wrote(size: int) -> None:
+    """Check the limit once a process has written 1/32 of it (listing a full directory takes
+    longer than writing a file), and at exit."""
+    global _written
+    _written += size
+    if _written > diskstore.megabytes(LIMIT_VARIABLE, DEFAULT_LIMIT_MB) // 32:
+        enforce_limit()
+
+
+@atexit.register
+def _at_exit() -> None:
+    if _written:
+        enforce_limit()
 
 
 def entry(grammar: Grammar, max_states: int, merge_max_states: int) -> Entry | None:
