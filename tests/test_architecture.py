@@ -21,6 +21,7 @@ SOURCES = {"grammarc": ROOT / "grammarc", "grammarc.frontends": ROOT / "frontend
 LAYERS = {
     "grammarc.errors": 0,
     "grammarc.allocation": 0,
+    "grammarc.diskstore": 0,
     "grammarc.ir": 1,
     "grammarc.automata": 2,
     "grammarc.frontends": 3,

@@ -36,6 +36,12 @@ def check_grammar(grammar: Grammar) -> None:
     _warn_unreachable(grammar, rules)
 
 
+def warn_unreachable(grammar: Grammar) -> None:
+    """The warnings of `check_grammar` without its checks, for a grammar equal to one that
+    passed them (a compiled grammar found in the disk cache)."""
+    _warn_unreachable(grammar, grammar.rule_map)
+
+
 def check_depth(grammar: Grammar) -> None:
     """Raise `GrammarError` where a rule nests expressions deeper than `MAX_DEPTH` levels.
 

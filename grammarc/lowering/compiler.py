@@ -15,7 +15,8 @@ The steps (DESIGN.md §5):
    collapsed (the rules on such a cycle derive the same language);
 5. build LALR(1) tables, keeping conflicts.
 
-Everything here is vocabulary-independent; the result is cached per (grammar, options).
+Everything here is vocabulary-independent; the result is cached per (grammar, options), in
+memory and on disk (grammarc.lowering.compiled_cache).
 """
 
 from __future__ import annotations
@@ -29,9 +30,10 @@ from grammarc.allocation import gc_paused
 from grammarc import automata
 from grammarc.automata import DFA
 from grammarc.errors import GrammarError, RegexError, StateBudgetExceeded
-from grammarc.ir.check import check_depth, check_grammar
+from grammarc.ir.check import check_depth, check_grammar, warn_unreachable
 from grammarc.ir.nodes import AnyToken, Alt, Except, Expr, Grammar, Literal, Ref, Regex, Repeat, Seq, Substrings, walk
 from grammarc.ir.printer import expr_to_ebnf
+from grammarc.lowering import compiled_cache
 from grammarc.lowering.lr import Bnf, LRTables, Production, build_tables
 
 DEFAULT_MERGE_MAX_STATES = 512
@@ -89,12 +91,24 @@ def compile_grammar(
 
 @functools.lru_cache(maxsize=128)
 def _compile_cached(grammar: Grammar, max_states: int, merge_max_states: int) -> CompiledGrammar:
-    check_grammar(grammar)
+    """The in-process cache, in front of the disk cache (grammarc.lowering.compiled_cache)."""
     with gc_paused():
+        stored = compiled_cache.entry(grammar, max_states, merge_max_states)
+        parts = None if stored is None else stored.load()
+        if parts is not None:  # stored after an equal grammar passed check_grammar under this code
+            warn_unreachable(grammar)
+            return CompiledGrammar(grammar, tuple(Terminal(*t) for t in parts.terminals), parts.bnf, parts.tables,
+                                   parts.accepts_empty)
+        check_grammar(grammar)
         lowering = _Lowering(grammar, max_states, merge_max_states)
         start_symbols = lowering.lower_all()
         bnf, terminals, accepts_empty = _normalize(lowering, start_symbols)
-        return CompiledGrammar(grammar, terminals, bnf, build_tables(bnf), accepts_empty)
+        compiled = CompiledGrammar(grammar, terminals, bnf, build_tables(bnf), accepts_empty)
+        if stored is not None:
+            stored.save(compiled_cache.Parts(
+                tuple((t.name, t.dfa, t.any_token, t.token_limit) for t in terminals), bnf, compiled.tables,
+                accepts_empty))
+        return compiled
 
 
 

@@ -12,38 +12,35 @@ In memory: the scans most recently used, up to ``$GRAMMARC_SCAN_MEMORY_MB`` (def
 and `MAX_STORES` languages; the least recently used are written out and dropped (an index
 keeps its own masks, so dropping a scan costs only a reload or a rescan).
 
-On disk: one ``.npz`` file per (language key, vocabulary) under the cache directory
-(``$GRAMMARC_CACHE_DIR``, else ``$XDG_CACHE_HOME/grammarc``, else ``~/.cache/grammarc``;
-``GRAMMARC_CACHE_DIR=off`` disables it), holding plain numpy arrays and a JSON header —
-loaded with ``allow_pickle=False``, never pickled. The header holds the format version,
-the grammarc version, the keys and a BLAKE2b checksum of every array's dtype, shape and
-bytes: a file whose header or checksum does not match (a flipped bit, a truncated write,
-another version) is ignored with a `GrammarWarning`, recomputed and rewritten — never
-read as a wrong mask. Files are written to a temporary name and renamed (a reader never
-sees half a file), and the directory is kept under ``$GRAMMARC_CACHE_MAX_MB`` (default
-512) by deleting the files least recently used (loading a file marks it used).
+On disk: one ``.npz`` file per (language key, vocabulary) under ``v3/`` of grammarc's
+cache directory, written and checked by `grammarc.diskstore` (``$GRAMMARC_CACHE_DIR``, else
+``$XDG_CACHE_HOME/grammarc``, else ``~/.cache/grammarc``; ``GRAMMARC_CACHE_DIR=off``
+disables it): plain numpy arrays and a JSON header, never pickled. The header holds the
+format version, the grammarc version, the keys and a BLAKE2b checksum of every array: a
+file whose header or checksum does not match (a flipped bit, a truncated write, another
+version) is ignored with a `GrammarWarning`, recomputed and rewritten — never read as a
+wrong mask. Writes are atomic, and the directory is kept under ``$GRAMMARC_CACHE_MAX_MB``
+(default 512, shared with the compiled-grammar cache) by deleting the files least recently
+used (loading a file marks it used).
 """
 
 from __future__ import annotations
 
 import atexit
-import hashlib
-import json
-import os
-import tempfile
+import os  # noqa: F401  (tests replace os.replace here to simulate a full disk)
 import threading
 import warnings
 from collections import OrderedDict
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
+from grammarc import diskstore
+from grammarc.diskstore import DEFAULT_CACHE_MAX_MB, cache_dir, enforce_limit as enforce_cache_limit, package_version
 from grammarc.errors import GrammarWarning
 
-FORMAT_VERSION = 2
-DEFAULT_CACHE_MAX_MB = 512
+FORMAT_VERSION = 3  # 3: the checksum covers the header too (grammarc.diskstore)
 DEFAULT_MEMORY_MB = 256
 MAX_STORES = 4096  # languages kept in memory at once, whatever their size
 _ARRAYS = ("states", "inside", "split_offsets", "split_rows", "split_pos")
@@ -64,45 +61,6 @@ class Scan:
     @property
     def nbytes(self) -> int:
         return self.inside.nbytes + self.split_rows.nbytes + self.split_pos.nbytes
-
-
-def cache_dir() -> Path | None:
-    """Where scans are stored, or None when disk caching is off."""
-    setting = os.environ.get("GRAMMARC_CACHE_DIR")
-    if setting is not None:
-        return None if setting.strip().lower() in ("", "off", "0", "none") else Path(setting)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "grammarc"
-
-
-def _megabytes(variable: str, default: int) -> int:
-    """A size limit from the environment, in bytes (the default when unset or not a number)."""
-    try:
-        return max(0, int(float(os.environ.get(variable, default)) * (1 << 20)))
-    except ValueError:
-        return default << 20
-
-
-@lru_cache(maxsize=1)
-def package_version() -> str:
-    """The installed grammarc version (part of every file's header: another version's
-    scans may mean something else)."""
-    try:
-        from importlib.metadata import version
-
-        return version("grammarc")
-    except Exception:  # not installed (a source checkout on sys.path)
-        return "unknown"
-
-
-def checksum(arrays: dict[str, np.ndarray]) -> str:
-    """BLAKE2b over the dtype, shape and bytes of the arrays named in `_ARRAYS`."""
-    digest = hashlib.blake2b(digest_size=20)
-    for name in _ARRAYS:
-        array = np.ascontiguousarray(arrays[name])
-        digest.update(f"{name}:{array.dtype.str}:{array.shape};".encode())
-        digest.update(array.tobytes())
-    return digest.hexdigest()
 
 
 class TerminalScans:
@@ -139,15 +97,7 @@ class TerminalScans:
     # -- disk -------------------------------------------------------------------------
     def _load(self) -> None:
         try:
-            with np.load(self.path, allow_pickle=False) as data:
-                meta = json.loads(bytes(data["meta"]).decode("utf-8"))
-                arrays = {name: data[name] for name in _ARRAYS}
-            expected = self._header()
-            found = {k: meta.get(k) for k in expected} if isinstance(meta, dict) else meta
-            if found != expected:
-                raise ValueError(f"header {found} does not match {expected}")
-            if meta.get("checksum") != checksum(arrays):
-                raise ValueError("checksum mismatch (the file is damaged)")
+            _, arrays = diskstore.read(self.path, self._header(), _ARRAYS)
             states, inside = arrays["states"], arrays["inside"]
             offsets, rows, pos = arrays["split_offsets"], arrays["split_rows"], arrays["split_pos"]
             if inside.shape != (len(states), -(-self.rows // 8)) or len(offsets) != len(states) + 1:
@@ -156,7 +106,7 @@ class TerminalScans:
                 lo, hi = int(offsets[i]), int(offsets[i + 1])
                 mask = np.unpackbits(inside[i], count=self.rows).astype(bool)
                 self._scans[state] = Scan(mask, rows[lo:hi].astype(np.int32), pos[lo:hi].astype(np.int32))
-            _touch(self.path)
+            diskstore.touch(self.path)
             _remember(self)
         except Exception as error:  # a cache must never break compilation: rebuild instead
             warnings.warn(GrammarWarning(f"ignoring unreadable index cache {self.path}: {error}"), stacklevel=2)
@@ -180,65 +130,14 @@ class TerminalScans:
             "split_rows": np.concatenate([s.split_rows for s in scans]).astype(np.int32),
             "split_pos": np.concatenate([s.split_pos for s in scans]).astype(np.int32),
         }
-        meta = dict(self._header(), checksum=checksum(arrays))
-        arrays["meta"] = np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8)
-        tmp = None
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.path.parent, suffix=".tmp")
-            with os.fdopen(fd, "wb") as handle:
-                np.savez(handle, **arrays)
-            os.replace(tmp, self.path)
-            tmp = None
+            diskstore.write(self.path, self._header(), arrays)
             _remember(self)
             if limit:
                 enforce_cache_limit(self.path.parent.parent.parent)
         except OSError as error:
             self._dirty = True
             warnings.warn(GrammarWarning(f"cannot write index cache {self.path}: {error}"), stacklevel=2)
-        finally:
-            if tmp is not None:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
-
-
-def _touch(path: Path) -> None:
-    """Mark a file used now (the directory limit deletes the least recently used first)."""
-    try:
-        os.utime(path)
-    except OSError:
-        pass
-
-
-def enforce_cache_limit(directory: Path | None = None) -> int:
-    """Delete the least recently used ``.npz`` files under `directory` (the cache
-    directory by default) until they take at most ``$GRAMMARC_CACHE_MAX_MB``; returns the
-    number of files deleted. Files of other format versions count too."""
-    directory = cache_dir() if directory is None else directory
-    if directory is None or not directory.is_dir():
-        return 0
-    limit = _megabytes("GRAMMARC_CACHE_MAX_MB", DEFAULT_CACHE_MAX_MB)
-    found = []
-    for path in directory.rglob("*.npz"):
-        try:
-            stat = path.stat()
-        except OSError:
-            continue  # deleted meanwhile by another process
-        found.append((stat.st_mtime, stat.st_size, path))
-    total = sum(size for _, size, _ in found)
-    deleted = 0
-    for _, size, path in sorted(found, key=lambda f: (f[0], str(f[2]))):
-        if total <= limit:
-            break
-        try:
-            path.unlink()
-            deleted += 1
-        except OSError:
-            pass
-        total -= size
-    return deleted
 
 
 class ScanRegistry:
@@ -246,7 +145,7 @@ class ScanRegistry:
     (evicted stores are written to disk first). Thread-safe."""
 
     def __init__(self, max_bytes: int | None = None, max_stores: int = MAX_STORES):
-        self.max_bytes = _megabytes("GRAMMARC_SCAN_MEMORY_MB", DEFAULT_MEMORY_MB) if max_bytes is None else max_bytes
+        self.max_bytes = diskstore.megabytes("GRAMMARC_SCAN_MEMORY_MB", DEFAULT_MEMORY_MB) if max_bytes is None else max_bytes
         self.max_stores = max_stores
         self._stores: OrderedDict[tuple[str, str], TerminalScans] = OrderedDict()
         self._lock = threading.RLock()

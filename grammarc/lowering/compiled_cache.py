@@ -1,0 +1,350 @@
+"""Compiled grammars cached on disk, so that a second process starts warm.
+
+Compiling a big grammar (a Kubernetes JSON Schema) takes a large part of a second and its
+result depends only on the grammar's IR, the compile options and grammarc's code. The
+compiler (grammarc.lowering.compiler) keeps the compiled grammars of the process in an
+in-memory LRU cache; behind it, this module keeps them on disk, one file ``KEY.grammar``
+(a numpy ``.npz`` archive) per (IR, options) under ``grammars/v1/`` of grammarc's cache
+directory (`grammarc.diskstore`: ``$GRAMMARC_CACHE_DIR``, else ``$XDG_CACHE_HOME/grammarc``,
+else ``~/.cache/grammarc``; ``GRAMMARC_CACHE_DIR=off`` turns it off). The files take at most
+``$GRAMMARC_GRAMMAR_CACHE_MAX_MB`` (default 256): the least recently used go first, checked
+each time a process has written 1/32 of the limit and when it exits.
+
+The file name is a BLAKE2b hash of the format version, the grammarc version, a fingerprint
+of grammarc's own code (another build may lower differently), the options and the IR's
+canonical form (`repr` of the rules and start rule: deterministic across processes and hash
+seeds, and it shows exactly the fields grammar equality compares — source spans are left
+out of both). A file holds everything `CompiledGrammar` has besides the grammar, as flat
+integer arrays, never pickled:
+
+* each terminal's DFA: dense tables as a table over byte classes (columns with the same
+  targets share one) plus the byte -> class map, `CombTable`s as their own three arrays,
+  the accepting states; so a loaded DFA has the storage and the arrays the compiled one had;
+* terminal names and flags, the BNF (nonterminal names, productions) and the LR tables
+  (ACTION and GOTO cells in the compiled order).
+
+A file whose header or checksum does not match, or that cannot be read back into a
+well-formed grammar, is ignored with a `GrammarWarning`; the grammar is compiled again
+and the file rewritten. `stats` counts what happened in this process.
+"""
+
+from __future__ import annotations
+
+import atexit
+import hashlib
+import warnings
+from collections import Counter
+from dataclasses import dataclass
+from functools import lru_cache
+from itertools import islice
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+
+from grammarc import diskstore
+from grammarc.automata.comb import CombTable
+from grammarc.automata.dfa import DFA
+from grammarc.errors import GrammarWarning
+from grammarc.ir.nodes import Grammar
+from grammarc.lowering.lr import Bnf, LRTables, Production
+
+FORMAT_VERSION = 1
+SUFFIX = ".grammar"  # numpy .npz archives; not ``.npz``, which the scan cache's limit counts
+LIMIT_VARIABLE = "GRAMMARC_GRAMMAR_CACHE_MAX_MB"
+DEFAULT_LIMIT_MB = 256
+_DENSE, _COMB = 0, 1
+
+# hits: loaded from disk; misses: not on disk (compiled); writes: files written;
+# rejected: files ignored (damaged, foreign) and rewritten
+stats: Counter = Counter()
+
+
+class Parts(NamedTuple):
+    """What a compiled grammar holds besides its `Grammar`: the compiler assembles it."""
+
+    terminals: tuple[tuple[str, DFA, bool, int | None], ...]  # name, dfa, any_token, token_limit
+    bnf: Bnf
+    tables: LRTables
+    accepts_empty: bool
+
+
+@lru_cache(maxsize=1)
+def code_fingerprint() -> str:
+    """A hash of grammarc's own source and extension files: compiled grammars from other code
+    are never loaded, even under the same version number (a development checkout)."""
+    root = Path(__file__).resolve().parent.parent
+    digest = hashlib.blake2b(digest_size=16)
+    for path in sorted(p for p in root.rglob("*") if p.suffix in (".py", ".so", ".pyd") and p.is_file()):
+        digest.update(str(path.relative_to(root)).encode("utf-8", "surrogatepass") + b"\0")
+        try:
+            digest.update(path.read_bytes())
+        except OSError:
+            digest.update(b"?")
+    return digest.hexdigest()
+
+
+def grammar_key(grammar: Grammar, max_states: int, merge_max_states: int) -> str:
+    """The cache key of (grammar, options) under this code: stable across processes."""
+    digest = hashlib.blake2b(digest_size=24)
+    head = f"{FORMAT_VERSION};{diskstore.package_version()};{code_fingerprint()};{max_states};{merge_max_states};"
+    digest.update(head.encode())
+    digest.update(repr((grammar.start, grammar.rules)).encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class Entry:
+    """Where one (grammar, options) lives on disk."""
+
+    key: str
+    path: Path
+
+    def header(self) -> dict:
+        return {"version": FORMAT_VERSION, "package": diskstore.package_version(), "key": self.key}
+
+    def load(self) -> Parts | None:
+        """The stored parts, or None (absent, or unusable: then warned about and counted)."""
+        if not self.path.exists():
+            stats["misses"] += 1
+            return None
+        try:
+            meta, arrays = diskstore.read(self.path, self.header(), _ARRAYS)
+            parts = _decode(meta, arrays)
+        except Exception as error:  # a cache must never break compilation: rebuild instead
+            stats["rejected"] += 1
+            warnings.warn(GrammarWarning(f"ignoring unreadable compiled-grammar cache {self.path}: {error}"),
+                          stacklevel=3)
+            return None
+        diskstore.touch(self.path)
+        stats["hits"] += 1
+        return parts
+
+    def save(self, parts: Parts) -> None:
+        """Write the parts (atomically), then keep the cache directory under its limit."""
+        try:
+            meta, arrays = _encode(parts)
+            diskstore.write(self.path, dict(self.header(), **meta), arrays)
+            stats["writes"] += 1
+            _wrote(self.path.stat().st_size)
+        except Exception as error:  # a full disk, a read-only directory: the grammar is compiled all the same
+            warnings.warn(GrammarWarning(f"cannot write compiled-grammar cache {self.path}: {error}"), stacklevel=3)
+
+
+_written = 0  # bytes this process wrote since it last kept the directory under its limit
+
+
+def enforce_limit() -> int:
+    """Delete the compiled grammars used least recently until they take at most
+    ``$GRAMMARC_GRAMMAR_CACHE_MAX_MB``; returns the number of files deleted."""
+    global _written
+    _written = 0
+    directory = diskstore.cache_dir()
+    if directory is None:
+        return 0
+    return diskstore.enforce_limit(directory / "grammars", suffix=SUFFIX, variable=LIMIT_VARIABLE,
+                                   default_mb=DEFAULT_LIMIT_MB)
+
+
+def _wrote(size: int) -> None:
+    """Check the limit once a process has written 1/32 of it (listing a full directory takes
+    longer than writing a file), and at exit."""
+    global _written
+    _written += size
+    if _written > diskstore.megabytes(LIMIT_VARIABLE, DEFAULT_LIMIT_MB) // 32:
+        enforce_limit()
+
+
+@atexit.register
+def _at_exit() -> None:
+    if _written:
+        enforce_limit()
+
+
+def entry(grammar: Grammar, max_states: int, merge_max_states: int) -> Entry | None:
+    """The disk entry of (grammar, options), or None when disk caching is off."""
+    directory = diskstore.cache_dir()
+    if directory is None:
+        return None
+    key = grammar_key(grammar, max_states, merge_max_states)
+    return Entry(key, directory / "grammars" / f"v{FORMAT_VERSION}" / f"{key}{SUFFIX}")
+
+
+# -- encoding -----------------------------------------------------------------------------
+
+# Small integer arrays travel as one ``ints`` array (a zip member costs as much to write as
+# thousands of numbers), cut back by the lengths the header lists under "packed".
+_PACKED = (
+    "kind", "n_states", "dense_k", "comb_cells",
+    "prod_lhs", "prod_len", "prod_rhs",
+    "action_count", "action_key", "action_len", "action_val",
+    "goto_count", "goto_key", "goto_val",
+)
+_ARRAYS = ("ints", "accept", "dense_b2c", "dense_cells", "comb_base", "comb_check", "comb_next")
+
+
+def _pack(arrays: dict[str, np.ndarray]) -> tuple[list, dict[str, np.ndarray]]:
+    """(lengths for the header, the stored arrays): the `_PACKED` ones joined into ``ints``."""
+    lengths = [[name, len(arrays[name])] for name in _PACKED]
+    stored = {name: arrays[name] for name in _ARRAYS if name != "ints"}
+    return lengths, dict(ints=_cat([arrays[name] for name in _PACKED], np.int64), **stored)
+
+
+def _unpack(lengths: list, stored: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    names = [name for name, _ in lengths]
+    if names != list(_PACKED):
+        raise ValueError("the packed arrays are not the expected ones")
+    pieces = _split(stored["ints"], _ints([length for _, length in lengths]))
+    return dict(zip(_PACKED, pieces), **{name: stored[name] for name in _ARRAYS if name != "ints"})
+
+
+def _byte_classes(trans: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(table [n, k], byte -> class) with ``table[:, b2c] == trans``: bytes whose columns
+    are equal share a class, numbered by their first byte. Neighbouring bytes usually have
+    equal columns, so only the columns where a run of equal ones starts are compared."""
+    starts = np.flatnonzero(np.concatenate(([True], (trans[:, 1:] != trans[:, :-1]).any(axis=0))))
+    columns = np.ascontiguousarray(trans[:, starts].T)
+    index: dict[bytes, int] = {}
+    run_class = np.empty(len(starts), dtype=np.uint8)
+    firsts: list[int] = []
+    for i in range(len(starts)):
+        c = run_class[i] = index.setdefault(columns[i].tobytes(), len(firsts))
+        if c == len(firsts):
+            firsts.append(i)
+    b2c = np.repeat(run_class, np.diff(np.append(starts, 256)))
+    return np.ascontiguousarray(columns[firsts].T), b2c
+
+
+def _ints(values, dtype=np.int64) -> np.ndarray:
+    return np.asarray(values, dtype=dtype)
+
+
+def _cat(arrays: list[np.ndarray], dtype) -> np.ndarray:
+    return np.concatenate(arrays).astype(dtype, copy=False) if arrays else np.zeros(0, dtype=dtype)
+
+
+def _encode(parts: Parts) -> tuple[dict, dict[str, np.ndarray]]:
+    """The header fields and arrays of a compiled grammar."""
+    kinds, sizes, accepts = [], [], []
+    dense_k, dense_b2c, dense_cells = [], [], []
+    comb_cells, comb_base, comb_check, comb_next = [], [], [], []
+    for _, dfa, _, _ in parts.terminals:
+        sizes.append(dfa.n_states)
+        accepts.append(np.asarray(dfa.accept, dtype=bool))
+        if isinstance(dfa.trans, CombTable):
+            kinds.append(_COMB)
+            comb_cells.append(len(dfa.trans.check))
+            comb_base.append(np.asarray(dfa.trans.base))
+            comb_check.append(np.asarray(dfa.trans.check))
+            comb_next.append(np.asarray(dfa.trans.next))
+        else:
+            kinds.append(_DENSE)
+            table, b2c = _byte_classes(np.asarray(dfa.trans, dtype=np.int32))
+            dense_k.append(table.shape[1])
+            dense_b2c.append(b2c)
+            dense_cells.append(table.reshape(-1))
+    productions = parts.bnf.productions
+    action, goto = parts.tables.action, parts.tables.goto
+    cells = [(key, acts) for row in action for key, acts in row.items()]
+    gotos = [(key, target) for row in goto for key, target in row.items()]
+    arrays = {
+        "kind": _ints(kinds),
+        "n_states": _ints(sizes),
+        "accept": _cat(accepts, bool),
+        "dense_k": _ints(dense_k),
+        "dense_b2c": np.stack(dense_b2c) if dense_b2c else np.zeros((0, 256), dtype=np.uint8),
+        "dense_cells": _cat(dense_cells, np.int16 if max(sizes, default=0) < 1 << 15 else np.int32),
+        "comb_cells": _ints(comb_cells),
+        "comb_base": _cat(comb_base, np.int64),
+        "comb_check": _cat(comb_check, np.int32),
+        "comb_next": _cat(comb_next, np.int32),
+        "prod_lhs": _ints([p.lhs for p in productions]),
+        "prod_len": _ints([len(p.rhs) for p in productions]),
+        "prod_rhs": _ints([s for p in productions for s in p.rhs]),
+        "action_count": _ints([len(row) for row in action]),
+        "action_key": _ints([key for key, _ in cells]),
+        "action_len": _ints([len(acts) for _, acts in cells]),
+        "action_val": _ints([a for _, acts in cells for a in acts]),
+        "goto_count": _ints([len(row) for row in goto]),
+        "goto_key": _ints([key for key, _ in gotos]),
+        "goto_val": _ints([target for _, target in gotos]),
+    }
+    meta = {
+        "names": [name for name, _, _, _ in parts.terminals],
+        "any_token": [any_token for _, _, any_token, _ in parts.terminals],
+        "token_limit": [limit for _, _, _, limit in parts.terminals],
+        "n_terminals": parts.bnf.n_terminals,
+        "nonterminals": list(parts.bnf.nonterminals),
+        "accepts_empty": parts.accepts_empty,
+    }
+    meta["packed"], stored = _pack(arrays)
+    return meta, stored
+
+
+def _frozen(array: np.ndarray, dtype) -> np.ndarray:
+    array = np.ascontiguousarray(array, dtype=dtype)
+    array.flags.writeable = False
+    return array
+
+
+def _split(flat: np.ndarray, counts: np.ndarray) -> list[np.ndarray]:
+    """`flat` cut into consecutive pieces of `counts` elements (all of it, exactly)."""
+    if int(counts.sum()) != len(flat) or (counts < 0).any():
+        raise ValueError("array lengths do not add up")
+    return np.split(flat, np.cumsum(counts)[:-1]) if len(counts) else []
+
+
+def _groups(flat: list, counts: list[int]) -> list[list]:
+    """`flat` cut into consecutive groups of `counts` elements (all of it, exactly)."""
+    if sum(counts) != len(flat) or min(counts, default=0) < 0:
+        raise ValueError("array lengths do not add up")
+    items = iter(flat)
+    return [list(islice(items, count)) for count in counts]
+
+
+def _rows(keys: list, values: list, counts: list[int]) -> tuple[dict, ...]:
+    """Dictionaries of `counts` consecutive (key, value) pairs each, in order."""
+    if len(keys) != len(values) or sum(counts) != len(keys) or min(counts, default=0) < 0:
+        raise ValueError("array lengths do not add up")
+    keys_, values_ = iter(keys), iter(values)
+    return tuple(dict(zip(islice(keys_, count), islice(values_, count))) for count in counts)
+
+
+def _decode(meta: dict, arrays: dict[str, np.ndarray]) -> Parts:
+    """The parts back from `_encode`'s output; raises on anything inconsistent."""
+    arrays = _unpack(meta["packed"], arrays)
+    kinds, sizes = arrays["kind"].tolist(), arrays["n_states"]
+    names, any_token, token_limit = meta["names"], meta["any_token"], meta["token_limit"]
+    if not len(kinds) == len(sizes) == len(names) == len(any_token) == len(token_limit) == meta["n_terminals"]:
+        raise ValueError("terminal counts do not match")
+    accepts = iter(_split(arrays["accept"], sizes))
+    dense_sizes = _ints([n for n, kind in zip(sizes.tolist(), kinds) if kind == _DENSE])
+    comb_sizes = _ints([n for n, kind in zip(sizes.tolist(), kinds) if kind == _COMB])
+    b2cs = iter(arrays["dense_b2c"])
+    tables = iter(_split(arrays["dense_cells"], dense_sizes * arrays["dense_k"]))
+    bases = iter(_split(arrays["comb_base"], comb_sizes))
+    checks = iter(_split(arrays["comb_check"], arrays["comb_cells"]))
+    nexts = iter(_split(arrays["comb_next"], arrays["comb_cells"]))
+    dense_k = iter(arrays["dense_k"].tolist())
+    terminals = []
+    for i, (kind, n) in enumerate(zip(kinds, sizes.tolist())):
+        if kind == _DENSE:
+            table = next(tables).reshape(n, next(dense_k)).astype(np.int32, copy=False)
+            trans = _frozen(np.take(table, next(b2cs), axis=1), np.int32)  # C order: no second copy
+        elif kind == _COMB:
+            trans = CombTable(_frozen(next(bases), np.int64), _frozen(next(checks), np.int32),
+                              _frozen(next(nexts), np.int32), n)
+        else:
+            raise ValueError(f"unknown table kind {kind}")
+        limit = token_limit[i]
+        terminals.append((str(names[i]), DFA(trans, _frozen(next(accepts), bool)), bool(any_token[i]),
+                          None if limit is None else int(limit)))
+    rhs = _groups(arrays["prod_rhs"].tolist(), arrays["prod_len"].tolist())
+    productions = tuple(Production(lhs, tuple(r)) for lhs, r in zip(arrays["prod_lhs"].tolist(), rhs, strict=True))
+    bnf = Bnf(int(meta["n_terminals"]), tuple(str(n) for n in meta["nonterminals"]), productions)
+    acts = map(tuple, _groups(arrays["action_val"].tolist(), arrays["action_len"].tolist()))
+    action = _rows(arrays["action_key"].tolist(), list(acts), arrays["action_count"].tolist())
+    goto = _rows(arrays["goto_key"].tolist(), arrays["goto_val"].tolist(), arrays["goto_count"].tolist())
+    if len(action) != len(goto):
+        raise ValueError("ACTION and GOTO have different numbers of states")
+    return Parts(tuple(terminals), bnf, LRTables(action, goto), bool(meta["accepts_empty"]))
