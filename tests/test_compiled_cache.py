@@ -44,6 +44,7 @@ VARIED = Grammar.from_ebnf(
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
     monkeypatch.setenv("GRAMMARC_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("GRAMMARC_GRAMMAR_CACHE_MIN_MS", "0")  # store even the fastest grammars
     monkeypatch.setattr(compiled_cache, "stats", Counter())
     compiler._compile_cached.cache_clear()
     yield tmp_path
@@ -423,3 +424,15 @@ def test_the_limit_is_checked_after_a_32nd_of_it_is_written(cache, monkeypatch):
     monkeypatch.setenv("GRAMMARC_GRAMMAR_CACHE_MAX_MB", repr(100 * size / (1 << 20)))
     _fresh(Grammar.from_ebnf("start ::= 'c'+ ;"))  # 1/100: not yet
     assert len(calls) == 1 and compiled_cache._written > 0
+
+
+def test_grammars_that_compile_fast_are_not_stored(cache, monkeypatch):
+    """Below $GRAMMARC_GRAMMAR_CACHE_MIN_MS of compile time, a file would cost more than it saves."""
+    monkeypatch.setenv("GRAMMARC_GRAMMAR_CACHE_MIN_MS", "60000")
+    _fresh(grammarc.stdlib("arithmetic"))
+    assert compiled_cache.stats["writes"] == 0 and not list(cache.rglob("*.grammar"))
+    monkeypatch.setenv("GRAMMARC_GRAMMAR_CACHE_MIN_MS", "0")
+    _fresh(grammarc.stdlib("arithmetic"))
+    assert compiled_cache.stats["writes"] == 1 and len(list(cache.rglob("*.grammar"))) == 1
+    monkeypatch.delenv("GRAMMARC_GRAMMAR_CACHE_MIN_MS")
+    assert compiled_cache.worth_storing(0.05) and not compiled_cache.worth_storing(0.049)

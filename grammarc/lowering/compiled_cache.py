@@ -8,7 +8,8 @@ in-memory LRU cache; behind it, this module keeps them on disk, one file ``KEY.g
 directory (`grammarc.diskstore`: ``$GRAMMARC_CACHE_DIR``, else ``$XDG_CACHE_HOME/grammarc``,
 else ``~/.cache/grammarc``; ``GRAMMARC_CACHE_DIR=off`` turns it off). The files take at most
 ``$GRAMMARC_GRAMMAR_CACHE_MAX_MB`` (default 256): the least recently used go first, checked
-each time a process has written 1/32 of the limit and when it exits.
+each time a process has written 1/32 of the limit and when it exits. Only grammars that
+took ``$GRAMMARC_GRAMMAR_CACHE_MIN_MS`` (default 50) or more to compile are stored.
 
 The file name is a BLAKE2b hash of the format version, the grammarc version, a fingerprint
 of grammarc's own code (another build may lower differently), the options and the IR's
@@ -29,6 +30,8 @@ and the file rewritten. `stats` counts what happened in this process.
 """
 
 from __future__ import annotations
+
+import os
 
 import atexit
 import hashlib
@@ -54,6 +57,10 @@ SUFFIX = ".grammar"  # numpy .npz archives; not ``.npz``, which the scan cache's
 LIMIT_VARIABLE = "GRAMMARC_GRAMMAR_CACHE_MAX_MB"
 DEFAULT_LIMIT_MB = 256
 _DENSE, _COMB = 0, 1
+# A grammar that compiled faster than this is recompiled rather than stored: writing its
+# file (~10 ms) would cost a first-contact request more than it could save a later process.
+MIN_MS_VARIABLE = "GRAMMARC_GRAMMAR_CACHE_MIN_MS"
+DEFAULT_MIN_MS = 50.0
 
 # hits: loaded from disk; misses: not on disk (compiled); writes: files written;
 # rejected: files ignored (damaged, foreign) and rewritten
@@ -132,6 +139,16 @@ class Entry:
 
 
 _written = 0  # bytes this process wrote since it last kept the directory under its limit
+
+
+def worth_storing(compile_seconds: float) -> bool:
+    """Whether a grammar that took this long to compile is stored
+    (``$GRAMMARC_GRAMMAR_CACHE_MIN_MS``, default 50: ``0`` stores every grammar)."""
+    try:
+        least = float(os.environ.get(MIN_MS_VARIABLE, DEFAULT_MIN_MS))
+    except ValueError:
+        least = DEFAULT_MIN_MS
+    return compile_seconds * 1000 >= least
 
 
 def enforce_limit() -> int:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import json
+import time
 from collections import deque
 from dataclasses import dataclass
 
@@ -99,12 +100,13 @@ def _compile_cached(grammar: Grammar, max_states: int, merge_max_states: int) ->
             warn_unreachable(grammar)
             return CompiledGrammar(grammar, tuple(Terminal(*t) for t in parts.terminals), parts.bnf, parts.tables,
                                    parts.accepts_empty)
+        started = time.perf_counter()
         check_grammar(grammar)
         lowering = _Lowering(grammar, max_states, merge_max_states)
         start_symbols = lowering.lower_all()
         bnf, terminals, accepts_empty = _normalize(lowering, start_symbols)
         compiled = CompiledGrammar(grammar, terminals, bnf, build_tables(bnf), accepts_empty)
-        if stored is not None:
+        if stored is not None and compiled_cache.worth_storing(time.perf_counter() - started):
             stored.save(compiled_cache.Parts(
                 tuple((t.name, t.dfa, t.any_token, t.token_limit) for t in terminals), bnf, compiled.tables,
                 accepts_empty))
