@@ -391,7 +391,7 @@ def _string_name(m: Merged, hint: str) -> str:
     a string terminal is, from the keywords that made it (a pattern: from its property)."""
     formats = sorted({f for f, _ in m.formats or []})
     if formats:
-        base = formats[0]
+        base = formats[0] + ("_pattern" if m.patterns else "")
     elif m.patterns:
         word = hint.rsplit("_", 1)[-1]
         base = f"{word}_pattern" if word.isalpha() and word not in _GENERIC_HINTS else "pattern"
