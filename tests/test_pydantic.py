@@ -588,7 +588,7 @@ def test_cli_from_model_and_from_schema(tmp_path, capsys, monkeypatch):
     text = (tmp_path / "box.ebnf").read_text(encoding="utf-8")
     grammar = Grammar.from_ebnf(text)
     assert grammar.accepts('{"w":3,"tags":["a"]}') and not grammar.accepts('{"tags":[]}')
-    assert 'root ::= "{" "\\"w\\"" ":" root_w ("," "\\"tags\\"" ":" root_tags)? "}";' in text.splitlines()
+    assert 'Box ::= "{" "\\"w\\"" ":" Box_w ("," "\\"tags\\"" ":" Box_tags)? "}";' in text.splitlines()
     assert not text.startswith("(*")  # no descriptions: no comments
 
     (tmp_path / "s.json").write_text('{"type": "array", "items": {"enum": [1, "x"]}, "maxItems": 2}', encoding="utf-8")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import warnings
+from functools import lru_cache
 from urllib.parse import unquote
 
 from grammarc.errors import SchemaError, UnsupportedSchemaError
@@ -16,15 +17,20 @@ from .cycles import check_cycles
 from .documents import Index, Node, escape_ptr
 from .drafts import DEFAULT_DRAFT, Dialect, declared_dialect, dialect_named
 from .keywords import ANNOTATIONS, NUMBER_KINDS, REFS
+from . import formats as fmt
 from .layout import MAX_INDENT_DEPTH, NUMBER_RFC, string_literal
 from .members import Members
 from .merge import Merged, Merging
 from .negation import Negation
 from .numbers import Numbers
 from .objects import Objects
+from .sharing import identifier, share
 from .strings import Strings
 from .validate import Validation
 from .values import dec, json_kind
+
+
+_KNOWN_TERMINALS = {Regex(jf.string_regex()): "string", Regex(jf.UNIT): "char", Regex(NUMBER_RFC): "number"}
 
 
 class Builder(Combinators, Merging, Negation, Numbers, Strings, Arrays, Objects, Members, Validation):
@@ -61,6 +67,9 @@ class Builder(Combinators, Merging, Negation, Numbers, Strings, Arrays, Objects,
         self.synthetic: dict = {}  # (what, id(schema)) -> schema built from it (stable ids)
         self.negating: set = set()
         self.scope: dict[str, Node] = {}  # dynamic anchor -> the outermost resource's schema
+        # what the terminals are, for the names of their shared rules (sharing.py)
+        self.terminal_names: dict[Expr, str] = {**_KNOWN_TERMINALS, Regex(r"-?(?:0|[1-9][0-9]*)" + self.int_tail): "integer"}
+        self._named_char_dfas: set = set()
 
     # -- entry ---------------------------------------------------------------------------
     def build(self, start: str) -> Grammar:
@@ -79,6 +88,7 @@ class Builder(Combinators, Merging, Negation, Numbers, Strings, Arrays, Objects,
         if self.ignored and self.lenient:
             warnings.warn("ignored JSON Schema keywords (lenient=True): " + ", ".join(self.ignored), stacklevel=3)
         rules = _inline_single_use(_reachable(self.rules, start), self.internal, start)
+        rules = share(rules, start, self.terminal_names, reserved=("ws",))
         return Grammar(rules=tuple(rules.items()), start=start)
 
     def _add_ws_rule(self) -> None:
@@ -107,9 +117,7 @@ class Builder(Combinators, Merging, Negation, Numbers, Strings, Arrays, Objects,
 
     # -- rule plumbing ---------------------------------------------------------------------
     def fresh(self, hint: str) -> str:
-        base = re.sub(r"[^A-Za-z0-9_]", "_", hint).strip("_") or "value"
-        if base[0].isdigit():
-            base = "_" + base
+        base = identifier(hint)
         name = base
         i = 2
         while name in self.names or name in ("ws",):
@@ -128,6 +136,20 @@ class Builder(Combinators, Merging, Negation, Numbers, Strings, Arrays, Objects,
         if internal:
             self.internal.add(name)
         return Ref(name)
+
+    # -- names of terminals: what produced them (for sharing.py) -----------------------------
+    def _name_terminal(self, expr: Expr | None, name: str) -> None:
+        if isinstance(expr, Regex):
+            self.terminal_names.setdefault(expr, name)
+
+    def _char_dfa(self, dfa, escapes: bool, hint: str | None = None) -> Expr:
+        expr = super()._char_dfa(dfa, escapes, hint)
+        if (dfa, escapes) not in self._named_char_dfas:
+            self._named_char_dfas.add((dfa, escapes))
+            for edges in dfa.edges:
+                for ranges, _ in edges:
+                    self._name_terminal(Regex(jf.char_label(ranges, escapes)), _char_name(ranges))
+        return expr
 
     # -- values ----------------------------------------------------------------------------
     def value(self, conj: tuple[Node, ...], depth: int, hint: str = "value") -> Expr | None:
@@ -167,6 +189,8 @@ class Builder(Combinators, Merging, Negation, Numbers, Strings, Arrays, Objects,
         if key in self.memo:
             cached = self.memo[key]
             return None if cached is False else cached
+        if len(conj) == 1:
+            hint = _title_hint(conj[0].schema, hint)
         name = self.fresh(hint)
         self.memo[key] = Ref(name)
         self.keep.append(conj)
@@ -267,10 +291,12 @@ class Builder(Combinators, Merging, Negation, Numbers, Strings, Arrays, Objects,
             parts.append(Alt((Literal("true"), Literal("false"))))
         if types & NUMBER_KINDS:
             num = self._number(m, "fraction" in types) if "integer" in types else self._fractions_only(m)
+            self._name_terminal(num, _number_name(m, "integer" if types & NUMBER_KINDS == {"integer"} else "number"))
             if num is not None:
                 parts.append(num)
         if "string" in types:
             st = self._string(m)
+            self._name_terminal(st, _string_name(m, hint))
             if st is not None:
                 parts.append(st)
         if "array" in types:
@@ -358,6 +384,83 @@ def _ref_hint(ref: str) -> str:
     while words and len("_".join([words[-1], *kept])) <= 24:
         kept.insert(0, words.pop())
     return "_".join(kept or [words[-1][-24:]])
+
+
+def _string_name(m: Merged, hint: str) -> str:
+    """``string``, ``date_time``, ``zip_pattern``, ``uuid_max36``, ``string_min1_max64``: what
+    a string terminal is, from the keywords that made it (a pattern: from its property)."""
+    formats = sorted({f for f, _ in m.formats or []})
+    if formats:
+        base = formats[0] + ("_pattern" if m.patterns else "")
+    elif m.patterns:
+        word = hint.rsplit("_", 1)[-1]
+        base = f"{word}_pattern" if word.isalpha() and word not in _GENERIC_HINTS else "pattern"
+    else:
+        base = "string"
+    if m.min_len > 0:
+        base += f"_min{m.min_len}"
+    if m.max_len is not None:
+        base += f"_max{m.max_len}"
+    return identifier(base)
+
+
+_GENERIC_HINTS = frozenset({"root", "value", "item", "additional", "pattern", "contains", "other", "extra", "key"})
+
+
+def _number_name(m: Merged, kind: str) -> str:
+    """``integer``, ``int64``, ``integer_min0``, ``number_gt0_max1``, ``number_multiple_of_0_5``."""
+    for name, (lo, hi) in fmt.INTEGER_RANGES.items():
+        if kind == "integer" and (m.lo, m.hi) == (lo, hi) and not (m.lo_strict or m.hi_strict or m.multiple_of):
+            return name
+    base = kind
+    if m.lo is not None:
+        base += ("_gt" if m.lo_strict else "_min") + _number_word(m.lo)
+    if m.hi is not None:
+        base += ("_lt" if m.hi_strict else "_max") + _number_word(m.hi)
+    if m.multiple_of:
+        base += "_multiple_of_" + "_".join(_number_word(v) for v in sorted({v for v, _ in m.multiple_of}))
+    return identifier(base)
+
+
+def _number_word(value) -> str:
+    text = format(value.normalize(), "f") if hasattr(value, "normalize") else str(value)
+    return text.replace("-", "neg").replace(".", "_")
+
+
+_SURROGATES = (0xD800, 0xDFFF)
+_JSON_CHARS = jf.MAX_CP + 1 - (_SURROGATES[1] - _SURROGATES[0] + 1)
+
+
+@lru_cache(maxsize=4096)
+def _char_name(ranges) -> str:
+    """``char``, ``char_not_e``, ``char_not_a_x2d``, ``char_e``: one JSON string character
+    of `ranges` (named by the characters it leaves out, or has, when they are few)."""
+    surrogates = sum(max(0, min(b, _SURROGATES[1]) - max(a, _SURROGATES[0]) + 1) for a, b in ranges)
+    count = sum(b - a + 1 for a, b in ranges) - surrogates  # ranges do not overlap
+    if count >= _JSON_CHARS - 3:
+        missing = jf.intersect(jf.complement(ranges), jf.ALL)
+        if sum(b - a + 1 for a, b in missing) <= 3:
+            return "char_not_" + _char_words(missing) if missing else "char"
+    if count <= 3:
+        return "char_" + _char_words(ranges)
+    return "char_set"
+
+
+def _char_words(ranges) -> str:
+    return "_".join(chr(cp) if chr(cp).isascii() and chr(cp).isalnum() else f"x{cp:02x}" for a, b in ranges for cp in range(a, b + 1))
+
+
+def _title_hint(schema, hint: str) -> str:
+    """The schema's own `title` as its rule's name where it names a thing: at the root, or on
+    an object schema; short titles only (at most 4 words, 32 characters), else `hint`."""
+    title = schema.get("title") if isinstance(schema, dict) else None
+    if not isinstance(title, str) or not (hint == "root" or "properties" in schema or schema.get("type") == "object"):
+        return hint
+    words = re.findall(r"[A-Za-z0-9]+", title)
+    if not words or len(words) > 4:
+        return hint
+    name = words[0] if len(words) == 1 else "".join(w[:1].upper() + w[1:] for w in words)
+    return name if len(name) <= 32 else hint
 
 
 def _references(expr) -> list[str]:

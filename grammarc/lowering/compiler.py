@@ -168,6 +168,11 @@ class _Lowering:
         if name in self._rule_symbols:
             return self._rule_symbols[name]
         dfa = self._rule_dfa.get(name)
+        body = self.rules[name]
+        if isinstance(body, Ref) and isinstance(self.rules.get(body.name), (Literal, Regex, Substrings)):
+            body = self.rules[body.name]
+        if dfa is None and isinstance(body, (Literal, Regex, Substrings)):
+            dfa = self.atomic(body)  # a rule that is (or names) one terminal, past the merge budget too
         if dfa is not None:
             symbols = self.terminal_symbols(dfa, name)
         else:

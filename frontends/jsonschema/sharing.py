@@ -1,0 +1,334 @@
+"""Shared rules for what a schema repeats, so that its `.ebnf` can be read.
+
+Schemas repeat themselves: every string field is the same 300-character JSON-string regex,
+every copy of a subschema builds the same rules under another name. This pass rewrites the
+built rules without changing any language (it only names and renames parts of the IR):
+
+- *merge*: rules written the same way (equal bodies, up to references to rules already
+  found equal) become one rule, named by what their names share (``spec_selector`` and
+  ``status_selector``: ``selector``) or else by the shortest. Small bodies stay apart: their
+  own names say more than a shared one would. Copies that refer to each other recursively
+  are not found;
+- *hoist*: a large regex terminal that occurs twice or more becomes one rule of
+  its own, referenced where it was; so does a terminal the builder has a name for
+  (``string``, ``date_time``, ``integer_min0``), even once: the structure then reads like the
+  schema, the lexical definitions come last.
+
+The lowering merges a referenced regular rule back into the terminal DFAs, so the compiled
+terminals are those of the grammar before the pass.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Callable, Mapping
+
+from grammarc.ir import Alt, Except, Expr, Ref, Regex, Repeat, Seq, walk
+
+__all__ = ["share", "hoist_terminals", "merge_equal_rules", "identifier", "shorten", "unique"]
+
+MIN_TERMINAL = 24  # pattern length from which a repeated regex gets a rule (and a named one, once)
+MIN_NAMED_TERMINAL = 12  # pattern length from which a regex the builder names gets a rule, repeated
+MIN_MERGED_NODES = 5  # IR nodes from which equal rule bodies are merged
+MAX_MERGE_ROUNDS = 16  # each round may make bodies that referred to merged rules equal
+MAX_NAME = 40
+
+
+def share(rules: Mapping[str, Expr], start: str, hints: Mapping[Expr, str], reserved: tuple[str, ...] = ()) -> dict[str, Expr]:
+    """Merge equal rules, then hoist terminals (see the module docstring)."""
+    return hoist_terminals(merge_equal_rules(rules, start, reserved), hints, reserved)
+
+
+# -- terminals ------------------------------------------------------------------------------
+
+def _size(expr: Regex) -> int:
+    return len(expr.pattern)
+
+
+def hoist_terminals(rules: Mapping[str, Expr], hints: Mapping[Expr, str], reserved: tuple[str, ...] = ()) -> dict[str, Expr]:
+    """Rules of their own for the large regexes that repeat, or that `hints` names (literals
+    stay where they are: they read well, and the lowering groups alternatives of literals).
+
+    New rules come after the others, in the order their terminals first occur; a name that
+    is taken gets a numeric suffix."""
+    uses: dict[Expr, int] = {}
+    holding: dict[str, list[Expr]] = {}  # rule -> its candidate terminals
+    for name, body in rules.items():
+        for node in _terminals(body):
+            if _size(node) >= (MIN_NAMED_TERMINAL if node in hints else MIN_TERMINAL):
+                uses[node] = uses.get(node, 0) + 1
+                holding.setdefault(name, []).append(node)
+    chosen = [t for t, n in uses.items() if n >= 2 or (t in hints and _size(t) >= MIN_TERMINAL)]
+    if not chosen:
+        return dict(rules)
+    taken = set(rules) | set(reserved)
+    names: dict[Expr, str] = {}
+    for terminal in chosen:
+        names[terminal] = unique(hints.get(terminal) or _fallback_name(terminal), taken)
+    hoist = lambda e: Ref(names[e]) if type(e) is Regex and e in names else None  # noqa: E731
+    out = {name: _substitute(body, hoist) if any(t in names for t in holding.get(name, ())) else body
+           for name, body in rules.items()}
+    out.update((name, terminal) for terminal, name in names.items())
+    return out
+
+
+def _terminals(expr: Expr) -> list[Expr]:
+    """The terminals of `expr` in order, outside ``except!`` (whose operand stays a literal)."""
+    out = []
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        if kind is Regex:
+            out.append(node)
+        elif kind is Seq or kind is Alt:
+            stack.extend(reversed(node.items))
+        elif kind is Repeat:
+            stack.append(node.item)
+    return out
+
+
+def _fallback_name(terminal: Regex) -> str:
+    return "string_pattern" if terminal.pattern.startswith('"') else "regex"
+
+
+# -- equal rules ----------------------------------------------------------------------------
+
+def merge_equal_rules(rules: Mapping[str, Expr], start: str, reserved: tuple[str, ...] = ()) -> dict[str, Expr]:
+    """One rule for each set of equal rules of at least MIN_MERGED_NODES nodes.
+
+    Rules are equal when their bodies are, up to references to rules already found equal
+    (round after round, rules of any size, so that two objects whose members are ``x_city
+    ::= string`` and ``y_city ::= string`` are equal too). Only the large ones are merged:
+    the start rule keeps its name, the merged rule the place of the first of its set, and the
+    small rules left without a reference go away."""
+    out = dict(rules)
+    refs = {name: _references(body) for name, body in out.items()}
+    classes = _Classes(out)
+    # a key stays true of its rule as more rules are found equal: keys of earlier rounds stay
+    groups: dict[_Hashed, str] = {}
+    todo = [name for name in out if name not in reserved]
+    for _ in range(MAX_MERGE_ROUNDS):
+        touched = set()
+        for name in todo:
+            first = groups.setdefault(_Hashed(_key(name, out[name], refs[name], classes.find)), name)
+            if first != name and classes.union(first, name):
+                touched.add(first)
+        if not touched:
+            break
+        changed = {member for name in touched for member in classes.members(name)}
+        todo = [name for name in out if name not in reserved and refs[name] & changed]
+    renames: dict[str, str] = {}
+    taken = set(out) | set(reserved)
+    for names in classes.sets():
+        if len(names) > 1 and _has_nodes(out[names[0]], MIN_MERGED_NODES):
+            keep = _merged_name(names, start, taken)
+            taken.add(keep)
+            renames.update((name, keep) for name in names if name != keep)
+    if not renames:
+        return out
+    rename = lambda e: Ref(renames[e.name]) if isinstance(e, Ref) and e.name in renames else None  # noqa: E731
+    merged: dict[str, Expr] = {}
+    for name, body in out.items():
+        new = renames.get(name, name)
+        if new not in merged:
+            merged[new] = _substitute(body, rename) if refs[name] & renames.keys() else body
+    return _reachable(merged, start, reserved)
+
+
+class _Hashed:
+    """An expression hashed once (IR nodes hash their whole tree on every call)."""
+
+    __slots__ = ("expr", "hash")
+
+    def __init__(self, expr: Expr):
+        self.expr = expr
+        self.hash = hash(expr)
+
+    def __hash__(self) -> int:
+        return self.hash
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Hashed) and self.hash == other.hash and self.expr == other.expr
+
+
+class _Classes:
+    """Rules known to derive the same language: a union-find whose sets only grow (so that
+    what made two rules equal stays true as more rules are found equal)."""
+
+    def __init__(self, rules: Mapping[str, Expr]):
+        self.order = {name: i for i, name in enumerate(rules)}
+        self.parent = {name: name for name in rules}
+        self._members = {name: [name] for name in rules}
+
+    def find(self, name: str) -> str:
+        parent = self.parent
+        while parent.get(name, name) != name:
+            parent[name] = parent[parent[name]]
+            name = parent[name]
+        return name
+
+    def union(self, a: str, b: str) -> bool:
+        """Join the sets of `a` and `b` (the earlier rule names the set); False if one already."""
+        a, b = self.find(a), self.find(b)
+        if a == b:
+            return False
+        if self.order[b] < self.order[a]:
+            a, b = b, a
+        self.parent[b] = a
+        self._members[a].extend(self._members.pop(b))
+        return True
+
+    def members(self, name: str) -> list[str]:
+        return self._members[self.find(name)]
+
+    def sets(self) -> list[list[str]]:
+        """Every set, its members in rule order, the sets in the order of their first rules."""
+        return [sorted(members, key=self.order.__getitem__) for _, members in sorted(self._members.items(), key=lambda kv: self.order[kv[0]])]
+
+
+def _reachable(rules: dict[str, Expr], start: str, reserved: tuple[str, ...]) -> dict[str, Expr]:
+    seen = {start, *(name for name in reserved if name in rules)}
+    todo = list(seen)
+    while todo:
+        for name in _references(rules[todo.pop()]):
+            if name not in seen and name in rules:
+                seen.add(name)
+                todo.append(name)
+    return {name: body for name, body in rules.items() if name in seen}
+
+
+def _references(expr: Expr) -> frozenset[str]:
+    """The names `expr` refers to (a loop of its own: this runs on every rule)."""
+    out = set()
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        if kind is Ref:
+            out.add(node.name)
+        elif kind is Seq or kind is Alt:
+            stack.extend(node.items)
+        elif kind is Repeat or kind is Except:
+            stack.append(node.item)
+    return frozenset(out)
+
+
+def _has_nodes(expr: Expr, count: int) -> bool:
+    for _ in walk(expr):
+        count -= 1
+        if count <= 0:
+            return True
+    return False
+
+
+def _key(name: str, body: Expr, refs: frozenset[str], find: Callable[[str], str]) -> Expr:
+    """What equal rules share: the body, each reference written as the first rule known
+    equal to its target, and references to its own rule all alike (so that ``a ::= "" | x a``
+    and ``b ::= "" | x b``, the same language, compare equal)."""
+    if name not in refs and all(find(used) == used for used in refs):
+        return body
+
+    def leaf(e: Expr) -> Expr | None:
+        if not isinstance(e, Ref):
+            return None
+        if e.name == name:
+            return _SELF
+        target = find(e.name)
+        return None if target == e.name else Ref(target)
+
+    return _substitute(body, leaf)
+
+
+_SELF = Ref("")  # no rule has the empty name
+
+
+def _merged_name(names: list[str], start: str, taken: set[str]) -> str:
+    """The name of a set of equal rules: the start rule's, else the words all the names end
+    with (unless another rule has that name), else the shortest name (the first of those)."""
+    if start in names:
+        return start
+    common = _common_suffix(names)
+    if common and (common not in taken or common in names) and not common[0].isdigit() and not common.startswith("q"):
+        return common
+    return min(names, key=len)
+
+
+def _common_suffix(names: list[str]) -> str:
+    parts = [name.split("_") for name in names]
+    words: list[str] = []
+    for column in zip(*(reversed(p) for p in parts)):
+        if len(set(column)) != 1 or not column[0]:
+            break
+        words.insert(0, column[0])
+    if len(words) == min(len(p) for p in parts):
+        return ""  # one name is the suffix of another: keep the shortest
+    return "_".join(words)
+
+
+# -- names ----------------------------------------------------------------------------------
+
+def identifier(text: str, default: str = "value", limit: int = MAX_NAME - 4) -> str:
+    """A rule name from free text: runs of other characters become ``_``, no leading digit,
+    at most `limit` characters (words dropped from the left, see `shorten`)."""
+    base = re.sub(r"[^A-Za-z0-9_]+", "_", text).strip("_") or default
+    if base[0].isdigit():
+        base = "_" + base
+    return shorten(base, limit)
+
+
+def shorten(name: str, limit: int = MAX_NAME - 4) -> str:
+    """`name` within `limit` characters, keeping its end (the most specific part): the
+    leading words of its first segments go first (``ScopedResourceSelectorRequirement_key``:
+    ``SelectorRequirement_key``), then whole leading segments, then characters."""
+    if len(name) <= limit:
+        return name
+    segments = [s for s in name.split("_") if s]
+    while len(segments) > 1 and len("_".join(segments)) > limit:
+        for i, segment in enumerate(segments[:-1]):
+            words = _WORD.findall(segment)
+            if len(words) > 1 and "".join(words) == segment:
+                segments[i] = "".join(words[1:])
+                break
+        else:
+            segments.pop(0)
+    out = "_".join(segments)[-limit:].lstrip("_")
+    return "_" + out if out[:1].isdigit() else out
+
+
+_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z0-9]+")
+
+
+def unique(base: str, taken: set[str]) -> str:
+    """`base`, or `base_2`, `base_3`... the first not in `taken` (which gets it)."""
+    name = base
+    i = 2
+    while name in taken:
+        name = f"{base}_{i}"
+        i += 1
+    taken.add(name)
+    return name
+
+
+# -- rewriting ------------------------------------------------------------------------------
+
+def _substitute(expr: Expr, leaf: Callable[[Expr], Expr | None]) -> Expr:
+    """`expr` with each node for which `leaf` gives a replacement replaced (not below it);
+    unchanged subtrees are kept as they are (the same objects)."""
+    new = leaf(expr)
+    if new is not None:
+        return new
+    kind = type(expr)
+    if kind is Seq or kind is Alt:
+        items = [_substitute(item, leaf) for item in expr.items]
+        for a, b in zip(items, expr.items):
+            if a is not b:
+                return kind(tuple(items), expr.span)
+        return expr
+    if kind is Repeat:
+        item = _substitute(expr.item, leaf)
+        return expr if item is expr.item else Repeat(item, expr.min, expr.max, expr.span)
+    if kind is Except and isinstance(expr.item, Ref):
+        item = leaf(expr.item)
+        return expr if item is None else Except(item, expr.limit, expr.span)
+    return expr

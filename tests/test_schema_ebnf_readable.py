@@ -1,0 +1,293 @@
+"""Readable `.ebnf` from JSON Schema (issue 11, item 5): shared rules, short names, same language.
+
+The sharing pass (frontends/jsonschema/sharing.py) only names and renames parts of the IR, so
+every test here compares it with the grammar built without it: on MaskBench schemas (their
+valid and invalid instances, compact and indent=2), on random IR grammars (the brute-force
+oracle), and through the printed text read back.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import warnings
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from grammarc import Grammar
+from grammarc.errors import GrammarcError
+from grammarc.frontends import json_formats as jf
+from grammarc.frontends.jsonschema import builder as builder_module
+from grammarc.frontends.jsonschema import sharing
+from grammarc.ir import Alt, Expr, Literal, Ref, Regex, Repeat, Seq
+from grammarc.ir.printer import quote
+from grammarc.runtime.recognizer import Recognizer
+
+import oracle  # noqa: E402  (tests/ is on sys.path)
+import strategies
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "maskbench-dev"
+KB_838 = DATA / "Kubernetes---kb_838_Normalized.json"
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def unshared(monkeypatch) -> None:
+    """Build schema grammars without the sharing pass (the grammar of before)."""
+    monkeypatch.setattr(builder_module, "share", lambda rules, start, hints, reserved=(): dict(rules))
+
+
+def quiet_schema_grammar(schema, **options) -> Grammar:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return Grammar.from_json_schema(schema, **options)
+
+
+# -- the whole text for a small schema ----------------------------------------------------------
+
+PERSON = {
+    "title": "Person",
+    "type": "object",
+    "properties": {
+        "name": {"type": "string"},
+        "nick": {"type": "string", "maxLength": 8},
+        "age": {"type": "integer", "minimum": 0},
+        "home": {"title": "Address", "type": "object", "additionalProperties": False, "required": ["city"],
+                 "properties": {"city": {"type": "string"}, "zip": {"type": "string", "pattern": "^[0-9]{5}$"}}},
+        "work": {"type": "object", "additionalProperties": False, "required": ["city"],
+                 "properties": {"city": {"type": "string"}, "zip": {"type": "string", "pattern": "^[0-9]{5}$"}}},
+        "tags": {"type": "array", "items": {"type": "string"}},
+    },
+    "required": ["name"],
+    "additionalProperties": False,
+}
+
+# the JSON string regexes are json_formats' (as the printer quotes them): not what is tested here
+STRING = quote(jf.string_regex())
+STRING_MAX8 = quote(jf.string_regex(0, 8))
+
+PERSON_EBNF = f"""\
+start ::= Person;
+Person_name ::= string;
+Person_nick ::= string_max8;
+Person_age ::= integer_min0;
+Address_city ::= string;
+Address_zip ::= zip_pattern;
+Address ::= "{{" "\\"city\\"" ":" Address_city ("," "\\"zip\\"" ":" Address_zip)? "}}";
+Person_tags_item ::= string;
+Person_tags ::= "[]" | "[" Person_tags_item ("," Person_tags_item)* "]";
+Person_from_tags ::= "," "\\"tags\\"" ":" Person_tags;
+Person_from_work ::= "," "\\"work\\"" ":" Address Person_from_tags?
+                   | Person_from_tags;
+Person_from_home ::= "," "\\"home\\"" ":" Address Person_from_work?
+                   | Person_from_work;
+Person_from_age ::= "," "\\"age\\"" ":" Person_age Person_from_home?
+                  | Person_from_home;
+Person ::= "{{" "\\"name\\"" ":" Person_name ("," "\\"nick\\"" ":" Person_nick Person_from_age? | Person_from_age)? "}}";
+string ::= #{STRING};
+string_max8 ::= #{STRING_MAX8};
+integer_min0 ::= #/(?:(?:-0|0|[1-9][0-9]*))(?:\\.0+)?/;
+zip_pattern ::= #/"(?:(?:[0-9]|\\\\u003[0-9])){{5}}"/;
+"""
+
+
+def test_small_schema_reads_like_the_schema():
+    # names from the titles (Person, Address) and property names; the two equal address
+    # objects are one rule; the string regex is written once; each terminal named for what it is
+    assert Grammar.from_json_schema(PERSON, whitespace="compact").to_ebnf() == PERSON_EBNF
+
+
+def test_small_schema_same_language_as_without_sharing(monkeypatch):
+    shared = Grammar.from_json_schema(PERSON, whitespace="compact")
+    unshared(monkeypatch)
+    plain = Grammar.from_json_schema(PERSON, whitespace="compact")
+    regex = quote(jf.string_regex())
+    assert plain.to_ebnf().count(regex) == 4 and shared.to_ebnf().count(regex) == 1
+    texts = [
+        '{"name":"a"}', '{"name":"a","nick":"12345678"}', '{"name":"a","nick":"123456789"}',
+        '{"name":"a","age":0,"home":{"city":"x","zip":"12345"},"work":{"city":"y"}}',
+        '{"name":"a","work":{"city":"y","zip":"1234"}}', '{"name":"a","home":{"zip":"12345"}}',
+        '{"name":"a","tags":["x","y\\u0041"]}', '{"name":"a","age":-1}', '{"name":"a","age":3.0}',
+        '{"name":"a","other":1}', '{"nick":"a"}', '{"name":"a","home":{"city":"x","zip":"1234\\u0035"}}',
+    ]
+    verdicts = [(plain.accepts(t), shared.accepts(t)) for t in texts]
+    assert [a for a, _ in verdicts] == [b for _, b in verdicts]
+    assert [a for a, _ in verdicts] == [True, True, False, True, False, False, True, False, True, False, False, True]
+
+
+def test_names_come_from_titles_only_where_they_name_a_thing():
+    schema = {"title": "The order of a customer, as sent by the shop front-end", "type": "object",
+              "properties": {"id": {"title": "Identifier", "type": "integer"},
+                             "item": {"title": "Line item", "type": "object", "properties": {"sku": {"type": "string"}}}}}
+    names = Grammar.from_json_schema(schema, whitespace="compact").names
+    assert "root" in names  # the long title is not a name
+    assert "LineItem" in names and "LineItem_sku" in names  # an object's short title is
+    assert "root_id" in names  # a title on a scalar is not used
+
+
+def test_same_schema_same_text_and_names_never_collide():
+    schema = {"$defs": {"string": {"type": "object", "properties": {"ws": {"type": "string"}, "char": {"type": "number"}}},
+                        "start": {"type": "string", "format": "date-time"}},
+              "type": "object",
+              "properties": {"a": {"$ref": "#/$defs/string"}, "b": {"$ref": "#/$defs/start"},
+                             "c": {"type": "string", "format": "date-time"}, "d": {"type": "number"}}}
+    first = Grammar.from_json_schema(schema).to_ebnf()
+    assert first == Grammar.from_json_schema(schema).to_ebnf()
+    names = [line.split(" ::= ")[0] for line in first.splitlines() if " ::= " in line]
+    assert len(names) == len(set(names))
+    assert all(IDENTIFIER.fullmatch(name) and len(name) <= 40 for name in names)
+    assert "string" in names and "string_2" in names and "date_time" in names
+    assert names.count("start") == 1 and names[0] == "start"
+    assert Grammar.from_ebnf(first) == Grammar.from_json_schema(schema)
+
+
+def test_shorten_keeps_the_end_of_a_name():
+    assert sharing.shorten("ScopedResourceSelectorRequirement_other_key_q19") == "SelectorRequirement_other_key_q19"
+    assert sharing.shorten("short_name") == "short_name"
+    assert sharing.shorten("a" * 50) == "a" * 36
+    assert sharing.shorten("x_" + "1" * 40).startswith("_")
+    assert sharing.identifier("io.k8s.api.core.v1.PodSpec") == "io_k8s_api_core_v1_PodSpec"
+    assert sharing.identifier("9lives") == "_9lives"
+    assert sharing.identifier("---") == "value"
+
+
+# -- kb_838: the Kubernetes schema that motivated this --------------------------------------------
+
+def test_kubernetes_schema_is_a_third_of_its_size(monkeypatch):
+    if not KB_838.exists():
+        pytest.skip(f"MaskBench data not found at {KB_838}")
+    schema = json.loads(KB_838.read_text())["schema"]
+    shared = Grammar.from_json_schema(schema)
+    text = shared.to_ebnf()
+    unshared(monkeypatch)
+    before = Grammar.from_json_schema(schema).to_ebnf()
+    assert len(text) * 3 < len(before), (len(text), len(before))
+    string = Regex(jf.string_regex())
+    assert sum(1 for _, body in shared.rules for node in _nodes(body) if node == string) == 1
+    assert dict(shared.rules)["string"] == string
+    assert max(len(name) for name in shared.names) <= 40
+    assert all(IDENTIFIER.fullmatch(name) for name in shared.names)
+
+
+def _nodes(expr: Expr):
+    from grammarc.ir import walk
+
+    return walk(expr)
+
+
+# -- differential: MaskBench schemas -----------------------------------------------------------------
+
+def _maskbench_sample(every: int = 90) -> list[Path]:
+    return sorted(DATA.glob("*.json"))[5::every] if DATA.is_dir() else []
+
+
+@pytest.mark.parametrize("path", _maskbench_sample() or [None], ids=lambda p: p.name if p else "no-data")
+def test_maskbench_same_language_and_terminals(path, monkeypatch):
+    if path is None:
+        pytest.skip(f"MaskBench data not found at {DATA}")
+    case = json.loads(path.read_text())
+    outcomes = []
+    for share in (False, True):
+        with monkeypatch.context() as patch:
+            if not share:
+                unshared(patch)
+            try:
+                grammar = quiet_schema_grammar(case["schema"])
+                outcomes.append((grammar, grammar.compile()))
+            except GrammarcError as error:  # refused either way, for the same reason
+                outcomes.append((type(error), str(error)))
+    if not isinstance(outcomes[0][0], Grammar):
+        assert outcomes[1] == outcomes[0]
+        return
+    (plain, before), (shared, compiled) = outcomes
+    reread = Grammar.from_ebnf(shared.to_ebnf(), start=shared.start)
+    assert reread == shared
+    # referenced regular rules are merged back into the terminal automata
+    for key in ("terminals", "dfa_states"):
+        assert compiled.summary()[key] == before.summary()[key], key
+    judges = [Recognizer(before), Recognizer(compiled), Recognizer(reread.compile())]
+    for test in case["tests"]:
+        for text in (json.dumps(test["data"], separators=(",", ":")), json.dumps(test["data"], indent=2)):
+            verdicts = [judge.accepts(text) for judge in judges]
+            assert verdicts == [verdicts[0]] * 3, (text[:200], verdicts)
+
+
+# -- differential: random grammars, against the brute-force oracle ---------------------------------
+
+def _with_copies(grammar: Grammar, tweak: bool) -> Grammar:
+    """`grammar` (its start rule renamed) beside a renamed copy of each of its rules, the new
+    start rule choosing either: rules that the sharing pass should merge. `tweak`: the copy
+    of the last rule also derives ``c`` (a character the grammars never use), so that the
+    copies referring to it (however deeply) must stay apart."""
+    original = {name: "start_0" if name == "start" else name for name, _ in grammar.rules}
+    copy = {name: f"{name}_copy" for name, _ in grammar.rules}
+
+    def renamed(expr: Expr, names: dict) -> Expr:
+        return sharing._substitute(expr, lambda e: Ref(names[e.name]) if isinstance(e, Ref) and e.name in names else None)
+
+    rules = [("start", Alt((Ref("start_0"), Ref("start_copy"))))]
+    rules += [(original[name], renamed(body, original)) for name, body in grammar.rules]
+    rules += [(copy[name], renamed(body, copy)) for name, body in grammar.rules]
+    if tweak:
+        name, body = rules[-1]
+        rules[-1] = (name, Alt((body, Literal("c"))))
+    return Grammar(rules=tuple(rules), start="start")
+
+
+@st.composite
+def regex_hints(draw, grammar: Grammar) -> dict:
+    from grammarc.ir import walk
+
+    regexes = sorted({node.pattern for _, body in grammar.rules for node in walk(body) if isinstance(node, Regex)})
+    return {Regex(p): draw(st.sampled_from(["string", "start", "r1", "char", "x"])) for p in regexes if draw(st.booleans())}
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.data())
+def test_sharing_keeps_the_language_of_random_grammars(data):
+    grammar = data.draw(strategies.grammars("ab", any_token=False), label="grammar")
+    if data.draw(st.booleans(), label="copies"):
+        grammar = _with_copies(grammar, tweak=data.draw(st.booleans(), label="tweak"))
+    hints = data.draw(regex_hints(grammar), label="hints")
+    with pytest.MonkeyPatch.context() as patch:  # every rule and regex is worth sharing
+        for threshold in ("MIN_MERGED_NODES", "MIN_TERMINAL", "MIN_NAMED_TERMINAL"):
+            patch.setattr(sharing, threshold, 1)
+        rules = sharing.share(dict(grammar.rules), grammar.start, hints)
+    shared = Grammar(rules=tuple(rules.items()), start=grammar.start)
+    assert list(rules)[0] == grammar.start
+    assert oracle.language(shared, "abc", 4) == oracle.language(grammar, "abc", 4)
+    assert Grammar.from_ebnf(shared.to_ebnf(), start=shared.start) == shared
+
+
+def test_copies_merge_into_one_rule_recursive_ones_too(monkeypatch):
+    monkeypatch.setattr(sharing, "MIN_MERGED_NODES", 1)
+    rules = {
+        "start": Seq((Ref("spec_list"), Ref("status_list"), Ref("x"), Ref("y"))),
+        "spec_list": Alt((Literal(""), Seq((Ref("spec_item"), Ref("spec_list"))))),
+        "status_list": Alt((Literal(""), Seq((Ref("status_item"), Ref("status_list"))))),
+        "spec_item": Seq((Literal("<"), Regex("[a-z]+"), Literal(">"))),
+        "status_item": Seq((Literal("<"), Regex("[a-z]+"), Literal(">"))),
+        "x": Repeat(Ref("spec_item"), 0, 2),
+        "y": Repeat(Ref("status_item"), 0, 3),
+    }
+    merged = sharing.merge_equal_rules(rules, "start")
+    assert merged == {
+        "start": Seq((Ref("list"), Ref("list"), Ref("x"), Ref("y"))),
+        "list": Alt((Literal(""), Seq((Ref("item"), Ref("list"))))),
+        "item": Seq((Literal("<"), Regex("[a-z]+"), Literal(">"))),
+        "x": Repeat(Ref("item"), 0, 2),
+        "y": Repeat(Ref("item"), 0, 3),
+    }
+
+
+def test_rules_referring_to_different_rules_stay_apart(monkeypatch):
+    monkeypatch.setattr(sharing, "MIN_MERGED_NODES", 1)
+    rules = dict(Grammar.from_ebnf('start ::= s0 | s1; s0 ::= "a" r0; r0 ::= "b"; s1 ::= "a" r1; r1 ::= "b" | "c";').rules)
+    assert sharing.merge_equal_rules(rules, "start") == rules
+
+
+def test_small_equal_rules_keep_their_names(monkeypatch):
+    rules = {"start": Seq((Ref("a_name"), Ref("b_name"))), "a_name": Ref("s"), "b_name": Ref("s"), "s": Regex("x+")}
+    assert sharing.merge_equal_rules(rules, "start") == rules
