@@ -1,0 +1,695 @@
+/* grammarc.automata._core: the two inner loops of automaton construction, in C.
+ *
+ * finalize    - trim, minimize and canonically number a DFA given over byte classes
+ *               (the work behind grammarc.automata.dfa._finalize);
+ * determinize - the subset construction of grammarc.automata.nfa._determinize.
+ *
+ * Why C: both are tight loops over integers that dominate grammar compilation in Python.
+ * The Python versions live on as test oracles (tests/automata_reference.py), and
+ * tests/test_automata_core.py checks both give identical arrays.
+ *
+ * Only the CPython C API and the buffer protocol are used (no numpy headers), and the
+ * loops run without the GIL, since grammars are compiled in threads. Every index read
+ * from a caller's buffer is range-checked before it is used.
+ */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int32_t i32;
+typedef int64_t i64;
+
+/* ------------------------------------------------------------------ buffers */
+
+/* A C-contiguous buffer of `itemsize`-byte items (format not checked: the Python
+ * wrappers pass numpy arrays of the right dtype). */
+static int get_buf(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, int writable, const char *name)
+{
+    int flags = PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(obj, view, flags) < 0)
+        return -1;
+    if (view->itemsize != itemsize) {
+        PyErr_Format(PyExc_TypeError, "%s: expected items of %zd bytes, got %zd", name, itemsize, view->itemsize);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+static Py_ssize_t buf_len(const Py_buffer *view) { return view->len / view->itemsize; }
+
+/* ------------------------------------------------------ refinable partition */
+
+/* Sets of the elements 0..n-1, stored contiguously in `elems`; marking an element moves it
+ * to the front of its set, splitting cuts every touched set into marked and unmarked parts
+ * and gives the smaller part a new number (so each element changes set O(log n) times). */
+typedef struct {
+    i32 n, z, nt;
+    i32 *elems, *loc, *set, *first, *past, *marked, *touched;
+} Part;
+
+static void part_free(Part *p)
+{
+    free(p->elems); free(p->loc); free(p->set); free(p->first);
+    free(p->past); free(p->marked); free(p->touched);
+    memset(p, 0, sizeof *p);
+}
+
+static int part_init(Part *p, i32 n)
+{
+    size_t cells = (size_t)(n > 0 ? n : 1);
+    memset(p, 0, sizeof *p);
+    p->elems = malloc(cells * sizeof(i32)); p->loc = malloc(cells * sizeof(i32));
+    p->set = malloc(cells * sizeof(i32)); p->first = malloc(cells * sizeof(i32));
+    p->past = malloc(cells * sizeof(i32)); p->marked = malloc(cells * sizeof(i32));
+    p->touched = malloc(cells * sizeof(i32));
+    if (!p->elems || !p->loc || !p->set || !p->first || !p->past || !p->marked || !p->touched) {
+        part_free(p);
+        return -1;
+    }
+    p->n = n;
+    p->z = n > 0;
+    for (i32 i = 0; i < n; i++) { p->elems[i] = p->loc[i] = i; p->set[i] = 0; }
+    p->first[0] = 0; p->past[0] = n; p->marked[0] = 0;
+    return 0;
+}
+
+static void part_mark(Part *p, i32 e)
+{
+    i32 s = p->set[e], i = p->loc[e], j = p->first[s] + p->marked[s];
+    if (i < j)
+        return; /* marked already */
+    p->elems[i] = p->elems[j]; p->loc[p->elems[i]] = i;
+    p->elems[j] = e; p->loc[e] = j;
+    if (!p->marked[s]++)
+        p->touched[p->nt++] = s;
+}
+
+static void part_split(Part *p)
+{
+    while (p->nt) {
+        i32 s = p->touched[--p->nt], j = p->first[s] + p->marked[s];
+        if (j == p->past[s]) { p->marked[s] = 0; continue; }
+        i32 z = p->z++;
+        if (p->marked[s] <= p->past[s] - j) { p->first[z] = p->first[s]; p->past[z] = p->first[s] = j; }
+        else { p->past[z] = p->past[s]; p->first[z] = p->past[s] = j; }
+        for (i32 i = p->first[z]; i < p->past[z]; i++) p->set[p->elems[i]] = z;
+        p->marked[s] = p->marked[z] = 0;
+    }
+}
+
+/* ----------------------------------------------------------------- finalize */
+
+enum { OK = 0, NOMEM = -1, BUDGET = -2 };
+
+/* Trim, minimize, number canonically. trans [n, k] (-1 = none, checked < n), acc [n],
+ * order [k] (columns in ascending order of their first byte). Writes out [m, k] and
+ * out_acc [m]; *m = 0 for the empty language. */
+static int finalize_c(const i64 *trans, const uint8_t *acc, i32 n, i32 k, const i64 *order,
+                      i64 *out, uint8_t *out_acc, i32 *m)
+{
+    int rc = NOMEM;
+    size_t nk = (size_t)n * (size_t)k;
+    i32 *rev_ptr = calloc((size_t)n + 1, sizeof(i32)), *rev_src = NULL, *stack = NULL;
+    i32 *remap = NULL, *old_of = NULL, *tail = NULL, *label = NULL, *head = NULL;
+    i32 *in_ptr = NULL, *in_tr = NULL, *newid = NULL, *queue = NULL, *cnt = NULL;
+    uint8_t *live = calloc((size_t)n + 1, 1);
+    Part B = {0}, C = {0};
+    *m = 0;
+    if (!rev_ptr || !live) goto done;
+    /* coreachable states: backwards from the accepting ones */
+    size_t edges = 0;
+    for (size_t i = 0; i < nk; i++)
+        if (trans[i] >= 0) { rev_ptr[trans[i] + 1]++; edges++; }
+    for (i32 q = 0; q < n; q++) rev_ptr[q + 1] += rev_ptr[q];
+    rev_src = malloc((edges ? edges : 1) * sizeof(i32));
+    stack = malloc(((size_t)n + 1) * sizeof(i32));
+    if (!rev_src || !stack) goto done;
+    {
+        i32 *fill = malloc(((size_t)n + 1) * sizeof(i32));
+        if (!fill) goto done;
+        memcpy(fill, rev_ptr, ((size_t)n + 1) * sizeof(i32));
+        for (i32 s = 0; s < n; s++)
+            for (i32 c = 0; c < k; c++) {
+                i64 t = trans[(size_t)s * k + c];
+                if (t >= 0) rev_src[fill[t]++] = s;
+            }
+        free(fill);
+    }
+    i32 sp = 0;
+    for (i32 q = 0; q < n; q++)
+        if (acc[q]) { live[q] = 1; stack[sp++] = q; }
+    while (sp) {
+        i32 q = stack[--sp];
+        for (i32 e = rev_ptr[q]; e < rev_ptr[q + 1]; e++) {
+            i32 s = rev_src[e];
+            if (!live[s]) { live[s] = 1; stack[sp++] = s; }
+        }
+    }
+    if (n == 0 || !live[0]) { rc = OK; goto done; }
+    /* the trimmed DFA: live states renumbered, its transitions as (tail, label, head) */
+    remap = malloc((size_t)n * sizeof(i32));
+    old_of = malloc((size_t)n * sizeof(i32));
+    if (!remap || !old_of) goto done;
+    i32 L = 0;
+    for (i32 q = 0; q < n; q++) {
+        remap[q] = live[q] ? L : -1;
+        if (live[q]) old_of[L++] = q;
+    }
+    size_t T = 0;
+    for (i32 s = 0; s < L; s++)
+        for (i32 c = 0; c < k; c++) {
+            i64 t = trans[(size_t)old_of[s] * k + c];
+            if (t >= 0 && live[t]) T++;
+        }
+    if (T > (size_t)INT32_MAX) goto done;
+    size_t tcells = T ? T : 1;
+    tail = malloc(tcells * sizeof(i32)); label = malloc(tcells * sizeof(i32));
+    head = malloc(tcells * sizeof(i32));
+    in_ptr = calloc((size_t)L + 1, sizeof(i32)); in_tr = malloc(tcells * sizeof(i32));
+    cnt = calloc((size_t)k + 1, sizeof(i32));
+    if (!tail || !label || !head || !in_ptr || !in_tr || !cnt) goto done;
+    T = 0;
+    for (i32 s = 0; s < L; s++)
+        for (i32 c = 0; c < k; c++) {
+            i64 t = trans[(size_t)old_of[s] * k + c];
+            if (t >= 0 && live[t]) {
+                tail[T] = s; label[T] = c; head[T] = remap[t];
+                in_ptr[remap[t] + 1]++; cnt[c + 1]++;
+                T++;
+            }
+        }
+    for (i32 q = 0; q < L; q++) in_ptr[q + 1] += in_ptr[q];
+    for (size_t t = 0; t < T; t++) in_tr[in_ptr[head[t]]++] = (i32)t;
+    for (i32 q = L; q > 0; q--) in_ptr[q] = in_ptr[q - 1];
+    in_ptr[0] = 0;
+    /* blocks of states, first split by acceptance */
+    if (part_init(&B, L) < 0 || part_init(&C, (i32)T) < 0) goto done;
+    for (i32 s = 0; s < L; s++)
+        if (acc[old_of[s]]) part_mark(&B, s);
+    part_split(&B);
+    /* cords of transitions, first grouped by label */
+    if (T) {
+        for (i32 c = 0; c < k; c++) cnt[c + 1] += cnt[c];
+        for (size_t t = 0; t < T; t++) {
+            i32 pos = cnt[label[t]]++;
+            C.elems[pos] = (i32)t; C.loc[t] = pos;
+        }
+        C.z = 0;
+        for (size_t pos = 0; pos < T; pos++) {
+            i32 t = C.elems[pos];
+            if (pos == 0 || label[t] != label[C.elems[pos - 1]]) {
+                if (pos) C.past[C.z - 1] = (i32)pos;
+                C.first[C.z] = (i32)pos; C.marked[C.z] = 0; C.z++;
+            }
+            C.set[t] = C.z - 1;
+        }
+        C.past[C.z - 1] = (i32)T;
+    }
+    /* refine: a cord splits the blocks of its tails; a block splits the cords entering it.
+     * Block 0 is never a splitter: the cords stand for the whole state set, of which block
+     * 0 and the others are the parts, and all parts but one suffice. */
+    for (i32 b = 1, c = 0; c < C.z;) {
+        for (i32 i = C.first[c]; i < C.past[c]; i++) part_mark(&B, tail[C.elems[i]]);
+        part_split(&B);
+        c++;
+        for (; b < B.z; b++) {
+            for (i32 i = B.first[b]; i < B.past[b]; i++) {
+                i32 q = B.elems[i];
+                for (i32 e = in_ptr[q]; e < in_ptr[q + 1]; e++) part_mark(&C, in_tr[e]);
+            }
+            part_split(&C);
+        }
+    }
+    /* canonical numbering: breadth first from the start block, columns in `order` */
+    newid = malloc((size_t)B.z * sizeof(i32));
+    queue = malloc((size_t)B.z * sizeof(i32));
+    if (!newid || !queue) goto done;
+    for (i32 b = 0; b < B.z; b++) newid[b] = -1;
+    i32 qn = 0;
+    newid[B.set[0]] = 0;
+    queue[qn++] = B.set[0];
+    for (i32 qi = 0; qi < qn; qi++) {
+        i32 blk = queue[qi], rep = old_of[B.elems[B.first[blk]]];
+        const i64 *row = trans + (size_t)rep * k;
+        i64 *orow = out + (size_t)qi * k;
+        out_acc[qi] = acc[rep] ? 1 : 0;
+        for (i32 ci = 0; ci < k; ci++) {
+            i32 c = (i32)order[ci];
+            i64 t = row[c];
+            if (t < 0 || !live[t]) { orow[c] = -1; continue; }
+            i32 tb = B.set[remap[t]];
+            if (newid[tb] < 0) { newid[tb] = qn; queue[qn++] = tb; }
+            orow[c] = newid[tb];
+        }
+    }
+    *m = qn;
+    rc = OK;
+done:
+    free(rev_ptr); free(rev_src); free(stack); free(live); free(remap); free(old_of);
+    free(tail); free(label); free(head); free(in_ptr); free(in_tr); free(newid); free(queue);
+    free(cnt);
+    part_free(&B); part_free(&C);
+    return rc;
+}
+
+static PyObject *py_finalize(PyObject *self, PyObject *args)
+{
+    PyObject *o_trans, *o_acc, *o_order, *o_out, *o_out_acc;
+    Py_ssize_t k;
+    Py_buffer trans = {0}, acc = {0}, order = {0}, out = {0}, out_acc = {0};
+    PyObject *result = NULL;
+    if (!PyArg_ParseTuple(args, "OnOOOO", &o_trans, &k, &o_acc, &o_order, &o_out, &o_out_acc))
+        return NULL;
+    if (get_buf(o_trans, &trans, 8, 0, "trans") < 0) return NULL;
+    if (get_buf(o_acc, &acc, 1, 0, "accept") < 0) goto fail;
+    if (get_buf(o_order, &order, 8, 0, "order") < 0) goto fail;
+    if (get_buf(o_out, &out, 8, 1, "out") < 0) goto fail;
+    if (get_buf(o_out_acc, &out_acc, 1, 1, "out_accept") < 0) goto fail;
+    Py_ssize_t n = buf_len(&acc);
+    if (k < 1 || k > 256 || n > INT32_MAX / 256 || buf_len(&trans) != n * k || buf_len(&order) != k
+        || buf_len(&out) < n * k || buf_len(&out_acc) < n) {
+        PyErr_SetString(PyExc_ValueError, "finalize: inconsistent array sizes");
+        goto fail;
+    }
+    const i64 *t = trans.buf, *o = order.buf;
+    uint8_t *seen = calloc((size_t)k, 1);
+    if (!seen) { PyErr_NoMemory(); goto fail; }
+    int bad = 0;
+    for (Py_ssize_t i = 0; i < n * k && !bad; i++) bad = t[i] >= n;
+    for (Py_ssize_t c = 0; c < k && !bad; c++) {
+        bad = o[c] < 0 || o[c] >= k || seen[o[c]];
+        if (!bad) seen[o[c]] = 1;
+    }
+    free(seen);
+    if (bad) {
+        PyErr_SetString(PyExc_ValueError, "finalize: a target out of range or a column order that is no permutation");
+        goto fail;
+    }
+    int rc;
+    i32 m;
+    Py_BEGIN_ALLOW_THREADS
+    rc = finalize_c(t, acc.buf, (i32)n, (i32)k, o, out.buf, out_acc.buf, &m);
+    Py_END_ALLOW_THREADS
+    if (rc == NOMEM) { PyErr_NoMemory(); goto fail; }
+    result = PyLong_FromLong(m);
+fail:
+    if (trans.obj) PyBuffer_Release(&trans);
+    if (acc.obj) PyBuffer_Release(&acc);
+    if (order.obj) PyBuffer_Release(&order);
+    if (out.obj) PyBuffer_Release(&out);
+    if (out_acc.obj) PyBuffer_Release(&out_acc);
+    return result;
+}
+
+/* ------------------------------------------------------------ determinize */
+
+/* A growable int array. */
+typedef struct { i32 *v; size_t n, cap; } Vec;
+
+static int vec_reserve(Vec *a, size_t extra)
+{
+    if (a->n + extra <= a->cap) return 0;
+    size_t cap = a->cap ? a->cap : 64;
+    while (cap < a->n + extra) cap *= 2;
+    i32 *v = realloc(a->v, cap * sizeof(i32));
+    if (!v) return -1;
+    a->v = v; a->cap = cap;
+    return 0;
+}
+
+/* Sets of NFA states (sorted arrays in one pool), each with a value, found by content. */
+typedef struct {
+    Vec pool;
+    size_t *off; i32 *len, *val; uint64_t *hash;
+    i32 n, cap, unindexed; /* entries below `unindexed` are not in slots */
+    i32 *slots; size_t nslots; /* open addressing, -1 = empty; load at most 1/2 */
+} SetTab;
+
+static uint64_t set_hash(const i32 *a, i32 n)
+{
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ (uint64_t)n;
+    for (i32 i = 0; i < n; i++) {
+        h ^= (uint64_t)(uint32_t)a[i];
+        h *= 0xBF58476D1CE4E5B9ull;
+        h ^= h >> 29;
+    }
+    return h;
+}
+
+static void tab_free(SetTab *t)
+{
+    free(t->pool.v); free(t->off); free(t->len); free(t->val); free(t->hash); free(t->slots);
+    memset(t, 0, sizeof *t);
+}
+
+static i32 tab_find(const SetTab *t, const i32 *a, i32 n, uint64_t h)
+{
+    if (!t->nslots) return -1;
+    for (size_t i = h & (t->nslots - 1);; i = (i + 1) & (t->nslots - 1)) {
+        i32 e = t->slots[i];
+        if (e < 0) return -1;
+        if (t->hash[e] == h && t->len[e] == n && !memcmp(t->pool.v + t->off[e], a, (size_t)n * sizeof(i32)))
+            return e;
+    }
+}
+
+static int tab_rehash(SetTab *t, size_t nslots)
+{
+    i32 *slots = malloc(nslots * sizeof(i32));
+    if (!slots) return -1;
+    for (size_t i = 0; i < nslots; i++) slots[i] = -1;
+    for (i32 e = t->unindexed; e < t->n; e++) {
+        size_t i = t->hash[e] & (nslots - 1);
+        while (slots[i] >= 0) i = (i + 1) & (nslots - 1);
+        slots[i] = e;
+    }
+    free(t->slots);
+    t->slots = slots; t->nslots = nslots;
+    return 0;
+}
+
+/* Adds a set (indexed for tab_find when `indexed`); returns its entry number or -1. */
+static i32 tab_add(SetTab *t, const i32 *a, i32 n, uint64_t h, i32 val, int indexed)
+{
+    if (t->n == t->cap) {
+        i32 cap = t->cap ? 2 * t->cap : 256;
+        size_t *off = realloc(t->off, (size_t)cap * sizeof(size_t));
+        if (!off) return -1;
+        t->off = off;
+        i32 *len = realloc(t->len, (size_t)cap * sizeof(i32));
+        if (!len) return -1;
+        t->len = len;
+        i32 *v = realloc(t->val, (size_t)cap * sizeof(i32));
+        if (!v) return -1;
+        t->val = v;
+        uint64_t *hs = realloc(t->hash, (size_t)cap * sizeof(uint64_t));
+        if (!hs) return -1;
+        t->hash = hs;
+        t->cap = cap;
+    }
+    if (vec_reserve(&t->pool, (size_t)n) < 0) return -1;
+    i32 e = t->n;
+    memcpy(t->pool.v + t->pool.n, a, (size_t)n * sizeof(i32));
+    t->off[e] = t->pool.n; t->len[e] = n; t->val[e] = val; t->hash[e] = h;
+    t->pool.n += (size_t)n;
+    t->n++;
+    if (!indexed) {
+        if (t->unindexed == e) t->unindexed = e + 1;
+        return e;
+    }
+    if (2 * (size_t)t->n > t->nslots) {
+        if (tab_rehash(t, t->nslots ? 2 * t->nslots : 1024) < 0) return -1;
+    } else {
+        size_t i = h & (t->nslots - 1);
+        while (t->slots[i] >= 0) i = (i + 1) & (t->nslots - 1);
+        t->slots[i] = e;
+    }
+    return e;
+}
+
+static int cmp_i32(const void *a, const void *b)
+{
+    i32 x = *(const i32 *)a, y = *(const i32 *)b;
+    return (x > y) - (x < y);
+}
+
+typedef struct {
+    i32 n, k, start, final;
+    const i64 *b2c;
+    const i64 *eps_ptr, *eps_dst, *bol_ptr, *bol_dst, *eol_ptr, *eol_dst;
+    int has_bol, has_eol;
+    const uint8_t *absorbing; /* NULL: none */
+    i32 *mv_ptr, *mv_cls, *mv_dst; /* moves by class, per NFA state */
+    i32 *stamp; i32 clock;
+    Vec stack, buf;
+} Nfa;
+
+/* The closure of seeds[0..ns) over epsilon edges (and ^ / $ edges when asked), into
+ * nfa->buf, sorted; returns whether `final` is in it. */
+static int closure(Nfa *a, const i32 *seeds, i32 ns, int use_bol, int use_eol)
+{
+    if (a->clock == INT32_MAX) { memset(a->stamp, 0, ((size_t)a->n + 1) * sizeof(i32)); a->clock = 0; }
+    i32 mark = ++a->clock;
+    int hit = 0;
+    a->buf.n = 0; a->stack.n = 0;
+    if (vec_reserve(&a->buf, (size_t)ns) < 0 || vec_reserve(&a->stack, (size_t)ns) < 0) return -1;
+    for (i32 i = 0; i < ns; i++)
+        if (a->stamp[seeds[i]] != mark) {
+            a->stamp[seeds[i]] = mark;
+            a->buf.v[a->buf.n++] = seeds[i];
+            a->stack.v[a->stack.n++] = seeds[i];
+        }
+    while (a->stack.n) {
+        i32 s = a->stack.v[--a->stack.n];
+        for (int kind = 0; kind < 3; kind++) {
+            const i64 *ptr = kind == 0 ? a->eps_ptr : kind == 1 ? a->bol_ptr : a->eol_ptr;
+            const i64 *dst = kind == 0 ? a->eps_dst : kind == 1 ? a->bol_dst : a->eol_dst;
+            if ((kind == 1 && !use_bol) || (kind == 2 && !use_eol)) continue;
+            for (i64 e = ptr[s]; e < ptr[s + 1]; e++) {
+                i32 t = (i32)dst[e];
+                if (a->stamp[t] == mark) continue;
+                a->stamp[t] = mark;
+                if (vec_reserve(&a->buf, 1) < 0 || vec_reserve(&a->stack, 1) < 0) return -1;
+                a->buf.v[a->buf.n++] = t;
+                a->stack.v[a->stack.n++] = t;
+            }
+        }
+    }
+    qsort(a->buf.v, a->buf.n, sizeof(i32), cmp_i32);
+    for (size_t i = 0; i < a->buf.n && !hit; i++) hit = a->buf.v[i] == a->final;
+    return hit;
+}
+
+/* Cuts the set in buf down to its absorbing states, if it has any. */
+static void cut(Nfa *a)
+{
+    if (!a->absorbing) return;
+    size_t j = 0;
+    for (size_t i = 0; i < a->buf.n; i++) j += a->absorbing[a->buf.v[i]];
+    if (!j || j == a->buf.n) return;
+    j = 0;
+    for (size_t i = 0; i < a->buf.n; i++)
+        if (a->absorbing[a->buf.v[i]]) a->buf.v[j++] = a->buf.v[i];
+    a->buf.n = j;
+}
+
+/* The rows and acceptance of the DFA being built. */
+typedef struct { i64 *rows; size_t rows_cap; uint8_t *acc; i32 count; } Out;
+
+static int determinize_c(Nfa *a, const i64 *edge_ptr, const i64 *edge_lo, const i64 *edge_hi,
+                         const i64 *edge_dst, i32 cap, Out *out)
+{
+    int rc = NOMEM;
+    i32 n = a->n, k = a->k;
+    SetTab dsets = {0}, seeds = {0};
+    Vec pairs = {0}, bucket = {0}, tmp = {0};
+    i32 *cnt = calloc((size_t)k + 1, sizeof(i32));
+    a->mv_ptr = calloc((size_t)n + 1, sizeof(i32));
+    a->stamp = calloc((size_t)n + 1, sizeof(i32));
+    if (!cnt || !a->mv_ptr || !a->stamp) goto done;
+    /* moves over byte classes, per state */
+    size_t total = 0;
+    for (i32 s = 0; s < n; s++)
+        for (i64 e = edge_ptr[s]; e < edge_ptr[s + 1]; e++) {
+            size_t w = (size_t)(a->b2c[edge_hi[e]] - a->b2c[edge_lo[e]] + 1);
+            total += w;
+            a->mv_ptr[s + 1] += (i32)w;
+        }
+    if (total > (size_t)INT32_MAX) goto done;
+    a->mv_cls = malloc((total ? total : 1) * sizeof(i32));
+    a->mv_dst = malloc((total ? total : 1) * sizeof(i32));
+    if (!a->mv_cls || !a->mv_dst) goto done;
+    total = 0;
+    for (i32 s = 0; s < n; s++) {
+        a->mv_ptr[s + 1] += a->mv_ptr[s];
+        for (i64 e = edge_ptr[s]; e < edge_ptr[s + 1]; e++)
+            for (i64 c = a->b2c[edge_lo[e]]; c <= a->b2c[edge_hi[e]]; c++) {
+                a->mv_cls[total] = (i32)c; a->mv_dst[total] = (i32)edge_dst[e]; total++;
+            }
+    }
+    /* the start state: never merged with a later one */
+    i32 st = a->start;
+    if (closure(a, &st, 1, a->has_bol, 0) < 0) goto done;
+    cut(a);
+    if (tab_add(&dsets, a->buf.v, (i32)a->buf.n, 0, 0, 0) < 0) goto done;
+    for (i32 i = 0; i < dsets.n; i++) {
+        /* acceptance */
+        size_t off = dsets.off[i];
+        i32 len = dsets.len[i];
+        int acc = 0;
+        for (i32 j = 0; j < len && !acc; j++) acc = dsets.pool.v[off + j] == a->final;
+        if (!acc && (a->has_eol || (i == 0 && a->has_bol))) {
+            if (vec_reserve(&tmp, (size_t)len) < 0) goto done;
+            memcpy(tmp.v, dsets.pool.v + off, (size_t)len * sizeof(i32));
+            acc = closure(a, tmp.v, len, i == 0, 1);
+            if (acc < 0) goto done;
+        }
+        /* the row: moves of the members, grouped by class */
+        if ((size_t)(i + 1) * k > out->rows_cap) {
+            size_t c2 = out->rows_cap ? 2 * out->rows_cap : (size_t)k * 256;
+            while (c2 < (size_t)(i + 1) * k) c2 *= 2;
+            i64 *r = realloc(out->rows, c2 * sizeof(i64));
+            if (!r) goto done;
+            out->rows = r; out->rows_cap = c2;
+            uint8_t *ac = realloc(out->acc, c2 / k + 1);
+            if (!ac) goto done;
+            out->acc = ac;
+        }
+        out->acc[i] = (uint8_t)acc;
+        i64 *row = out->rows + (size_t)i * k;
+        for (i32 c = 0; c < k; c++) row[c] = -1;
+        memset(cnt, 0, ((size_t)k + 1) * sizeof(i32));
+        pairs.n = 0;
+        for (i32 j = 0; j < len; j++) {
+            i32 s = dsets.pool.v[dsets.off[i] + j];
+            i32 w = a->mv_ptr[s + 1] - a->mv_ptr[s];
+            if (vec_reserve(&pairs, (size_t)w) < 0) goto done;
+            for (i32 e = a->mv_ptr[s]; e < a->mv_ptr[s + 1]; e++) {
+                pairs.v[pairs.n++] = e;
+                cnt[a->mv_cls[e] + 1]++;
+            }
+        }
+        for (i32 c = 0; c < k; c++) cnt[c + 1] += cnt[c];
+        bucket.n = 0;
+        if (vec_reserve(&bucket, pairs.n) < 0) goto done;
+        for (size_t p = 0; p < pairs.n; p++) {
+            i32 e = pairs.v[p];
+            bucket.v[cnt[a->mv_cls[e]]++] = a->mv_dst[e];
+        }
+        /* cnt[c] is now the end of class c's targets, cnt[c - 1] its start */
+        for (i32 c = 0; c < k; c++) {
+            i32 lo = c ? cnt[c - 1] : 0, hi = cnt[c];
+            if (lo == hi) continue;
+            i32 *ts = bucket.v + lo;
+            i32 m = hi - lo, u = 0;
+            qsort(ts, (size_t)m, sizeof(i32), cmp_i32);
+            for (i32 j = 0; j < m; j++)
+                if (!u || ts[u - 1] != ts[j]) ts[u++] = ts[j];
+            uint64_t h = set_hash(ts, u);
+            i32 e = tab_find(&seeds, ts, u, h), id;
+            if (e >= 0) {
+                id = seeds.val[e];
+            } else {
+                if (closure(a, ts, u, 0, 0) < 0) goto done;
+                cut(a);
+                uint64_t h2 = set_hash(a->buf.v, (i32)a->buf.n);
+                i32 d = tab_find(&dsets, a->buf.v, (i32)a->buf.n, h2);
+                if (d < 0) {
+                    if (dsets.n >= cap) { rc = BUDGET; goto done; }
+                    d = tab_add(&dsets, a->buf.v, (i32)a->buf.n, h2, 0, 1);
+                    if (d < 0) goto done;
+                }
+                id = d;
+                if (tab_add(&seeds, ts, u, h, id, 1) < 0) goto done;
+            }
+            row[c] = id;
+        }
+    }
+    out->count = dsets.n;
+    rc = OK;
+done:
+    free(cnt); free(a->mv_ptr); free(a->mv_cls); free(a->mv_dst); free(a->stamp);
+    a->mv_ptr = a->mv_cls = a->mv_dst = a->stamp = NULL;
+    free(a->stack.v); free(a->buf.v); free(pairs.v); free(bucket.v); free(tmp.v);
+    tab_free(&dsets); tab_free(&seeds);
+    return rc;
+}
+
+/* Checks a CSR adjacency: n + 1 non-decreasing offsets from 0 to len(dst), targets < n. */
+static int check_csr(const Py_buffer *ptr, const Py_buffer *dst, Py_ssize_t n)
+{
+    const i64 *p = ptr->buf, *d = dst->buf;
+    if (buf_len(ptr) != n + 1 || p[0] != 0 || p[n] != buf_len(dst)) return -1;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (p[i + 1] < p[i]) return -1;
+    for (Py_ssize_t i = 0; i < buf_len(dst); i++)
+        if (d[i] < 0 || d[i] >= n) return -1;
+    return 0;
+}
+
+static PyObject *py_determinize(PyObject *self, PyObject *args)
+{
+    PyObject *o[12];
+    Py_ssize_t start, final, cap;
+    Py_buffer v[12];
+    const char *names[12] = {"b2c", "edge_ptr", "edge_lo", "edge_hi", "edge_dst", "eps_ptr", "eps_dst",
+                             "bol_ptr", "bol_dst", "eol_ptr", "eol_dst", "absorbing"};
+    int got = 0;
+    PyObject *result = NULL;
+    memset(v, 0, sizeof v);
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOnnn", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7],
+                          &o[8], &o[9], &o[10], &o[11], &start, &final, &cap))
+        return NULL;
+    for (got = 0; got < 12; got++)
+        if (get_buf(o[got], &v[got], got == 11 ? 1 : 8, 0, names[got]) < 0) goto fail;
+    Py_ssize_t n = buf_len(&v[1]) - 1, ne = buf_len(&v[2]);
+    const i64 *b2c = v[0].buf, *lo = v[2].buf, *hi = v[3].buf;
+    int bad = n < 1 || n > INT32_MAX / 2 || buf_len(&v[0]) != 256 || buf_len(&v[3]) != ne
+              || start < 0 || start >= n || final < 0 || final >= n || cap < 1 || cap > INT32_MAX / 2
+              || (buf_len(&v[11]) != 0 && buf_len(&v[11]) != n)
+              || check_csr(&v[1], &v[4], n) < 0 || check_csr(&v[5], &v[6], n) < 0
+              || check_csr(&v[7], &v[8], n) < 0 || check_csr(&v[9], &v[10], n) < 0;
+    i64 k = 0;
+    for (int b = 0; b < 256 && !bad; b++) {
+        bad = b2c[b] < 0 || b2c[b] > 255 || (b && b2c[b] < b2c[b - 1]);
+        if (b2c[b] + 1 > k) k = b2c[b] + 1;
+    }
+    for (Py_ssize_t e = 0; e < ne && !bad; e++)
+        bad = lo[e] < 0 || hi[e] > 255 || lo[e] > hi[e];
+    if (bad) {
+        PyErr_SetString(PyExc_ValueError, "determinize: malformed NFA arrays");
+        goto fail;
+    }
+    Nfa a;
+    memset(&a, 0, sizeof a);
+    a.n = (i32)n; a.k = (i32)k; a.start = (i32)start; a.final = (i32)final; a.b2c = b2c;
+    a.eps_ptr = v[5].buf; a.eps_dst = v[6].buf; a.bol_ptr = v[7].buf; a.bol_dst = v[8].buf;
+    a.eol_ptr = v[9].buf; a.eol_dst = v[10].buf;
+    a.has_bol = buf_len(&v[8]) > 0; a.has_eol = buf_len(&v[10]) > 0;
+    a.absorbing = buf_len(&v[11]) ? v[11].buf : NULL;
+    Out out;
+    memset(&out, 0, sizeof out);
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = determinize_c(&a, v[1].buf, lo, hi, v[4].buf, (i32)cap, &out);
+    Py_END_ALLOW_THREADS
+    if (rc == NOMEM) {
+        PyErr_NoMemory();
+    } else if (rc == BUDGET) {
+        result = Py_NewRef(Py_None);
+    } else {
+        PyObject *t = PyBytes_FromStringAndSize((const char *)out.rows, (Py_ssize_t)out.count * k * 8);
+        PyObject *ac = t ? PyBytes_FromStringAndSize((const char *)out.acc, out.count) : NULL;
+        if (t && ac) result = Py_BuildValue("(NNn)", t, ac, (Py_ssize_t)k);
+        else { Py_XDECREF(t); Py_XDECREF(ac); }
+    }
+    free(out.rows); free(out.acc);
+fail:
+    for (int i = 0; i < got; i++) PyBuffer_Release(&v[i]);
+    return result;
+}
+
+/* ------------------------------------------------------------------ module */
+
+static PyMethodDef methods[] = {
+    {"finalize", py_finalize, METH_VARARGS,
+     "finalize(trans, k, accept, order, out, out_accept) -> m: trim, minimize and number a DFA over "
+     "byte classes canonically (breadth first, columns in `order`) into out[:m], out_accept[:m]; "
+     "m = 0 for the empty language."},
+    {"determinize", py_determinize, METH_VARARGS,
+     "determinize(b2c, edge_ptr, edge_lo, edge_hi, edge_dst, eps_ptr, eps_dst, bol_ptr, bol_dst, "
+     "eol_ptr, eol_dst, absorbing, start, final, cap) -> (trans bytes, accept bytes, k) or None "
+     "when more than `cap` states are needed."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "grammarc.automata._core",
+    "The inner loops of automaton construction (see grammarc.automata.dfa and .nfa).", -1, methods,
+};
+
+PyMODINIT_FUNC PyInit__core(void) { return PyModule_Create(&module); }

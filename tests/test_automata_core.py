@@ -1,0 +1,131 @@
+"""The compiled automaton core against its Python oracle (tests/automata_reference.py).
+
+`dfa._finalize` (trim, minimize, number canonically) and `nfa._determinize` (subset
+construction) run in C; the oracle is the pure-Python code they replaced. Both must give
+identical arrays (the canonical numbering is what makes `DFA.key` a language key), the same
+budget errors, and refuse malformed arrays with a Python error instead of reading out of
+bounds.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import automata_reference as ref
+from grammarc.automata import _core
+from grammarc.automata.dfa import _finalize
+
+SETTINGS = settings(max_examples=200, deadline=None)
+
+
+def _same(a, b) -> None:
+    assert np.array_equal(np.asarray(a.trans), np.asarray(b.trans))
+    assert np.array_equal(a.accept, b.accept)
+    assert a.key == b.key
+
+
+@st.composite
+def class_maps(draw, k: int) -> np.ndarray:
+    """A byte -> class map with k classes, numbered in any order (not by first byte)."""
+    cuts = sorted(draw(st.sets(st.integers(1, 255), min_size=k - 1, max_size=k - 1)))
+    perm = np.asarray(draw(st.permutations(range(k))), dtype=np.int64)
+    return perm[np.searchsorted(np.asarray(cuts, dtype=np.int64), np.arange(256), side="right")]
+
+
+@st.composite
+def class_tables(draw, max_states: int = 12, max_classes: int = 5):
+    """(trans [n, k], accept [n], b2c [256]): any table over byte classes."""
+    n = draw(st.integers(1, max_states))
+    k = draw(st.integers(1, max_classes))
+    cells = draw(st.lists(st.integers(-1, n - 1), min_size=n * k, max_size=n * k))
+    accept = draw(st.lists(st.booleans(), min_size=n, max_size=n))
+    return np.asarray(cells, dtype=np.int64).reshape(n, k), np.asarray(accept, dtype=bool), draw(class_maps(k))
+
+
+@st.composite
+def unfolded_tables(draw):
+    """A table and a bigger one of the same language: each state copied up to 4 times, every
+    edge going to any copy of its target (so minimization has states to merge)."""
+    trans, accept, b2c = draw(class_tables(max_states=8, max_classes=4))
+    n, k = trans.shape
+    copies = draw(st.lists(st.integers(1, 4), min_size=n, max_size=n))
+    first = np.concatenate(([0], np.cumsum(copies)))
+    owner = np.repeat(np.arange(n), copies)
+    choice = draw(st.lists(st.integers(0, 3), min_size=len(owner) * k, max_size=len(owner) * k))
+    choice = np.asarray(choice, dtype=np.int64).reshape(len(owner), k)
+    target = trans[owner]
+    big = np.where(target < 0, -1, first[target] + choice % np.asarray(copies)[np.maximum(target, 0)])
+    return (trans, accept, b2c), (big, accept[owner], b2c)
+
+
+@SETTINGS
+@given(class_tables())
+def test_finalize_equals_the_oracle(table):
+    _same(_finalize(*table), ref.finalize(*table))
+
+
+@SETTINGS
+@given(st.integers(0, 2**32 - 1), st.integers(20, 400), st.integers(1, 12), st.floats(0, 0.9), st.floats(0, 1))
+def test_finalize_equals_the_oracle_on_bigger_random_tables(seed, n, k, dead, accepting):
+    rng = np.random.default_rng(seed)
+    trans = rng.integers(0, n, size=(n, k))
+    trans[rng.random((n, k)) < dead] = -1
+    accept = rng.random(n) < accepting
+    runs = np.sort(np.concatenate((np.arange(k), rng.integers(0, k, size=256 - k))))  # every class used
+    b2c = np.asarray(rng.permutation(k)[runs], dtype=np.int64)
+    _same(_finalize(trans, accept, b2c), ref.finalize(trans, accept, b2c))
+
+
+@SETTINGS
+@given(unfolded_tables())
+def test_finalize_merges_equivalent_states(pair):
+    small, big = pair
+    _same(_finalize(*big), _finalize(*small))
+    _same(_finalize(*big), ref.finalize(*big))
+
+
+def test_finalize_of_the_empty_language_is_the_one_state_automaton():
+    trans = np.array([[1], [-1]], dtype=np.int64)
+    d = _finalize(trans, np.zeros(2, dtype=bool), np.zeros(256, dtype=np.int64))
+    assert d.n_states == 1 and d.is_empty
+
+
+def test_finalize_refuses_malformed_arrays():
+    out, out_acc = np.empty((2, 1), dtype=np.int64), np.empty(2, dtype=bool)
+    order = np.zeros(1, dtype=np.int64)
+    accept = np.ones(2, dtype=bool)
+    with pytest.raises(ValueError, match="out of range"):
+        _core.finalize(np.array([[0], [2]], dtype=np.int64), 1, accept, order, out, out_acc)
+    with pytest.raises(ValueError, match="inconsistent array sizes"):
+        _core.finalize(np.array([[0], [1]], dtype=np.int64), 2, accept, order, out, out_acc)
+    with pytest.raises(ValueError, match="no permutation"):
+        _core.finalize(np.array([[0, 1], [1, 0]], dtype=np.int64), 2, accept, np.zeros(2, dtype=np.int64),
+                       np.empty((2, 2), dtype=np.int64), out_acc)
+    with pytest.raises(TypeError, match="items of 8 bytes"):
+        _core.finalize(np.array([[0], [1]], dtype=np.int32), 1, accept, order, out, out_acc)
+
+
+def test_finalize_gives_the_same_automata_from_threads():
+    rng = np.random.default_rng(7)
+    tables = []
+    for _ in range(40):
+        n, k = int(rng.integers(50, 300)), int(rng.integers(2, 8))
+        trans = rng.integers(-1, n, size=(n, k))
+        b2c = np.asarray(np.sort(np.concatenate((np.arange(k), rng.integers(0, k, 256 - k)))), dtype=np.int64)
+        tables.append((trans, rng.random(n) < 0.3, b2c))
+    expected = [ref.finalize(*t).key for t in tables]
+    got: dict[int, list[str]] = {}
+
+    def work(i: int) -> None:
+        got[i] = [_finalize(*t).key for t in tables]
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(keys == expected for keys in got.values()) and len(got) == 4
