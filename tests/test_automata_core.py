@@ -16,10 +16,21 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import automata_reference as ref
-from grammarc.automata import _core
+from strategies import regex_patterns
+from grammarc.automata import _core, nfa as nfa_module
 from grammarc.automata.dfa import _finalize
+from grammarc.automata.nfa import _NFA, _determinize
+from grammarc.errors import StateBudgetExceeded
 
 SETTINGS = settings(max_examples=200, deadline=None)
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module():
+    """`nfa._determinize` replaced, for the module's tests, by the checked `_both`."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(nfa_module, "_determinize", _both)
+        yield
 
 
 def _same(a, b) -> None:
@@ -129,3 +140,106 @@ def test_finalize_gives_the_same_automata_from_threads():
     for t in threads:
         t.join()
     assert all(keys == expected for keys in got.values()) and len(got) == 4
+
+
+# ------------------------------------------------------------------ determinize
+
+
+def _isomorphic(got, want) -> bool:
+    """Whether two subset constructions are the same automaton up to state numbers (every
+    state of both is reachable from state 0, so one breadth-first walk pairs them all)."""
+    (t1, a1, c1), (t2, a2, c2) = got, want
+    if not np.array_equal(c1, c2) or t1.shape != t2.shape:
+        return False
+    pair = {0: 0}
+    queue = [0]
+    for q in queue:
+        p = pair[q]
+        if a1[q] != a2[p]:
+            return False
+        for x, y in zip(t1[q].tolist(), t2[p].tolist()):
+            if (x < 0) != (y < 0):
+                return False
+            if x >= 0 and pair.setdefault(x, y) != y:
+                return False
+            if x >= 0 and x not in queue:
+                queue.append(x)
+    return len(pair) == t1.shape[0] and len(set(pair.values())) == t1.shape[0]
+
+
+def _both(nfa, start, final, max_states, what, absorbing=frozenset()):
+    """The C construction, checked against the oracle: same automaton or same error."""
+    outcomes = []
+    for run in (_determinize, ref.determinize):
+        try:
+            outcomes.append(run(nfa, start, final, max_states, what, absorbing))
+        except StateBudgetExceeded as e:
+            outcomes.append(str(e))
+    got, want = outcomes
+    if isinstance(want, str) or isinstance(got, str):
+        assert got == want
+        raise StateBudgetExceeded(want)
+    assert _isomorphic(got, want)
+    _same(_finalize(*got), ref.finalize(*want))
+    _same(_finalize(got[0], ~got[1], got[2]), ref.finalize(want[0], ~want[1], want[2]))  # as dialect does
+    return got
+
+
+@SETTINGS
+@given(regex_patterns("ab\u00e9\u20ac", depth=3, anchors=True), st.booleans(), st.sampled_from([3, 10, 10_000]))
+def test_determinize_equals_the_oracle_on_regexes(monkeypatch_module, pattern, search, max_states):
+    try:
+        nfa_module._from_regex.__wrapped__(pattern, search, False, max_states)
+    except StateBudgetExceeded:
+        pass  # _both checked that the oracle gives the same error
+
+
+@st.composite
+def nfas(draw):
+    """Any NFA: byte-range, epsilon, ^ and $ edges between a few states, absorbing states."""
+    n = draw(st.integers(1, 8))
+    state = st.integers(0, n - 1)
+    bounds = st.sampled_from([0, 9, 97, 98, 99, 200, 255])
+    nfa = _NFA(n, "random NFA")
+    for _ in range(n):
+        nfa.new()
+        ranges = draw(st.lists(st.tuples(bounds, bounds, state), max_size=3))
+        nfa.edges[-1].extend((min(a, b), max(a, b), t) for a, b, t in ranges)
+        nfa.eps[-1].extend(draw(st.lists(state, max_size=2)))
+    for edges in (nfa.bol, nfa.eol):
+        for s in draw(st.lists(state, max_size=2, unique=True)):
+            edges[s] = draw(st.lists(state, min_size=1, max_size=2))
+    absorbing = frozenset(draw(st.lists(state, max_size=2)))
+    return nfa, draw(state), draw(state), absorbing
+
+
+@SETTINGS
+@given(nfas(), st.integers(1, 6))
+def test_determinize_equals_the_oracle_on_any_nfa(case, max_states):
+    nfa, start, final, absorbing = case
+    try:
+        _both(nfa, start, final, max_states, "random NFA", absorbing)
+    except StateBudgetExceeded:
+        pass
+
+
+def test_determinize_budget_error_names_the_pattern():
+    with pytest.raises(StateBudgetExceeded, match=r"pattern '\(a\|b\)\*a\(a\|b\)\{8\}' is too large: building it took "
+                                                  r"more than 40 automaton states before minimization"):
+        nfa_module._from_regex.__wrapped__("(a|b)*a(a|b){8}", False, False, 10)
+
+
+def test_determinize_refuses_malformed_arrays():
+    z = np.zeros(2, dtype=np.int64)
+    empty = np.zeros(0, dtype=np.int64)
+    b2c = np.zeros(256, dtype=np.int64)
+    ok = (b2c, np.array([0, 1, 1]), np.array([0]), np.array([255]), np.array([1]), np.zeros(3, dtype=np.int64), empty,
+          np.zeros(3, dtype=np.int64), empty, np.zeros(3, dtype=np.int64), empty, np.zeros(0, dtype=np.uint8), 0, 1, 8)
+    trans, accept, k = _core.determinize(*ok)
+    assert k == 1 and np.frombuffer(trans, dtype=np.int64).tolist() == [1, -1] and list(accept) == [0, 1]
+    for i, bad in [(4, np.array([2])), (2, np.array([-1])), (1, np.array([0, 2, 1])), (13, 5), (12, -1),
+                   (0, z), (11, np.ones(3, dtype=np.uint8))]:
+        args = list(ok)
+        args[i] = bad
+        with pytest.raises(ValueError, match="malformed NFA arrays"):
+            _core.determinize(*args)

@@ -9,11 +9,13 @@ building, never after, so a pathological regex is an error and not a hang.
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Iterable
+from itertools import chain
+from typing import Sequence
 
 import numpy as np
 
 from grammarc.errors import StateBudgetExceeded, clip
+from grammarc.automata import _core
 from grammarc.automata.dfa import (
     DEFAULT_MAX_STATES, DFA, _budget_error, _check_budget, _finalize, _unminimized_cap, _within_budget,
 )
@@ -149,6 +151,20 @@ def _estimate(node: Node) -> int:
     return 1
 
 
+def _csr(lists: Sequence[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+    """Per-state lists as (offsets [n + 1], concatenated values), int64."""
+    ptr = np.zeros(len(lists) + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, lists), dtype=np.int64, count=len(lists)), out=ptr[1:])
+    return ptr, np.fromiter(chain.from_iterable(lists), dtype=np.int64, count=int(ptr[-1]))
+
+
+def _assertion_lists(edges: dict[int, list[int]], n: int) -> list[list[int]]:
+    out: list[list[int]] = [[]] * n
+    for s, targets in edges.items():
+        out[s] = targets
+    return out
+
+
 def _determinize(
     nfa: _NFA,
     start: int,
@@ -166,94 +182,33 @@ def _determinize(
     `absorbing` NFA states accept every continuation the other states could accept (the
     trailing ``.*`` of a search): a set that contains one is cut down to them, since the
     other members cannot add anything. This keeps e.g. a search for ``x{0,1000}`` linear instead of quadratic.
+
+    The construction itself runs in the compiled core (`_core.determinize`) on the NFA
+    flattened into arrays; its oracle is tests/automata_reference.py.
     """
+    n = len(nfa.edges)
+    edge_ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, nfa.edges), dtype=np.int64, count=n), out=edge_ptr[1:])
+    flat = np.fromiter(chain.from_iterable(chain.from_iterable(nfa.edges)), dtype=np.int64,
+                       count=3 * int(edge_ptr[-1])).reshape(-1, 3)
+    lo, hi, dst = (np.ascontiguousarray(flat[:, i]) for i in range(3))
     marks = np.zeros(257, dtype=bool)
     marks[0] = True
-    for edges in nfa.edges:
-        for lo, hi, _ in edges:
-            marks[lo] = True
-            marks[hi + 1] = True
-    b2c = np.cumsum(marks[:256]) - 1
-    k = int(b2c[-1]) + 1
-    b2c_list = b2c.tolist()
-    moves: list[list[tuple[int, int]]] = []
-    for edges in nfa.edges:
-        mv = []
-        for lo, hi, t in edges:
-            for c in range(b2c_list[lo], b2c_list[hi] + 1):
-                mv.append((c, t))
-        moves.append(mv)
-    eps, bol, eol = nfa.eps, nfa.bol, nfa.eol
-
-    def closure(seeds: Iterable[int], use_bol: bool, use_eol: bool) -> frozenset[int]:
-        seen = set(seeds)
-        stack = list(seen)
-        while stack:
-            s = stack.pop()
-            nxt = eps[s]
-            if use_bol and s in bol:
-                nxt = nxt + bol[s]
-            if use_eol and s in eol:
-                nxt = nxt + eol[s]
-            for t in nxt:
-                if t not in seen:
-                    seen.add(t)
-                    stack.append(t)
-        return frozenset(seen)
-
-    def accepting(states: frozenset[int], initial: bool) -> bool:
-        if final in states:
-            return True
-        if not eol and not (initial and bol):
-            return False
-        return final in closure(states, initial, True)
-
-    def cut(states: frozenset[int]) -> frozenset[int]:
-        if absorbing and not absorbing.isdisjoint(states):
-            return states & absorbing
-        return states
-
-    cap = _unminimized_cap(max_states)  # the budget itself is checked once minimized
-    start_set = cut(closure([start], bool(bol), False))
-    sets: list[frozenset[int]] = [start_set]
-    ids: dict[frozenset[int], int] = {}  # non-initial states only
-    by_seeds: dict[frozenset[int], int] = {}
-    rows: list[list[int]] = []
-    accept: list[bool] = []
-    i = 0
-    while i < len(sets):
-        cur = sets[i]
-        accept.append(accepting(cur, i == 0))
-        buckets: dict[int, set[int]] = {}
-        for s in cur:
-            for c, t in moves[s]:
-                b = buckets.get(c)
-                if b is None:
-                    buckets[c] = {t}
-                else:
-                    b.add(t)
-        row = [-1] * k
-        for c, targets in buckets.items():
-            seeds = frozenset(targets)
-            j = by_seeds.get(seeds)
-            if j is None:
-                tset = cut(closure(seeds, False, False))
-                j = ids.get(tset)
-                if j is None:
-                    if len(sets) >= cap:
-                        raise _budget_error(what, max_states)
-                    j = len(sets)
-                    ids[tset] = j
-                    sets.append(tset)
-                by_seeds[seeds] = j
-            row[c] = j
-        rows.append(row)
-        i += 1
-    return (
-        np.asarray(rows, dtype=np.int64).reshape(len(rows), k),
-        np.asarray(accept, dtype=bool),
-        b2c.astype(np.int64),
-    )
+    marks[lo] = True
+    marks[hi + 1] = True
+    b2c = np.cumsum(marks[:256], dtype=np.int64) - 1
+    eps_ptr, eps_dst = _csr(nfa.eps)
+    bol_ptr, bol_dst = _csr(_assertion_lists(nfa.bol, n))
+    eol_ptr, eol_dst = _csr(_assertion_lists(nfa.eol, n))
+    cut = np.zeros(n if absorbing else 0, dtype=np.uint8)
+    if absorbing:
+        cut[np.fromiter(absorbing, dtype=np.int64, count=len(absorbing))] = 1
+    built = _core.determinize(b2c, edge_ptr, lo, hi, dst, eps_ptr, eps_dst, bol_ptr, bol_dst, eol_ptr, eol_dst,
+                              cut, start, final, _unminimized_cap(max_states))  # the budget is checked once minimized
+    if built is None:
+        raise _budget_error(what, max_states)
+    trans, accept, k = built
+    return np.frombuffer(trans, dtype=np.int64).reshape(-1, k), np.frombuffer(accept, dtype=bool), b2c
 
 
 def _nfa_limit(max_states: int) -> int:
