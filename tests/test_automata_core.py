@@ -106,18 +106,19 @@ def test_finalize_of_the_empty_language_is_the_one_state_automaton():
 
 
 def test_finalize_refuses_malformed_arrays():
-    out, out_acc = np.empty((2, 1), dtype=np.int64), np.empty(2, dtype=bool)
-    order = np.zeros(1, dtype=np.int64)
     accept = np.ones(2, dtype=bool)
+    b2c = np.zeros(256, dtype=np.int64)
+    trans = np.array([[0], [1]], dtype=np.int64)
     with pytest.raises(ValueError, match="out of range"):
-        _core.finalize(np.array([[0], [2]], dtype=np.int64), 1, accept, order, out, out_acc)
+        _core.finalize(np.array([[0], [2]], dtype=np.int64), 1, accept, b2c)
+    with pytest.raises(ValueError, match="out of range"):
+        _core.finalize(trans, 1, accept, b2c + 1)
     with pytest.raises(ValueError, match="inconsistent array sizes"):
-        _core.finalize(np.array([[0], [1]], dtype=np.int64), 2, accept, order, out, out_acc)
-    with pytest.raises(ValueError, match="no permutation"):
-        _core.finalize(np.array([[0, 1], [1, 0]], dtype=np.int64), 2, accept, np.zeros(2, dtype=np.int64),
-                       np.empty((2, 2), dtype=np.int64), out_acc)
+        _core.finalize(trans, 2, accept, b2c)
+    with pytest.raises(ValueError, match="inconsistent array sizes"):
+        _core.finalize(trans, 1, accept, b2c[:255])
     with pytest.raises(TypeError, match="items of 8 bytes"):
-        _core.finalize(np.array([[0], [1]], dtype=np.int32), 1, accept, order, out, out_acc)
+        _core.finalize(trans.astype(np.int32), 1, accept, b2c)
 
 
 def test_finalize_gives_the_same_automata_from_threads():
@@ -229,17 +230,23 @@ def test_determinize_budget_error_names_the_pattern():
         nfa_module._from_regex.__wrapped__("(a|b)*a(a|b){8}", False, False, 10)
 
 
-def test_determinize_refuses_malformed_arrays():
-    z = np.zeros(2, dtype=np.int64)
-    empty = np.zeros(0, dtype=np.int64)
-    b2c = np.zeros(256, dtype=np.int64)
-    ok = (b2c, np.array([0, 1, 1]), np.array([0]), np.array([255]), np.array([1]), np.zeros(3, dtype=np.int64), empty,
-          np.zeros(3, dtype=np.int64), empty, np.zeros(3, dtype=np.int64), empty, np.zeros(0, dtype=np.uint8), 0, 1, 8)
-    trans, accept, k = _core.determinize(*ok)
+def test_determinize_refuses_malformed_nfas():
+    trans, accept, b2c, k = _core.determinize([[(0, 255, 1)], []], [[], []], {}, {}, (), 0, 1, 8)
     assert k == 1 and np.frombuffer(trans, dtype=np.int64).tolist() == [1, -1] and list(accept) == [0, 1]
-    for i, bad in [(4, np.array([2])), (2, np.array([-1])), (1, np.array([0, 2, 1])), (13, 5), (12, -1),
-                   (0, z), (11, np.ones(3, dtype=np.uint8))]:
-        args = list(ok)
-        args[i] = bad
-        with pytest.raises(ValueError, match="malformed NFA arrays"):
+    assert np.frombuffer(b2c, dtype=np.int64).tolist() == [0] * 256
+    cases = [
+        (([[(0, 255, 2)], []], [[], []], {}, {}, (), 0, 1, 8), ValueError, r"2 is not in 0\.\.1"),
+        (([[(9, 3, 1)], []], [[], []], {}, {}, (), 0, 1, 8), ValueError, r"3 is not in 9\.\.255"),
+        (([[(0, 256, 1)], []], [[], []], {}, {}, (), 0, 1, 8), ValueError, r"256 is not in 0\.\.255"),
+        (([[(0, 1)], []], [[], []], {}, {}, (), 0, 1, 8), TypeError, "tuple"),
+        (([[(0, 255, 1)], []], [[]], {}, {}, (), 0, 1, 8), ValueError, "list of 2 lists"),
+        (([[(0, 255, 1)], []], [[], [-1]], {}, {}, (), 0, 1, 8), ValueError, r"-1 is not in 0\.\.1"),
+        (([[(0, 255, 1)], []], [[], []], {5: [0]}, {}, (), 0, 1, 8), ValueError, r"5 is not in 0\.\.1"),
+        (([[(0, 255, 1)], []], [[], []], {}, {0: (1,)}, (), 0, 1, 8), TypeError, "must be a list"),
+        (([[(0, 255, 1)], []], [[], []], {}, {}, (7,), 0, 1, 8), ValueError, r"7 is not in 0\.\.1"),
+        (([[(0, 255, 1)], []], [[], []], {}, {}, (), 0, 2, 8), ValueError, "out of range"),
+        (([[(0, 255, "x")], []], [[], []], {}, {}, (), 0, 1, 8), TypeError, "integer"),
+    ]
+    for args, error, message in cases:
+        with pytest.raises(error, match=message):
             _core.determinize(*args)

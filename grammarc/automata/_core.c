@@ -106,11 +106,13 @@ static void part_split(Part *p)
 enum { OK = 0, NOMEM = -1, BUDGET = -2 };
 
 /* Trim, minimize, number canonically. trans [n, k] (-1 = none, checked < n), acc [n],
- * order [k] (columns in ascending order of their first byte). Writes out [m, k] and
- * out_acc [m]; *m = 0 for the empty language. */
-static int finalize_c(const i64 *trans, const uint8_t *acc, i32 n, i32 k, const i64 *order,
-                      i64 *out, uint8_t *out_acc, i32 *m)
+ * order [k] (columns in ascending order of their first byte). Allocates *out [m, k] and
+ * *out_acc [m]; *m = 0 (nothing allocated) for the empty language. */
+static int finalize_c(const i64 *trans, const uint8_t *acc, i32 n, i32 k, const i32 *order,
+                      i32 **out_rows, uint8_t **out_accept, i32 *m)
 {
+    i32 *out = NULL;
+    uint8_t *out_acc = NULL;
     int rc = NOMEM;
     size_t nk = (size_t)n * (size_t)k;
     i32 *rev_ptr = calloc((size_t)n + 1, sizeof(i32)), *rev_src = NULL, *stack = NULL;
@@ -227,7 +229,9 @@ static int finalize_c(const i64 *trans, const uint8_t *acc, i32 n, i32 k, const 
     /* canonical numbering: breadth first from the start block, columns in `order` */
     newid = malloc((size_t)B.z * sizeof(i32));
     queue = malloc((size_t)B.z * sizeof(i32));
-    if (!newid || !queue) goto done;
+    out = malloc((size_t)B.z * (size_t)k * sizeof(i32));
+    out_acc = malloc((size_t)B.z);
+    if (!newid || !queue || !out || !out_acc) goto done;
     for (i32 b = 0; b < B.z; b++) newid[b] = -1;
     i32 qn = 0;
     newid[B.set[0]] = 0;
@@ -235,10 +239,10 @@ static int finalize_c(const i64 *trans, const uint8_t *acc, i32 n, i32 k, const 
     for (i32 qi = 0; qi < qn; qi++) {
         i32 blk = queue[qi], rep = old_of[B.elems[B.first[blk]]];
         const i64 *row = trans + (size_t)rep * k;
-        i64 *orow = out + (size_t)qi * k;
+        i32 *orow = out + (size_t)qi * k;
         out_acc[qi] = acc[rep] ? 1 : 0;
         for (i32 ci = 0; ci < k; ci++) {
-            i32 c = (i32)order[ci];
+            i32 c = order[ci];
             i64 t = row[c];
             if (t < 0 || !live[t]) { orow[c] = -1; continue; }
             i32 tb = B.set[remap[t]];
@@ -247,8 +251,11 @@ static int finalize_c(const i64 *trans, const uint8_t *acc, i32 n, i32 k, const 
         }
     }
     *m = qn;
+    *out_rows = out; *out_accept = out_acc;
+    out = NULL; out_acc = NULL;
     rc = OK;
 done:
+    free(out); free(out_acc);
     free(rev_ptr); free(rev_src); free(stack); free(live); free(remap); free(old_of);
     free(tail); free(label); free(head); free(in_ptr); free(in_tr); free(newid); free(queue);
     free(cnt);
@@ -258,50 +265,56 @@ done:
 
 static PyObject *py_finalize(PyObject *self, PyObject *args)
 {
-    PyObject *o_trans, *o_acc, *o_order, *o_out, *o_out_acc;
+    (void)self;
+    PyObject *o_trans, *o_acc, *o_b2c, *result = NULL;
     Py_ssize_t k;
-    Py_buffer trans = {0}, acc = {0}, order = {0}, out = {0}, out_acc = {0};
-    PyObject *result = NULL;
-    if (!PyArg_ParseTuple(args, "OnOOOO", &o_trans, &k, &o_acc, &o_order, &o_out, &o_out_acc))
+    Py_buffer trans = {0}, acc = {0}, b2c = {0};
+    i32 order[256], *rows = NULL;
+    uint8_t *out_acc = NULL;
+    if (!PyArg_ParseTuple(args, "OnOO", &o_trans, &k, &o_acc, &o_b2c))
         return NULL;
     if (get_buf(o_trans, &trans, 8, 0, "trans") < 0) return NULL;
     if (get_buf(o_acc, &acc, 1, 0, "accept") < 0) goto fail;
-    if (get_buf(o_order, &order, 8, 0, "order") < 0) goto fail;
-    if (get_buf(o_out, &out, 8, 1, "out") < 0) goto fail;
-    if (get_buf(o_out_acc, &out_acc, 1, 1, "out_accept") < 0) goto fail;
+    if (get_buf(o_b2c, &b2c, 8, 0, "b2c") < 0) goto fail;
     Py_ssize_t n = buf_len(&acc);
-    if (k < 1 || k > 256 || n > INT32_MAX / 256 || buf_len(&trans) != n * k || buf_len(&order) != k
-        || buf_len(&out) < n * k || buf_len(&out_acc) < n) {
+    if (n < 1 || n > INT32_MAX / 256 || k < 1 || k > 256 || buf_len(&trans) != n * k || buf_len(&b2c) != 256) {
         PyErr_SetString(PyExc_ValueError, "finalize: inconsistent array sizes");
         goto fail;
     }
-    const i64 *t = trans.buf, *o = order.buf;
-    uint8_t *seen = calloc((size_t)k, 1);
-    if (!seen) { PyErr_NoMemory(); goto fail; }
+    const i64 *t = trans.buf, *classes = b2c.buf;
     int bad = 0;
     for (Py_ssize_t i = 0; i < n * k && !bad; i++) bad = t[i] >= n;
-    for (Py_ssize_t c = 0; c < k && !bad; c++) {
-        bad = o[c] < 0 || o[c] >= k || seen[o[c]];
-        if (!bad) seen[o[c]] = 1;
-    }
-    free(seen);
+    for (int b = 0; b < 256 && !bad; b++) bad = classes[b] < 0 || classes[b] >= k;
     if (bad) {
-        PyErr_SetString(PyExc_ValueError, "finalize: a target out of range or a column order that is no permutation");
+        PyErr_SetString(PyExc_ValueError, "finalize: a target or a byte class out of range");
         goto fail;
     }
+    /* columns in the order of their smallest byte (classes no byte maps to go last) */
+    uint8_t placed[256] = {0};
+    i32 no = 0;
+    for (int b = 0; b < 256; b++)
+        if (!placed[classes[b]]) { placed[classes[b]] = 1; order[no++] = (i32)classes[b]; }
+    for (i32 c = 0; c < k; c++)
+        if (!placed[c]) order[no++] = c;
     int rc;
     i32 m;
     Py_BEGIN_ALLOW_THREADS
-    rc = finalize_c(t, acc.buf, (i32)n, (i32)k, o, out.buf, out_acc.buf, &m);
+    rc = finalize_c(t, acc.buf, (i32)n, (i32)k, order, &rows, &out_acc, &m);
     Py_END_ALLOW_THREADS
     if (rc == NOMEM) { PyErr_NoMemory(); goto fail; }
-    result = PyLong_FromLong(m);
+    if (m == 0) { result = Py_NewRef(Py_None); goto fail; }
+    /* the byte table [m, 256] int32: each byte takes its class's column */
+    PyObject *full = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)m * 256 * 4);
+    if (!full) goto fail;
+    i32 *dst = (i32 *)PyBytes_AS_STRING(full);
+    for (i32 q = 0; q < m; q++)
+        for (int b = 0; b < 256; b++) dst[(size_t)q * 256 + b] = rows[(size_t)q * k + classes[b]];
+    result = Py_BuildValue("(Ny#)", full, (const char *)out_acc, (Py_ssize_t)m);
 fail:
+    free(rows); free(out_acc);
     if (trans.obj) PyBuffer_Release(&trans);
     if (acc.obj) PyBuffer_Release(&acc);
-    if (order.obj) PyBuffer_Release(&order);
-    if (out.obj) PyBuffer_Release(&out);
-    if (out_acc.obj) PyBuffer_Release(&out_acc);
+    if (b2c.obj) PyBuffer_Release(&b2c);
     return result;
 }
 
@@ -599,77 +612,152 @@ done:
     return rc;
 }
 
-/* Checks a CSR adjacency: n + 1 non-decreasing offsets from 0 to len(dst), targets < n. */
-static int check_csr(const Py_buffer *ptr, const Py_buffer *dst, Py_ssize_t n)
+/* An int in [lo, hi] from a Python object, or -1 with ValueError / TypeError set. */
+static int read_int(PyObject *o, long lo, long hi, i64 *out)
 {
-    const i64 *p = ptr->buf, *d = dst->buf;
-    if (buf_len(ptr) != n + 1 || p[0] != 0 || p[n] != buf_len(dst)) return -1;
-    for (Py_ssize_t i = 0; i < n; i++)
-        if (p[i + 1] < p[i]) return -1;
-    for (Py_ssize_t i = 0; i < buf_len(dst); i++)
-        if (d[i] < 0 || d[i] >= n) return -1;
+    long v = PyLong_AsLong(o);
+    if (v == -1 && PyErr_Occurred()) return -1;
+    if (v < lo || v > hi) {
+        PyErr_Format(PyExc_ValueError, "determinize: malformed NFA (%ld is not in %ld..%ld)", v, lo, hi);
+        return -1;
+    }
+    *out = v;
     return 0;
+}
+
+/* A CSR adjacency (offsets [n + 1], targets) read from per-state lists of ints: a list of
+ * n lists, or a dict {state: list} (states absent have none). */
+typedef struct { i64 *ptr, *dst; } Csr;
+
+static int read_lists(PyObject *lists, Py_ssize_t n, Csr *out, const char *name)
+{
+    int is_dict = PyDict_Check(lists);
+    out->ptr = calloc((size_t)n + 1, sizeof(i64));
+    if (!out->ptr) { PyErr_NoMemory(); return -1; }
+    PyObject **per = calloc((size_t)n + 1, sizeof(PyObject *)); /* borrowed */
+    if (!per) { PyErr_NoMemory(); return -1; }
+    if (is_dict) {
+        PyObject *key, *value;
+        Py_ssize_t pos = 0;
+        i64 s;
+        while (PyDict_Next(lists, &pos, &key, &value)) {
+            if (read_int(key, 0, (long)n - 1, &s) < 0) goto fail;
+            per[s] = value;
+        }
+    } else if (!PyList_Check(lists) || PyList_GET_SIZE(lists) != n) {
+        PyErr_Format(PyExc_ValueError, "determinize: %s must be a list of %zd lists", name, n);
+        goto fail;
+    } else {
+        for (Py_ssize_t s = 0; s < n; s++) per[s] = PyList_GET_ITEM(lists, s);
+    }
+    for (Py_ssize_t s = 0; s < n; s++) {
+        if (per[s] && !PyList_Check(per[s])) {
+            PyErr_Format(PyExc_TypeError, "determinize: %s of a state must be a list", name);
+            goto fail;
+        }
+        out->ptr[s + 1] = out->ptr[s] + (per[s] ? PyList_GET_SIZE(per[s]) : 0);
+    }
+    out->dst = malloc(((size_t)out->ptr[n] + 1) * sizeof(i64));
+    if (!out->dst) { PyErr_NoMemory(); goto fail; }
+    for (Py_ssize_t s = 0; s < n; s++)
+        for (i64 i = out->ptr[s]; i < out->ptr[s + 1]; i++)
+            if (read_int(PyList_GET_ITEM(per[s], i - out->ptr[s]), 0, (long)n - 1, &out->dst[i]) < 0) goto fail;
+    free(per);
+    return 0;
+fail:
+    free(per);
+    return -1;
 }
 
 static PyObject *py_determinize(PyObject *self, PyObject *args)
 {
-    PyObject *o[12];
+    (void)self;
+    PyObject *edges, *eps, *bol, *eol, *absorbing, *result = NULL;
     Py_ssize_t start, final, cap;
-    Py_buffer v[12];
-    const char *names[12] = {"b2c", "edge_ptr", "edge_lo", "edge_hi", "edge_dst", "eps_ptr", "eps_dst",
-                             "bol_ptr", "bol_dst", "eol_ptr", "eol_dst", "absorbing"};
-    int got = 0;
-    PyObject *result = NULL;
-    memset(v, 0, sizeof v);
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOnnn", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7],
-                          &o[8], &o[9], &o[10], &o[11], &start, &final, &cap))
+    Csr ep = {0}, bp = {0}, lp = {0};
+    i64 *edge_ptr = NULL, *lo = NULL, *hi = NULL, *dst = NULL, *b2c = NULL;
+    uint8_t *cut = NULL;
+    Out out = {0};
+    if (!PyArg_ParseTuple(args, "O!O!O!O!Onnn", &PyList_Type, &edges, &PyList_Type, &eps, &PyDict_Type, &bol,
+                          &PyDict_Type, &eol, &absorbing, &start, &final, &cap))
         return NULL;
-    for (got = 0; got < 12; got++)
-        if (get_buf(o[got], &v[got], got == 11 ? 1 : 8, 0, names[got]) < 0) goto fail;
-    Py_ssize_t n = buf_len(&v[1]) - 1, ne = buf_len(&v[2]);
-    const i64 *b2c = v[0].buf, *lo = v[2].buf, *hi = v[3].buf;
-    int bad = n < 1 || n > INT32_MAX / 2 || buf_len(&v[0]) != 256 || buf_len(&v[3]) != ne
-              || start < 0 || start >= n || final < 0 || final >= n || cap < 1 || cap > INT32_MAX / 2
-              || (buf_len(&v[11]) != 0 && buf_len(&v[11]) != n)
-              || check_csr(&v[1], &v[4], n) < 0 || check_csr(&v[5], &v[6], n) < 0
-              || check_csr(&v[7], &v[8], n) < 0 || check_csr(&v[9], &v[10], n) < 0;
-    i64 k = 0;
-    for (int b = 0; b < 256 && !bad; b++) {
-        bad = b2c[b] < 0 || b2c[b] > 255 || (b && b2c[b] < b2c[b - 1]);
-        if (b2c[b] + 1 > k) k = b2c[b] + 1;
+    Py_ssize_t n = PyList_GET_SIZE(edges);
+    if (n < 1 || n > INT32_MAX / 2 || start < 0 || start >= n || final < 0 || final >= n || cap < 1
+        || cap > INT32_MAX / 2) {
+        PyErr_SetString(PyExc_ValueError, "determinize: malformed NFA (sizes or states out of range)");
+        return NULL;
     }
-    for (Py_ssize_t e = 0; e < ne && !bad; e++)
-        bad = lo[e] < 0 || hi[e] > 255 || lo[e] > hi[e];
-    if (bad) {
-        PyErr_SetString(PyExc_ValueError, "determinize: malformed NFA arrays");
+    /* byte-range edges */
+    edge_ptr = calloc((size_t)n + 1, sizeof(i64));
+    b2c = malloc(257 * sizeof(i64));
+    if (!edge_ptr || !b2c) { PyErr_NoMemory(); goto fail; }
+    for (Py_ssize_t s = 0; s < n; s++) {
+        PyObject *row = PyList_GET_ITEM(edges, s);
+        if (!PyList_Check(row)) { PyErr_SetString(PyExc_TypeError, "determinize: edges of a state must be a list"); goto fail; }
+        edge_ptr[s + 1] = edge_ptr[s] + PyList_GET_SIZE(row);
+    }
+    size_t ne = (size_t)edge_ptr[n];
+    lo = malloc((ne + 1) * sizeof(i64)); hi = malloc((ne + 1) * sizeof(i64)); dst = malloc((ne + 1) * sizeof(i64));
+    if (!lo || !hi || !dst) { PyErr_NoMemory(); goto fail; }
+    memset(b2c, 0, 257 * sizeof(i64));
+    b2c[0] = 1;
+    for (Py_ssize_t s = 0; s < n; s++) {
+        PyObject *row = PyList_GET_ITEM(edges, s);
+        for (i64 e = edge_ptr[s]; e < edge_ptr[s + 1]; e++) {
+            PyObject *edge = PyList_GET_ITEM(row, e - edge_ptr[s]);
+            if (!PyTuple_Check(edge) || PyTuple_GET_SIZE(edge) != 3) {
+                PyErr_SetString(PyExc_TypeError, "determinize: an edge must be a tuple (lo, hi, target)");
+                goto fail;
+            }
+            if (read_int(PyTuple_GET_ITEM(edge, 0), 0, 255, &lo[e]) < 0
+                || read_int(PyTuple_GET_ITEM(edge, 1), (long)lo[e], 255, &hi[e]) < 0
+                || read_int(PyTuple_GET_ITEM(edge, 2), 0, (long)n - 1, &dst[e]) < 0)
+                goto fail;
+            b2c[lo[e]] = b2c[hi[e] + 1] = 1; /* a class starts at every range bound */
+        }
+    }
+    for (int b = 0, c = -1; b < 256; b++) { c += (int)b2c[b]; b2c[b] = c; }
+    if (read_lists(eps, n, &ep, "eps") < 0 || read_lists(bol, n, &bp, "bol") < 0 || read_lists(eol, n, &lp, "eol") < 0)
         goto fail;
+    cut = calloc((size_t)n, 1);
+    if (!cut) { PyErr_NoMemory(); goto fail; }
+    int any_cut = 0;
+    PyObject *it = PyObject_GetIter(absorbing), *item;
+    if (!it) goto fail;
+    while ((item = PyIter_Next(it))) {
+        i64 s;
+        int bad = read_int(item, 0, (long)n - 1, &s);
+        Py_DECREF(item);
+        if (bad < 0) { Py_DECREF(it); goto fail; }
+        cut[s] = 1; any_cut = 1;
     }
+    Py_DECREF(it);
+    if (PyErr_Occurred()) goto fail;
     Nfa a;
     memset(&a, 0, sizeof a);
-    a.n = (i32)n; a.k = (i32)k; a.start = (i32)start; a.final = (i32)final; a.b2c = b2c;
-    a.eps_ptr = v[5].buf; a.eps_dst = v[6].buf; a.bol_ptr = v[7].buf; a.bol_dst = v[8].buf;
-    a.eol_ptr = v[9].buf; a.eol_dst = v[10].buf;
-    a.has_bol = buf_len(&v[8]) > 0; a.has_eol = buf_len(&v[10]) > 0;
-    a.absorbing = buf_len(&v[11]) ? v[11].buf : NULL;
-    Out out;
-    memset(&out, 0, sizeof out);
+    a.n = (i32)n; a.k = (i32)b2c[255] + 1; a.start = (i32)start; a.final = (i32)final; a.b2c = b2c;
+    a.eps_ptr = ep.ptr; a.eps_dst = ep.dst; a.bol_ptr = bp.ptr; a.bol_dst = bp.dst;
+    a.eol_ptr = lp.ptr; a.eol_dst = lp.dst;
+    a.has_bol = bp.ptr[n] > 0; a.has_eol = lp.ptr[n] > 0;
+    a.absorbing = any_cut ? cut : NULL;
     int rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = determinize_c(&a, v[1].buf, lo, hi, v[4].buf, (i32)cap, &out);
+    rc = determinize_c(&a, edge_ptr, lo, hi, dst, (i32)cap, &out);
     Py_END_ALLOW_THREADS
     if (rc == NOMEM) {
         PyErr_NoMemory();
     } else if (rc == BUDGET) {
         result = Py_NewRef(Py_None);
     } else {
-        PyObject *t = PyBytes_FromStringAndSize((const char *)out.rows, (Py_ssize_t)out.count * k * 8);
-        PyObject *ac = t ? PyBytes_FromStringAndSize((const char *)out.acc, out.count) : NULL;
-        if (t && ac) result = Py_BuildValue("(NNn)", t, ac, (Py_ssize_t)k);
-        else { Py_XDECREF(t); Py_XDECREF(ac); }
+        Py_ssize_t k = a.k;
+        result = Py_BuildValue("(y#y#y#n)", (const char *)out.rows, (Py_ssize_t)out.count * k * 8,
+                               (const char *)out.acc, (Py_ssize_t)out.count, (const char *)b2c,
+                               (Py_ssize_t)256 * 8, k);
     }
-    free(out.rows); free(out.acc);
 fail:
-    for (int i = 0; i < got; i++) PyBuffer_Release(&v[i]);
+    free(out.rows); free(out.acc);
+    free(edge_ptr); free(lo); free(hi); free(dst); free(b2c); free(cut);
+    free(ep.ptr); free(ep.dst); free(bp.ptr); free(bp.dst); free(lp.ptr); free(lp.dst);
     return result;
 }
 
@@ -677,13 +765,14 @@ fail:
 
 static PyMethodDef methods[] = {
     {"finalize", py_finalize, METH_VARARGS,
-     "finalize(trans, k, accept, order, out, out_accept) -> m: trim, minimize and number a DFA over "
-     "byte classes canonically (breadth first, columns in `order`) into out[:m], out_accept[:m]; "
-     "m = 0 for the empty language."},
+     "finalize(trans, k, accept, b2c) -> (trans, accept) | None: trim, minimize and number canonically "
+     "(breadth first, bytes ascending) a DFA over byte classes, int64 [n, k], bool [n], int64 [256]; "
+     "bytes of int32 [m, 256] and bool [m], or None for the empty language."},
     {"determinize", py_determinize, METH_VARARGS,
-     "determinize(b2c, edge_ptr, edge_lo, edge_hi, edge_dst, eps_ptr, eps_dst, bol_ptr, bol_dst, "
-     "eol_ptr, eol_dst, absorbing, start, final, cap) -> (trans bytes, accept bytes, k) or None "
-     "when more than `cap` states are needed."},
+     "determinize(edges, eps, bol, eol, absorbing, start, final, cap) -> (trans, accept, b2c, k) as "
+     "bytes of int64 [n, k], bool [n], int64 [256], or None when more than `cap` states are needed. "
+     "The NFA is given as nfa._NFA holds it: per state lists of (lo, hi, target) and of epsilon "
+     "targets, dicts {state: targets} of ^ and $ edges; `absorbing` an iterable of states."},
     {NULL, NULL, 0, NULL},
 };
 

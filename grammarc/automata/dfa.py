@@ -230,21 +230,16 @@ def _finalize(trans_k: np.ndarray, accept: np.ndarray, b2c: np.ndarray) -> DFA:
 
     `trans_k` is [n, k] (-1 = dead), `b2c` maps each byte to its class; state 0 is start.
     The work (coreachability, minimization, breadth-first numbering with the classes taken
-    in the order of their smallest byte) is done by the compiled core; the oracle it is
-    tested against is tests/automata_reference.py.
+    in the order of their smallest byte, expansion to 256 columns) is done by the compiled
+    core; the oracle it is tested against is tests/automata_reference.py.
     """
     trans_k = np.ascontiguousarray(trans_k, dtype=np.int64)
-    accept = np.ascontiguousarray(accept, dtype=bool)
-    n, k = trans_k.shape
-    minb = np.full(k, 256, dtype=np.int64)
-    np.minimum.at(minb, b2c, np.arange(256))
-    col_order = np.ascontiguousarray(np.argsort(minb, kind="stable"), dtype=np.int64)
-    out = np.empty((max(n, 1), k), dtype=np.int64)
-    out_accept = np.empty(max(n, 1), dtype=bool)
-    m = _core.finalize(trans_k, k, accept, col_order, out, out_accept)
-    if m == 0:
+    done = _core.finalize(trans_k, trans_k.shape[1], np.ascontiguousarray(accept, dtype=bool),
+                          np.ascontiguousarray(b2c, dtype=np.int64))
+    if done is None:
         return _empty()
-    return _make(out[:m][:, b2c], out_accept[:m])
+    trans, accept = done
+    return _make(np.frombuffer(trans, dtype=np.int32).reshape(-1, 256), np.frombuffer(accept, dtype=bool))
 
 
 def from_table(trans: np.ndarray, accept: np.ndarray) -> DFA:

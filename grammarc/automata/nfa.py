@@ -9,8 +9,6 @@ building, never after, so a pathological regex is an error and not a hang.
 from __future__ import annotations
 
 from functools import lru_cache
-from itertools import chain
-from typing import Sequence
 
 import numpy as np
 
@@ -151,20 +149,6 @@ def _estimate(node: Node) -> int:
     return 1
 
 
-def _csr(lists: Sequence[list[int]]) -> tuple[np.ndarray, np.ndarray]:
-    """Per-state lists as (offsets [n + 1], concatenated values), int64."""
-    ptr = np.zeros(len(lists) + 1, dtype=np.int64)
-    np.cumsum(np.fromiter(map(len, lists), dtype=np.int64, count=len(lists)), out=ptr[1:])
-    return ptr, np.fromiter(chain.from_iterable(lists), dtype=np.int64, count=int(ptr[-1]))
-
-
-def _assertion_lists(edges: dict[int, list[int]], n: int) -> list[list[int]]:
-    out: list[list[int]] = [[]] * n
-    for s, targets in edges.items():
-        out[s] = targets
-    return out
-
-
 def _determinize(
     nfa: _NFA,
     start: int,
@@ -183,32 +167,16 @@ def _determinize(
     trailing ``.*`` of a search): a set that contains one is cut down to them, since the
     other members cannot add anything. This keeps e.g. a search for ``x{0,1000}`` linear instead of quadratic.
 
-    The construction itself runs in the compiled core (`_core.determinize`) on the NFA
-    flattened into arrays; its oracle is tests/automata_reference.py.
+    The construction runs in the compiled core (`_core.determinize`), which reads the NFA's
+    lists directly; its oracle is tests/automata_reference.py.
     """
-    n = len(nfa.edges)
-    edge_ptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.fromiter(map(len, nfa.edges), dtype=np.int64, count=n), out=edge_ptr[1:])
-    flat = np.fromiter(chain.from_iterable(chain.from_iterable(nfa.edges)), dtype=np.int64,
-                       count=3 * int(edge_ptr[-1])).reshape(-1, 3)
-    lo, hi, dst = (np.ascontiguousarray(flat[:, i]) for i in range(3))
-    marks = np.zeros(257, dtype=bool)
-    marks[0] = True
-    marks[lo] = True
-    marks[hi + 1] = True
-    b2c = np.cumsum(marks[:256], dtype=np.int64) - 1
-    eps_ptr, eps_dst = _csr(nfa.eps)
-    bol_ptr, bol_dst = _csr(_assertion_lists(nfa.bol, n))
-    eol_ptr, eol_dst = _csr(_assertion_lists(nfa.eol, n))
-    cut = np.zeros(n if absorbing else 0, dtype=np.uint8)
-    if absorbing:
-        cut[np.fromiter(absorbing, dtype=np.int64, count=len(absorbing))] = 1
-    built = _core.determinize(b2c, edge_ptr, lo, hi, dst, eps_ptr, eps_dst, bol_ptr, bol_dst, eol_ptr, eol_dst,
-                              cut, start, final, _unminimized_cap(max_states))  # the budget is checked once minimized
+    built = _core.determinize(nfa.edges, nfa.eps, nfa.bol, nfa.eol, absorbing, start, final,
+                              _unminimized_cap(max_states))  # the budget itself is checked once minimized
     if built is None:
         raise _budget_error(what, max_states)
-    trans, accept, k = built
-    return np.frombuffer(trans, dtype=np.int64).reshape(-1, k), np.frombuffer(accept, dtype=bool), b2c
+    trans, accept, b2c, k = built
+    return (np.frombuffer(trans, dtype=np.int64).reshape(-1, k), np.frombuffer(accept, dtype=bool),
+            np.frombuffer(b2c, dtype=np.int64))
 
 
 def _nfa_limit(max_states: int) -> int:
