@@ -2,8 +2,9 @@
 
 `finalize` is the old `grammarc.automata.dfa._finalize` (coreachability, Hopcroft's
 algorithm, canonical numbering) and `determinize` the old `nfa._determinize` (subset
-construction), kept verbatim so that tests/test_automata_core.py can check that the C
-versions give identical arrays and identical budget errors.
+construction; only the reading of embedded DFAs' relative targets is new), kept so that
+tests/test_automata_core.py can check that the C versions give identical arrays and
+identical budget errors.
 """
 
 from __future__ import annotations
@@ -188,12 +189,15 @@ def determinize(
     b2c = np.cumsum(marks[:256]) - 1
     k = int(b2c[-1]) + 1
     b2c_list = b2c.tolist()
+    shift = [0] * len(nfa.edges)  # embedded DFAs' targets are relative to their first state
+    for first, past in nfa.embedded:
+        shift[first:past] = [first] * (past - first)
     moves: list[list[tuple[int, int]]] = []
-    for edges in nfa.edges:
+    for edges, base in zip(nfa.edges, shift):
         mv = []
         for lo, hi, t in edges:
             for c in range(b2c_list[lo], b2c_list[hi] + 1):
-                mv.append((c, t))
+                mv.append((c, base + t))
         moves.append(mv)
     eps, bol, eol = nfa.eps, nfa.bol, nfa.eol
 

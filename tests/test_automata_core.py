@@ -17,7 +17,7 @@ from hypothesis import given, settings, strategies as st
 
 import automata_reference as ref
 from strategies import regex_patterns
-from grammarc.automata import _core, nfa as nfa_module
+from grammarc.automata import _core, dialect, nfa as nfa_module, operations
 from grammarc.automata.dfa import _finalize
 from grammarc.automata.nfa import _NFA, _determinize
 from grammarc.errors import StateBudgetExceeded
@@ -29,7 +29,8 @@ SETTINGS = settings(max_examples=200, deadline=None)
 def monkeypatch_module():
     """`nfa._determinize` replaced, for the module's tests, by the checked `_both`."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(nfa_module, "_determinize", _both)
+        for module in (nfa_module, operations, dialect):
+            patch.setattr(module, "_determinize", _both)
         yield
 
 
@@ -202,10 +203,13 @@ def nfas(draw):
     state = st.integers(0, n - 1)
     bounds = st.sampled_from([0, 9, 97, 98, 99, 200, 255])
     nfa = _NFA(n, "random NFA")
-    for _ in range(n):
+    a, b, c, d = sorted(draw(st.lists(st.integers(0, n), min_size=4, max_size=4)))
+    nfa.embedded.extend([(a, b), (c, d)])  # targets relative to a and c there
+    for q in range(n):
         nfa.new()
-        ranges = draw(st.lists(st.tuples(bounds, bounds, state), max_size=3))
-        nfa.edges[-1].extend((min(a, b), max(a, b), t) for a, b, t in ranges)
+        base = a if a <= q < b else c if c <= q < d else 0
+        ranges = draw(st.lists(st.tuples(bounds, bounds, st.integers(-base, n - 1 - base)), max_size=3))
+        nfa.edges[-1].extend((min(x, y), max(x, y), t) for x, y, t in ranges)
         nfa.eps[-1].extend(draw(st.lists(state, max_size=2)))
     for edges in (nfa.bol, nfa.eol):
         for s in draw(st.lists(state, max_size=2, unique=True)):
@@ -224,6 +228,24 @@ def test_determinize_equals_the_oracle_on_any_nfa(case, max_states):
         pass
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(regex_patterns("ab\u00e9", depth=2), min_size=1, max_size=3), st.integers(0, 2), st.integers(1, 3),
+       st.sampled_from([5, 150]))  # budgets that keep the Python oracle quick
+def test_determinize_equals_the_oracle_in_the_regular_algebra(monkeypatch_module, patterns, lo, more, max_states):
+    """The operations embed DFAs in NFAs (their edge lists shared, targets relative)."""
+    ds = [nfa_module.from_regex(p) for p in patterns]
+    for build in (lambda: operations.union(ds, max_states=max_states),
+                  lambda: operations.concat(ds, max_states=max_states),
+                  lambda: operations.star(ds[0], max_states=max_states),
+                  lambda: operations.repeat(ds[-1], lo, lo + more, max_states=max_states),
+                  lambda: operations.repeat(ds[-1], lo, None, max_states=max_states),
+                  lambda: dialect.complement_containing(ds[0], max_states=max_states)):
+        try:
+            build()
+        except StateBudgetExceeded:
+            pass  # _both checked that the oracle gives the same error
+
+
 def test_determinize_budget_error_names_the_pattern():
     with pytest.raises(StateBudgetExceeded, match=r"pattern '\(a\|b\)\*a\(a\|b\)\{8\}' is too large: building it took "
                                                   r"more than 40 automaton states before minimization"):
@@ -231,21 +253,27 @@ def test_determinize_budget_error_names_the_pattern():
 
 
 def test_determinize_refuses_malformed_nfas():
-    trans, accept, b2c, k = _core.determinize([[(0, 255, 1)], []], [[], []], {}, {}, (), 0, 1, 8)
+    trans, accept, b2c, k = _core.determinize([[(0, 255, 1)], []], [[], []], {}, {}, [], (), 0, 1, 8)
     assert k == 1 and np.frombuffer(trans, dtype=np.int64).tolist() == [1, -1] and list(accept) == [0, 1]
     assert np.frombuffer(b2c, dtype=np.int64).tolist() == [0] * 256
+    # state 1 embedded: its self-loop's target 0 is relative to 1
+    trans, accept, b2c, k = _core.determinize([[(0, 255, 1)], [(0, 255, 0)]], [[], []], {}, {}, [(1, 2)], (), 0, 1, 8)
+    assert np.frombuffer(trans, dtype=np.int64).tolist() == [1, 1] and list(accept) == [0, 1]
     cases = [
-        (([[(0, 255, 2)], []], [[], []], {}, {}, (), 0, 1, 8), ValueError, r"2 is not in 0\.\.1"),
-        (([[(9, 3, 1)], []], [[], []], {}, {}, (), 0, 1, 8), ValueError, r"3 is not in 9\.\.255"),
-        (([[(0, 256, 1)], []], [[], []], {}, {}, (), 0, 1, 8), ValueError, r"256 is not in 0\.\.255"),
-        (([[(0, 1)], []], [[], []], {}, {}, (), 0, 1, 8), TypeError, "tuple"),
-        (([[(0, 255, 1)], []], [[]], {}, {}, (), 0, 1, 8), ValueError, "list of 2 lists"),
-        (([[(0, 255, 1)], []], [[], [-1]], {}, {}, (), 0, 1, 8), ValueError, r"-1 is not in 0\.\.1"),
-        (([[(0, 255, 1)], []], [[], []], {5: [0]}, {}, (), 0, 1, 8), ValueError, r"5 is not in 0\.\.1"),
-        (([[(0, 255, 1)], []], [[], []], {}, {0: (1,)}, (), 0, 1, 8), TypeError, "must be a list"),
-        (([[(0, 255, 1)], []], [[], []], {}, {}, (7,), 0, 1, 8), ValueError, r"7 is not in 0\.\.1"),
-        (([[(0, 255, 1)], []], [[], []], {}, {}, (), 0, 2, 8), ValueError, "out of range"),
-        (([[(0, 255, "x")], []], [[], []], {}, {}, (), 0, 1, 8), TypeError, "integer"),
+        (([[(0, 255, 2)], []], [[], []], {}, {}, [], (), 0, 1, 8), ValueError, r"2 is not in 0\.\.1"),
+        (([[(9, 3, 1)], []], [[], []], {}, {}, [], (), 0, 1, 8), ValueError, r"3 is not in 9\.\.255"),
+        (([[(0, 256, 1)], []], [[], []], {}, {}, [], (), 0, 1, 8), ValueError, r"256 is not in 0\.\.255"),
+        (([[(0, 1)], []], [[], []], {}, {}, [], (), 0, 1, 8), TypeError, "tuple"),
+        (([[(0, 255, 1)], []], [[]], {}, {}, [], (), 0, 1, 8), ValueError, "list of 2 lists"),
+        (([[(0, 255, 1)], []], [[], [-1]], {}, {}, [], (), 0, 1, 8), ValueError, r"-1 is not in 0\.\.1"),
+        (([[(0, 255, 1)], []], [[], []], {5: [0]}, {}, [], (), 0, 1, 8), ValueError, r"5 is not in 0\.\.1"),
+        (([[(0, 255, 1)], []], [[], []], {}, {0: (1,)}, [], (), 0, 1, 8), TypeError, "must be a list"),
+        (([[(0, 255, 1)], []], [[], []], {}, {}, [], (7,), 0, 1, 8), ValueError, r"7 is not in 0\.\.1"),
+        (([[(0, 255, 1)], []], [[], []], {}, {}, [], (), 0, 2, 8), ValueError, "out of range"),
+        (([[(0, 255, "x")], []], [[], []], {}, {}, [], (), 0, 1, 8), TypeError, "integer"),
+        (([[], [(0, 255, 1)]], [[], []], {}, {}, [(1, 2)], (), 0, 1, 8), ValueError, r"1 is not in -1\.\.0"),
+        (([[], []], [[], []], {}, {}, [(1, 3)], (), 0, 1, 8), ValueError, r"3 is not in 1\.\.2"),
+        (([[], []], [[], []], {}, {}, [(1,)], (), 0, 1, 8), TypeError, r"\(first, past\)"),
     ]
     for args, error, message in cases:
         with pytest.raises(error, match=message):

@@ -672,14 +672,14 @@ fail:
 static PyObject *py_determinize(PyObject *self, PyObject *args)
 {
     (void)self;
-    PyObject *edges, *eps, *bol, *eol, *absorbing, *result = NULL;
+    PyObject *edges, *eps, *bol, *eol, *embedded, *absorbing, *result = NULL;
     Py_ssize_t start, final, cap;
     Csr ep = {0}, bp = {0}, lp = {0};
-    i64 *edge_ptr = NULL, *lo = NULL, *hi = NULL, *dst = NULL, *b2c = NULL;
+    i64 *edge_ptr = NULL, *lo = NULL, *hi = NULL, *dst = NULL, *b2c = NULL, *shift = NULL;
     uint8_t *cut = NULL;
     Out out = {0};
-    if (!PyArg_ParseTuple(args, "O!O!O!O!Onnn", &PyList_Type, &edges, &PyList_Type, &eps, &PyDict_Type, &bol,
-                          &PyDict_Type, &eol, &absorbing, &start, &final, &cap))
+    if (!PyArg_ParseTuple(args, "O!O!O!O!O!Onnn", &PyList_Type, &edges, &PyList_Type, &eps, &PyDict_Type, &bol,
+                          &PyDict_Type, &eol, &PyList_Type, &embedded, &absorbing, &start, &final, &cap))
         return NULL;
     Py_ssize_t n = PyList_GET_SIZE(edges);
     if (n < 1 || n > INT32_MAX / 2 || start < 0 || start >= n || final < 0 || final >= n || cap < 1
@@ -690,7 +690,21 @@ static PyObject *py_determinize(PyObject *self, PyObject *args)
     /* byte-range edges */
     edge_ptr = calloc((size_t)n + 1, sizeof(i64));
     b2c = malloc(257 * sizeof(i64));
-    if (!edge_ptr || !b2c) { PyErr_NoMemory(); goto fail; }
+    shift = calloc((size_t)n, sizeof(i64));
+    if (!edge_ptr || !b2c || !shift) { PyErr_NoMemory(); goto fail; }
+    /* embedded DFAs: their states' targets are relative to the first one */
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(embedded); i++) {
+        PyObject *range = PyList_GET_ITEM(embedded, i);
+        i64 first, past;
+        if (!PyTuple_Check(range) || PyTuple_GET_SIZE(range) != 2) {
+            PyErr_SetString(PyExc_TypeError, "determinize: an embedded range must be a tuple (first, past)");
+            goto fail;
+        }
+        if (read_int(PyTuple_GET_ITEM(range, 0), 0, (long)n, &first) < 0
+            || read_int(PyTuple_GET_ITEM(range, 1), (long)first, (long)n, &past) < 0)
+            goto fail;
+        for (i64 q = first; q < past; q++) shift[q] = first;
+    }
     for (Py_ssize_t s = 0; s < n; s++) {
         PyObject *row = PyList_GET_ITEM(edges, s);
         if (!PyList_Check(row)) { PyErr_SetString(PyExc_TypeError, "determinize: edges of a state must be a list"); goto fail; }
@@ -711,8 +725,9 @@ static PyObject *py_determinize(PyObject *self, PyObject *args)
             }
             if (read_int(PyTuple_GET_ITEM(edge, 0), 0, 255, &lo[e]) < 0
                 || read_int(PyTuple_GET_ITEM(edge, 1), (long)lo[e], 255, &hi[e]) < 0
-                || read_int(PyTuple_GET_ITEM(edge, 2), 0, (long)n - 1, &dst[e]) < 0)
+                || read_int(PyTuple_GET_ITEM(edge, 2), -(long)shift[s], (long)(n - 1 - shift[s]), &dst[e]) < 0)
                 goto fail;
+            dst[e] += shift[s];
             b2c[lo[e]] = b2c[hi[e] + 1] = 1; /* a class starts at every range bound */
         }
     }
@@ -756,7 +771,7 @@ static PyObject *py_determinize(PyObject *self, PyObject *args)
     }
 fail:
     free(out.rows); free(out.acc);
-    free(edge_ptr); free(lo); free(hi); free(dst); free(b2c); free(cut);
+    free(edge_ptr); free(lo); free(hi); free(dst); free(b2c); free(cut); free(shift);
     free(ep.ptr); free(ep.dst); free(bp.ptr); free(bp.dst); free(lp.ptr); free(lp.dst);
     return result;
 }
@@ -769,10 +784,11 @@ static PyMethodDef methods[] = {
      "(breadth first, bytes ascending) a DFA over byte classes, int64 [n, k], bool [n], int64 [256]; "
      "bytes of int32 [m, 256] and bool [m], or None for the empty language."},
     {"determinize", py_determinize, METH_VARARGS,
-     "determinize(edges, eps, bol, eol, absorbing, start, final, cap) -> (trans, accept, b2c, k) as "
+     "determinize(edges, eps, bol, eol, embedded, absorbing, start, final, cap) -> (trans, accept, b2c, k) as "
      "bytes of int64 [n, k], bool [n], int64 [256], or None when more than `cap` states are needed. "
      "The NFA is given as nfa._NFA holds it: per state lists of (lo, hi, target) and of epsilon "
-     "targets, dicts {state: targets} of ^ and $ edges; `absorbing` an iterable of states."},
+     "targets, dicts {state: targets} of ^ and $ edges, (first, past) ranges of states whose edge "
+     "targets are relative to `first`; `absorbing` an iterable of states."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -27,15 +27,21 @@ __all__ = ["from_regex", "from_ast"]
 
 
 class _NFA:
-    """Thompson-style NFA over byte ranges, with assertion edges for ^ and $."""
+    """Thompson-style NFA over byte ranges, with assertion edges for ^ and $.
 
-    __slots__ = ("edges", "eps", "bol", "eol", "limit", "what")
+    An embedded DFA's states (`embed`) share the DFA's own edge lists, whose targets are
+    its state numbers: for a state in one of the ``embedded`` ranges (first, past), a
+    target t means state ``first + t``. Those lists are never appended to.
+    """
+
+    __slots__ = ("edges", "eps", "bol", "eol", "embedded", "limit", "what")
 
     def __init__(self, limit: int, what: str):
         self.edges: list[list[tuple[int, int, int]]] = []
         self.eps: list[list[int]] = []
         self.bol: dict[int, list[int]] = {}
         self.eol: dict[int, list[int]] = {}
+        self.embedded: list[tuple[int, int]] = []
         self.limit = limit
         self.what = what
 
@@ -124,9 +130,9 @@ class _NFA:
             raise StateBudgetExceeded(
                 f"{self.what} is too large: its NFA needs more than {self.limit} states"
             )
-        for runs in d._runs:
-            self.edges.append([(lo, hi, base + t) for lo, hi, t in runs])
-            self.eps.append([])
+        self.edges.extend(d._runs)  # shared, not copied: targets are relative to base
+        self.eps.extend([[] for _ in range(d.n_states)])
+        self.embedded.append((base, base + d.n_states))
         e = self.new()
         for q in np.flatnonzero(d.accept).tolist():
             self.eps[base + q].append(e)
@@ -170,7 +176,7 @@ def _determinize(
     The construction runs in the compiled core (`_core.determinize`), which reads the NFA's
     lists directly; its oracle is tests/automata_reference.py.
     """
-    built = _core.determinize(nfa.edges, nfa.eps, nfa.bol, nfa.eol, absorbing, start, final,
+    built = _core.determinize(nfa.edges, nfa.eps, nfa.bol, nfa.eol, nfa.embedded, absorbing, start, final,
                               _unminimized_cap(max_states))  # the budget itself is checked once minimized
     if built is None:
         raise _budget_error(what, max_states)
