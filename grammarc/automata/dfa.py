@@ -21,6 +21,7 @@ from functools import cached_property, lru_cache
 
 import numpy as np
 
+from grammarc.automata import _core
 from grammarc.automata.comb import CombTable
 from grammarc.errors import StateBudgetExceeded
 
@@ -224,149 +225,21 @@ def _compress_columns(trans: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.ascontiguousarray(cols[firsts].T), b2c
 
 
-def _coreachable(trans: np.ndarray, accept: np.ndarray) -> np.ndarray:
-    """States from which an accepting state can be reached."""
-    n, k = trans.shape
-    flat = trans.ravel()
-    mask = flat >= 0
-    src = np.repeat(np.arange(n), k)[mask]
-    dst = flat[mask]
-    order = np.argsort(dst, kind="stable")
-    srcs = src[order].tolist()
-    bounds = np.searchsorted(dst[order], np.arange(n + 1)).tolist()
-    live = accept.copy()
-    stack = np.flatnonzero(accept).tolist()
-    while stack:
-        q = stack.pop()
-        for s in srcs[bounds[q]:bounds[q + 1]]:
-            if not live[s]:
-                live[s] = True
-                stack.append(s)
-    return live
-
-
-def _hopcroft(t: np.ndarray, labels: list[int], skip: int) -> tuple[list[int], int]:
-    """Coarsest partition of a total DFA `t` [N, k] refining the initial `labels`.
-
-    Hopcroft's algorithm with per-state incoming edge lists. The initial block labelled
-    `skip` is left out of the worklist (all blocks but one suffice for a total DFA); the
-    caller passes the sink, whose incoming edges are the most numerous.
-    """
-    N, k = t.shape
-    flat = t.ravel()
-    order = np.lexsort((np.tile(np.arange(k), N), flat))  # by target, then class
-    tgt = flat[order]
-    cls = order % k
-    src = order // k
-    # Group consecutive (target, class) runs.
-    key = tgt * k + cls
-    cuts = np.flatnonzero(np.diff(key)) + 1
-    starts = np.concatenate(([0], cuts)).tolist()
-    ends = np.concatenate((cuts, [key.size])).tolist()
-    src_list = src.tolist()
-    tgt_list = tgt.tolist()
-    cls_list = cls.tolist()
-    incoming: list[list[tuple[int, list[int]]]] = [[] for _ in range(N)]
-    for a, b in zip(starts, ends):
-        incoming[tgt_list[a]].append((cls_list[a], src_list[a:b]))
-    groups: dict[int, set[int]] = {}
-    for s, lab in enumerate(labels):
-        groups.setdefault(lab, set()).add(s)
-    blocks = list(groups.values())
-    block_of = [0] * N
-    for b, members in enumerate(blocks):
-        for s in members:
-            block_of[s] = b
-    work = [b for b, lab in enumerate(groups) if lab != skip]
-    while work:
-        a = work.pop()
-        by_class: dict[int, list[int]] = {}
-        for q in blocks[a]:
-            for c, srcs in incoming[q]:
-                xs = by_class.get(c)
-                if xs is None:
-                    by_class[c] = list(srcs)
-                else:
-                    xs.extend(srcs)
-        for xs in by_class.values():
-            touched: dict[int, list[int]] = {}
-            for s in xs:
-                y = block_of[s]
-                lst = touched.get(y)
-                if lst is None:
-                    touched[y] = [s]
-                else:
-                    lst.append(s)
-            for y, ys in touched.items():
-                members = blocks[y]
-                if len(ys) == len(members):
-                    continue
-                if 2 * len(ys) <= len(members):
-                    moved = ys
-                    blocks[y] = members.difference(ys)
-                else:
-                    keep = set(ys)
-                    moved = [s for s in members if s not in keep]
-                    blocks[y] = keep
-                z = len(blocks)
-                blocks.append(set(moved))
-                for s in moved:
-                    block_of[s] = z
-                work.append(z)
-    return block_of, len(blocks)
-
-
 def _finalize(trans_k: np.ndarray, accept: np.ndarray, b2c: np.ndarray) -> DFA:
     """Trim, minimize and canonically renumber a DFA given over byte classes.
 
     `trans_k` is [n, k] (-1 = dead), `b2c` maps each byte to its class; state 0 is start.
+    The work (coreachability, minimization, breadth-first numbering with the classes taken
+    in the order of their smallest byte, expansion to 256 columns) is done by the compiled
+    core; the oracle it is tested against is tests/automata_reference.py.
     """
-    trans_k = np.asarray(trans_k, dtype=np.int64)
-    accept = np.asarray(accept, dtype=bool)
-    live = _coreachable(trans_k, accept)
-    if not live[0]:
+    trans_k = np.ascontiguousarray(trans_k, dtype=np.int64)
+    done = _core.finalize(trans_k, trans_k.shape[1], np.ascontiguousarray(accept, dtype=bool),
+                          np.ascontiguousarray(b2c, dtype=np.int64))
+    if done is None:
         return _empty()
-    if not live.all():
-        keep = np.flatnonzero(live)
-        remap = np.full(trans_k.shape[0] + 1, -1, dtype=np.int64)
-        remap[keep] = np.arange(keep.size)
-        trans_k = remap[trans_k[keep]]  # -1 indexes the trailing -1 entry
-        accept = accept[keep]
-    n, k = trans_k.shape
-    # Minimize over a total DFA with an explicit sink n.
-    total = np.where(trans_k < 0, n, trans_k)
-    total = np.vstack([total, np.full((1, k), n, dtype=np.int64)])
-    labels = accept.astype(np.int64).tolist() + [2]
-    block_of, nb = _hopcroft(total, labels, skip=2)
-    block_arr = np.asarray(block_of, dtype=np.int64)
-    sink_block = block_arr[n]
-    reps = np.full(nb, -1, dtype=np.int64)
-    reps[block_arr[::-1]] = np.arange(n, -1, -1)
-    real = np.flatnonzero(np.arange(nb) != sink_block)
-    tmin = block_arr[total[reps[real]]]
-    # Map block ids to 0..m-1 with the sink block as -1.
-    bmap = np.full(nb, -1, dtype=np.int64)
-    bmap[real] = np.arange(real.size)
-    tmin = bmap[tmin]
-    amin = accept[reps[real]]
-    start = int(bmap[block_arr[0]])
-    # Canonical BFS numbering, bytes ascending: order classes by their smallest byte.
-    minb = np.full(k, 256, dtype=np.int64)
-    np.minimum.at(minb, b2c, np.arange(256))
-    col_order = np.argsort(minb, kind="stable")
-    rows = tmin[:, col_order].tolist()
-    newid = [-1] * len(rows)
-    newid[start] = 0
-    order = [start]
-    for s in order:
-        for t in rows[s]:
-            if t >= 0 and newid[t] < 0:
-                newid[t] = len(order)
-                order.append(t)
-    newid_arr = np.asarray(newid + [-1], dtype=np.int64)
-    canon = newid_arr[tmin[order]]
-    full = canon[:, b2c]
-    return _make(full, amin[order])
+    trans, accept = done
+    return _make(np.frombuffer(trans, dtype=np.int32).reshape(-1, 256), np.frombuffer(accept, dtype=bool))
 
 
 def from_table(trans: np.ndarray, accept: np.ndarray) -> DFA:

@@ -9,11 +9,11 @@ building, never after, so a pathological regex is an error and not a hang.
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Iterable
 
 import numpy as np
 
 from grammarc.errors import StateBudgetExceeded, clip
+from grammarc.automata import _core
 from grammarc.automata.dfa import (
     DEFAULT_MAX_STATES, DFA, _budget_error, _check_budget, _finalize, _unminimized_cap, _within_budget,
 )
@@ -27,15 +27,21 @@ __all__ = ["from_regex", "from_ast"]
 
 
 class _NFA:
-    """Thompson-style NFA over byte ranges, with assertion edges for ^ and $."""
+    """Thompson-style NFA over byte ranges, with assertion edges for ^ and $.
 
-    __slots__ = ("edges", "eps", "bol", "eol", "limit", "what")
+    An embedded DFA's states (`embed`) share the DFA's own edge lists, whose targets are
+    its state numbers: for a state in one of the ``embedded`` ranges (first, past), a
+    target t means state ``first + t``. Those lists are never appended to.
+    """
+
+    __slots__ = ("edges", "eps", "bol", "eol", "embedded", "limit", "what")
 
     def __init__(self, limit: int, what: str):
         self.edges: list[list[tuple[int, int, int]]] = []
         self.eps: list[list[int]] = []
         self.bol: dict[int, list[int]] = {}
         self.eol: dict[int, list[int]] = {}
+        self.embedded: list[tuple[int, int]] = []
         self.limit = limit
         self.what = what
 
@@ -124,9 +130,9 @@ class _NFA:
             raise StateBudgetExceeded(
                 f"{self.what} is too large: its NFA needs more than {self.limit} states"
             )
-        for runs in d._runs:
-            self.edges.append([(lo, hi, base + t) for lo, hi, t in runs])
-            self.eps.append([])
+        self.edges.extend(d._runs)  # shared, not copied: targets are relative to base
+        self.eps.extend([[] for _ in range(d.n_states)])
+        self.embedded.append((base, base + d.n_states))
         e = self.new()
         for q in np.flatnonzero(d.accept).tolist():
             self.eps[base + q].append(e)
@@ -166,94 +172,17 @@ def _determinize(
     `absorbing` NFA states accept every continuation the other states could accept (the
     trailing ``.*`` of a search): a set that contains one is cut down to them, since the
     other members cannot add anything. This keeps e.g. a search for ``x{0,1000}`` linear instead of quadratic.
+
+    The construction runs in the compiled core (`_core.determinize`), which reads the NFA's
+    lists directly; its oracle is tests/automata_reference.py.
     """
-    marks = np.zeros(257, dtype=bool)
-    marks[0] = True
-    for edges in nfa.edges:
-        for lo, hi, _ in edges:
-            marks[lo] = True
-            marks[hi + 1] = True
-    b2c = np.cumsum(marks[:256]) - 1
-    k = int(b2c[-1]) + 1
-    b2c_list = b2c.tolist()
-    moves: list[list[tuple[int, int]]] = []
-    for edges in nfa.edges:
-        mv = []
-        for lo, hi, t in edges:
-            for c in range(b2c_list[lo], b2c_list[hi] + 1):
-                mv.append((c, t))
-        moves.append(mv)
-    eps, bol, eol = nfa.eps, nfa.bol, nfa.eol
-
-    def closure(seeds: Iterable[int], use_bol: bool, use_eol: bool) -> frozenset[int]:
-        seen = set(seeds)
-        stack = list(seen)
-        while stack:
-            s = stack.pop()
-            nxt = eps[s]
-            if use_bol and s in bol:
-                nxt = nxt + bol[s]
-            if use_eol and s in eol:
-                nxt = nxt + eol[s]
-            for t in nxt:
-                if t not in seen:
-                    seen.add(t)
-                    stack.append(t)
-        return frozenset(seen)
-
-    def accepting(states: frozenset[int], initial: bool) -> bool:
-        if final in states:
-            return True
-        if not eol and not (initial and bol):
-            return False
-        return final in closure(states, initial, True)
-
-    def cut(states: frozenset[int]) -> frozenset[int]:
-        if absorbing and not absorbing.isdisjoint(states):
-            return states & absorbing
-        return states
-
-    cap = _unminimized_cap(max_states)  # the budget itself is checked once minimized
-    start_set = cut(closure([start], bool(bol), False))
-    sets: list[frozenset[int]] = [start_set]
-    ids: dict[frozenset[int], int] = {}  # non-initial states only
-    by_seeds: dict[frozenset[int], int] = {}
-    rows: list[list[int]] = []
-    accept: list[bool] = []
-    i = 0
-    while i < len(sets):
-        cur = sets[i]
-        accept.append(accepting(cur, i == 0))
-        buckets: dict[int, set[int]] = {}
-        for s in cur:
-            for c, t in moves[s]:
-                b = buckets.get(c)
-                if b is None:
-                    buckets[c] = {t}
-                else:
-                    b.add(t)
-        row = [-1] * k
-        for c, targets in buckets.items():
-            seeds = frozenset(targets)
-            j = by_seeds.get(seeds)
-            if j is None:
-                tset = cut(closure(seeds, False, False))
-                j = ids.get(tset)
-                if j is None:
-                    if len(sets) >= cap:
-                        raise _budget_error(what, max_states)
-                    j = len(sets)
-                    ids[tset] = j
-                    sets.append(tset)
-                by_seeds[seeds] = j
-            row[c] = j
-        rows.append(row)
-        i += 1
-    return (
-        np.asarray(rows, dtype=np.int64).reshape(len(rows), k),
-        np.asarray(accept, dtype=bool),
-        b2c.astype(np.int64),
-    )
+    built = _core.determinize(nfa.edges, nfa.eps, nfa.bol, nfa.eol, nfa.embedded, absorbing, start, final,
+                              _unminimized_cap(max_states))  # the budget itself is checked once minimized
+    if built is None:
+        raise _budget_error(what, max_states)
+    trans, accept, b2c, k = built
+    return (np.frombuffer(trans, dtype=np.int64).reshape(-1, k), np.frombuffer(accept, dtype=bool),
+            np.frombuffer(b2c, dtype=np.int64))
 
 
 def _nfa_limit(max_states: int) -> int:

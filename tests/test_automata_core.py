@@ -1,0 +1,280 @@
+"""The compiled automaton core against its Python oracle (tests/automata_reference.py).
+
+`dfa._finalize` (trim, minimize, number canonically) and `nfa._determinize` (subset
+construction) run in C; the oracle is the pure-Python code they replaced. Both must give
+identical arrays (the canonical numbering is what makes `DFA.key` a language key), the same
+budget errors, and refuse malformed arrays with a Python error instead of reading out of
+bounds.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import automata_reference as ref
+from strategies import regex_patterns
+from grammarc.automata import _core, dialect, nfa as nfa_module, operations
+from grammarc.automata.dfa import _finalize
+from grammarc.automata.nfa import _NFA, _determinize
+from grammarc.errors import StateBudgetExceeded
+
+SETTINGS = settings(max_examples=200, deadline=None)
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module():
+    """`nfa._determinize` replaced, for the module's tests, by the checked `_both`."""
+    with pytest.MonkeyPatch.context() as patch:
+        for module in (nfa_module, operations, dialect):
+            patch.setattr(module, "_determinize", _both)
+        yield
+
+
+def _same(a, b) -> None:
+    assert np.array_equal(np.asarray(a.trans), np.asarray(b.trans))
+    assert np.array_equal(a.accept, b.accept)
+    assert a.key == b.key
+
+
+@st.composite
+def class_maps(draw, k: int) -> np.ndarray:
+    """A byte -> class map with k classes, numbered in any order (not by first byte)."""
+    cuts = sorted(draw(st.sets(st.integers(1, 255), min_size=k - 1, max_size=k - 1)))
+    perm = np.asarray(draw(st.permutations(range(k))), dtype=np.int64)
+    return perm[np.searchsorted(np.asarray(cuts, dtype=np.int64), np.arange(256), side="right")]
+
+
+@st.composite
+def class_tables(draw, max_states: int = 12, max_classes: int = 5):
+    """(trans [n, k], accept [n], b2c [256]): any table over byte classes."""
+    n = draw(st.integers(1, max_states))
+    k = draw(st.integers(1, max_classes))
+    cells = draw(st.lists(st.integers(-1, n - 1), min_size=n * k, max_size=n * k))
+    accept = draw(st.lists(st.booleans(), min_size=n, max_size=n))
+    return np.asarray(cells, dtype=np.int64).reshape(n, k), np.asarray(accept, dtype=bool), draw(class_maps(k))
+
+
+@st.composite
+def unfolded_tables(draw):
+    """A table and a bigger one of the same language: each state copied up to 4 times, every
+    edge going to any copy of its target (so minimization has states to merge)."""
+    trans, accept, b2c = draw(class_tables(max_states=8, max_classes=4))
+    n, k = trans.shape
+    copies = draw(st.lists(st.integers(1, 4), min_size=n, max_size=n))
+    first = np.concatenate(([0], np.cumsum(copies)))
+    owner = np.repeat(np.arange(n), copies)
+    choice = draw(st.lists(st.integers(0, 3), min_size=len(owner) * k, max_size=len(owner) * k))
+    choice = np.asarray(choice, dtype=np.int64).reshape(len(owner), k)
+    target = trans[owner]
+    big = np.where(target < 0, -1, first[target] + choice % np.asarray(copies)[np.maximum(target, 0)])
+    return (trans, accept, b2c), (big, accept[owner], b2c)
+
+
+@SETTINGS
+@given(class_tables())
+def test_finalize_equals_the_oracle(table):
+    _same(_finalize(*table), ref.finalize(*table))
+
+
+@SETTINGS
+@given(st.integers(0, 2**32 - 1), st.integers(20, 400), st.integers(1, 12), st.floats(0, 0.9), st.floats(0, 1))
+def test_finalize_equals_the_oracle_on_bigger_random_tables(seed, n, k, dead, accepting):
+    rng = np.random.default_rng(seed)
+    trans = rng.integers(0, n, size=(n, k))
+    trans[rng.random((n, k)) < dead] = -1
+    accept = rng.random(n) < accepting
+    runs = np.sort(np.concatenate((np.arange(k), rng.integers(0, k, size=256 - k))))  # every class used
+    b2c = np.asarray(rng.permutation(k)[runs], dtype=np.int64)
+    _same(_finalize(trans, accept, b2c), ref.finalize(trans, accept, b2c))
+
+
+@SETTINGS
+@given(unfolded_tables())
+def test_finalize_merges_equivalent_states(pair):
+    small, big = pair
+    _same(_finalize(*big), _finalize(*small))
+    _same(_finalize(*big), ref.finalize(*big))
+
+
+def test_finalize_of_the_empty_language_is_the_one_state_automaton():
+    trans = np.array([[1], [-1]], dtype=np.int64)
+    d = _finalize(trans, np.zeros(2, dtype=bool), np.zeros(256, dtype=np.int64))
+    assert d.n_states == 1 and d.is_empty
+
+
+def test_finalize_refuses_malformed_arrays():
+    accept = np.ones(2, dtype=bool)
+    b2c = np.zeros(256, dtype=np.int64)
+    trans = np.array([[0], [1]], dtype=np.int64)
+    with pytest.raises(ValueError, match="out of range"):
+        _core.finalize(np.array([[0], [2]], dtype=np.int64), 1, accept, b2c)
+    with pytest.raises(ValueError, match="out of range"):
+        _core.finalize(trans, 1, accept, b2c + 1)
+    with pytest.raises(ValueError, match="inconsistent array sizes"):
+        _core.finalize(trans, 2, accept, b2c)
+    with pytest.raises(ValueError, match="inconsistent array sizes"):
+        _core.finalize(trans, 1, accept, b2c[:255])
+    with pytest.raises(TypeError, match="items of 8 bytes"):
+        _core.finalize(trans.astype(np.int32), 1, accept, b2c)
+
+
+def test_finalize_gives_the_same_automata_from_threads():
+    rng = np.random.default_rng(7)
+    tables = []
+    for _ in range(40):
+        n, k = int(rng.integers(50, 300)), int(rng.integers(2, 8))
+        trans = rng.integers(-1, n, size=(n, k))
+        b2c = np.asarray(np.sort(np.concatenate((np.arange(k), rng.integers(0, k, 256 - k)))), dtype=np.int64)
+        tables.append((trans, rng.random(n) < 0.3, b2c))
+    expected = [ref.finalize(*t).key for t in tables]
+    got: dict[int, list[str]] = {}
+
+    def work(i: int) -> None:
+        got[i] = [_finalize(*t).key for t in tables]
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(keys == expected for keys in got.values()) and len(got) == 4
+
+
+# ------------------------------------------------------------------ determinize
+
+
+def _isomorphic(got, want) -> bool:
+    """Whether two subset constructions are the same automaton up to state numbers (every
+    state of both is reachable from state 0, so one breadth-first walk pairs them all)."""
+    (t1, a1, c1), (t2, a2, c2) = got, want
+    if not np.array_equal(c1, c2) or t1.shape != t2.shape:
+        return False
+    pair = {0: 0}
+    queue = [0]
+    for q in queue:
+        p = pair[q]
+        if a1[q] != a2[p]:
+            return False
+        for x, y in zip(t1[q].tolist(), t2[p].tolist()):
+            if (x < 0) != (y < 0):
+                return False
+            if x >= 0 and pair.setdefault(x, y) != y:
+                return False
+            if x >= 0 and x not in queue:
+                queue.append(x)
+    return len(pair) == t1.shape[0] and len(set(pair.values())) == t1.shape[0]
+
+
+def _both(nfa, start, final, max_states, what, absorbing=frozenset()):
+    """The C construction, checked against the oracle: same automaton or same error."""
+    outcomes = []
+    for run in (_determinize, ref.determinize):
+        try:
+            outcomes.append(run(nfa, start, final, max_states, what, absorbing))
+        except StateBudgetExceeded as e:
+            outcomes.append(str(e))
+    got, want = outcomes
+    if isinstance(want, str) or isinstance(got, str):
+        assert got == want
+        raise StateBudgetExceeded(want)
+    assert _isomorphic(got, want)
+    _same(_finalize(*got), ref.finalize(*want))
+    _same(_finalize(got[0], ~got[1], got[2]), ref.finalize(want[0], ~want[1], want[2]))  # as dialect does
+    return got
+
+
+@SETTINGS
+@given(regex_patterns("ab\u00e9\u20ac", depth=3, anchors=True), st.booleans(), st.sampled_from([3, 10, 10_000]))
+def test_determinize_equals_the_oracle_on_regexes(monkeypatch_module, pattern, search, max_states):
+    try:
+        nfa_module._from_regex.__wrapped__(pattern, search, False, max_states)
+    except StateBudgetExceeded:
+        pass  # _both checked that the oracle gives the same error
+
+
+@st.composite
+def nfas(draw):
+    """Any NFA: byte-range, epsilon, ^ and $ edges between a few states, absorbing states."""
+    n = draw(st.integers(1, 8))
+    state = st.integers(0, n - 1)
+    bounds = st.sampled_from([0, 9, 97, 98, 99, 200, 255])
+    nfa = _NFA(n, "random NFA")
+    a, b, c, d = sorted(draw(st.lists(st.integers(0, n), min_size=4, max_size=4)))
+    nfa.embedded.extend([(a, b), (c, d)])  # targets relative to a and c there
+    for q in range(n):
+        nfa.new()
+        base = a if a <= q < b else c if c <= q < d else 0
+        ranges = draw(st.lists(st.tuples(bounds, bounds, st.integers(-base, n - 1 - base)), max_size=3))
+        nfa.edges[-1].extend((min(x, y), max(x, y), t) for x, y, t in ranges)
+        nfa.eps[-1].extend(draw(st.lists(state, max_size=2)))
+    for edges in (nfa.bol, nfa.eol):
+        for s in draw(st.lists(state, max_size=2, unique=True)):
+            edges[s] = draw(st.lists(state, min_size=1, max_size=2))
+    absorbing = frozenset(draw(st.lists(state, max_size=2)))
+    return nfa, draw(state), draw(state), absorbing
+
+
+@SETTINGS
+@given(nfas(), st.integers(1, 6))
+def test_determinize_equals_the_oracle_on_any_nfa(case, max_states):
+    nfa, start, final, absorbing = case
+    try:
+        _both(nfa, start, final, max_states, "random NFA", absorbing)
+    except StateBudgetExceeded:
+        pass
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(regex_patterns("ab\u00e9", depth=2), min_size=1, max_size=3), st.integers(0, 2), st.integers(1, 3),
+       st.sampled_from([5, 150]))  # budgets that keep the Python oracle quick
+def test_determinize_equals_the_oracle_in_the_regular_algebra(monkeypatch_module, patterns, lo, more, max_states):
+    """The operations embed DFAs in NFAs (their edge lists shared, targets relative)."""
+    ds = [nfa_module.from_regex(p) for p in patterns]
+    for build in (lambda: operations.union(ds, max_states=max_states),
+                  lambda: operations.concat(ds, max_states=max_states),
+                  lambda: operations.star(ds[0], max_states=max_states),
+                  lambda: operations.repeat(ds[-1], lo, lo + more, max_states=max_states),
+                  lambda: operations.repeat(ds[-1], lo, None, max_states=max_states),
+                  lambda: dialect.complement_containing(ds[0], max_states=max_states)):
+        try:
+            build()
+        except StateBudgetExceeded:
+            pass  # _both checked that the oracle gives the same error
+
+
+def test_determinize_budget_error_names_the_pattern():
+    with pytest.raises(StateBudgetExceeded, match=r"pattern '\(a\|b\)\*a\(a\|b\)\{8\}' is too large: building it took "
+                                                  r"more than 40 automaton states before minimization"):
+        nfa_module._from_regex.__wrapped__("(a|b)*a(a|b){8}", False, False, 10)
+
+
+def test_determinize_refuses_malformed_nfas():
+    trans, accept, b2c, k = _core.determinize([[(0, 255, 1)], []], [[], []], {}, {}, [], (), 0, 1, 8)
+    assert k == 1 and np.frombuffer(trans, dtype=np.int64).tolist() == [1, -1] and list(accept) == [0, 1]
+    assert np.frombuffer(b2c, dtype=np.int64).tolist() == [0] * 256
+    # state 1 embedded: its self-loop's target 0 is relative to 1
+    trans, accept, b2c, k = _core.determinize([[(0, 255, 1)], [(0, 255, 0)]], [[], []], {}, {}, [(1, 2)], (), 0, 1, 8)
+    assert np.frombuffer(trans, dtype=np.int64).tolist() == [1, 1] and list(accept) == [0, 1]
+    cases = [
+        (([[(0, 255, 2)], []], [[], []], {}, {}, [], (), 0, 1, 8), ValueError, r"2 is not in 0\.\.1"),
+        (([[(9, 3, 1)], []], [[], []], {}, {}, [], (), 0, 1, 8), ValueError, r"3 is not in 9\.\.255"),
+        (([[(0, 256, 1)], []], [[], []], {}, {}, [], (), 0, 1, 8), ValueError, r"256 is not in 0\.\.255"),
+        (([[(0, 1)], []], [[], []], {}, {}, [], (), 0, 1, 8), TypeError, "tuple"),
+        (([[(0, 255, 1)], []], [[]], {}, {}, [], (), 0, 1, 8), ValueError, "list of 2 lists"),
+        (([[(0, 255, 1)], []], [[], [-1]], {}, {}, [], (), 0, 1, 8), ValueError, r"-1 is not in 0\.\.1"),
+        (([[(0, 255, 1)], []], [[], []], {5: [0]}, {}, [], (), 0, 1, 8), ValueError, r"5 is not in 0\.\.1"),
+        (([[(0, 255, 1)], []], [[], []], {}, {0: (1,)}, [], (), 0, 1, 8), TypeError, "must be a list"),
+        (([[(0, 255, 1)], []], [[], []], {}, {}, [], (7,), 0, 1, 8), ValueError, r"7 is not in 0\.\.1"),
+        (([[(0, 255, 1)], []], [[], []], {}, {}, [], (), 0, 2, 8), ValueError, "out of range"),
+        (([[(0, 255, "x")], []], [[], []], {}, {}, [], (), 0, 1, 8), TypeError, "integer"),
+        (([[], [(0, 255, 1)]], [[], []], {}, {}, [(1, 2)], (), 0, 1, 8), ValueError, r"1 is not in -1\.\.0"),
+        (([[], []], [[], []], {}, {}, [(1, 3)], (), 0, 1, 8), ValueError, r"3 is not in 1\.\.2"),
+        (([[], []], [[], []], {}, {}, [(1,)], (), 0, 1, 8), TypeError, r"\(first, past\)"),
+    ]
+    for args, error, message in cases:
+        with pytest.raises(error, match=message):
+            _core.determinize(*args)
