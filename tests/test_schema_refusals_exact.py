@@ -18,6 +18,7 @@ import itertools
 import json
 import sys
 import warnings
+from decimal import Decimal
 from pathlib import Path
 
 import jsonschema
@@ -212,3 +213,72 @@ def test_maskbench_schema_passes(name):
             verdicts = {grammar.accepts(text), grammar.accepts(texts[layout])}
             # valid: accepted in the instance's own key order or in the schema's; invalid: in neither
             assert (True in verdicts) == test["valid"], (name, i, layout)
+
+
+# -- 2. multipleOf with wide or open bounds ------------------------------------------------
+
+def _is_integer(checker, instance) -> bool:
+    if isinstance(instance, bool):
+        return False
+    if isinstance(instance, int):
+        return True
+    return isinstance(instance, (float, Decimal)) and instance == int(instance)
+
+
+def exact_validator(schema):
+    """Draft 2020-12 over Decimal numbers (1.0 is an integer, 0.01 divides 12.34 exactly)."""
+    base = jsonschema.Draft202012Validator
+    validator = jsonschema.validators.extend(base, type_checker=base.TYPE_CHECKER.redefine("integer", _is_integer))
+    return validator(json.loads(json.dumps(schema), parse_float=Decimal))
+
+
+STEPS = st.sampled_from([3, 7, 11, 1, 0.5, 0.01, 2.5, 0.25, 0.2, 1.5, 12])
+BOUNDS = st.sampled_from([-5000, -100, -12.5, -1, 0, 0.5, 3, 100, 1000, 99999])
+
+
+@st.composite
+def multiple_of_schemas(draw) -> dict:
+    s: dict = {"multipleOf": draw(STEPS)}
+    kind = draw(st.sampled_from([None, "integer", "number"]))
+    if kind:
+        s["type"] = kind
+    for word in draw(st.lists(st.sampled_from(["minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"]),
+                              unique=True, min_size=0, max_size=2)):
+        s[word] = draw(BOUNDS)
+    if draw(st.integers(0, 4)) == 0:
+        s["allOf"] = [{"multipleOf": draw(STEPS)}]
+    return s
+
+
+@st.composite
+def numerals(draw) -> str:
+    """Plain numerals (with -0, trailing zeros) and exponent forms."""
+    whole = draw(st.one_of(st.integers(-20000, 20000), st.sampled_from([0, 99, 100, 110, 1000, 99990, -5000, -100])))
+    sign = "-" if whole < 0 or (whole == 0 and draw(st.booleans())) else ""
+    text = sign + str(abs(whole))
+    frac = draw(st.sampled_from(["", "", ".0", ".5", ".25", ".01", ".50", ".125", ".2", ".000"]))
+    text += frac
+    if draw(st.integers(0, 5)) == 0:
+        text += draw(st.sampled_from(["e2", "E-1", "e0"]))
+    return text
+
+
+@SETTINGS
+@given(multiple_of_schemas(), st.lists(numerals(), min_size=30, max_size=30))
+def test_multiple_of_agrees_with_jsonschema(schema, texts):
+    grammar = grammar_or_refusal(schema)
+    assert grammar is not None, schema  # nothing here is refused any more
+    validator = exact_validator(schema)
+    for text in texts:
+        expected = validator.is_valid(json.loads(text, parse_float=Decimal))
+        got = False if grammar is EMPTY else grammar.accepts(text)
+        if "e" in text.lower():  # bounded numbers are written in plain notation: sound, not exact
+            assert not got or expected, (schema, text)
+        else:
+            assert got == expected, (schema, text, expected)
+
+
+def test_huge_multiple_of_with_bounds_is_refused_with_a_pointer():
+    with pytest.raises(UnsupportedSchemaError) as info:
+        Grammar.from_json_schema({"properties": {"n": {"multipleOf": 1234567, "minimum": 5}}})
+    assert info.value.pointer == "#/properties/n/multipleOf"
