@@ -184,6 +184,8 @@ MASKBENCH_FIXED = [
     "Github_hard---o13024.json",  # oneOf of untyped objects: other types match every branch
     "Github_easy---o74185.json",  # oneOf of closed objects that overlap on {}
     "Handwritten---pnmp7.json",  # not(patternProperties) beside const
+    "Handwritten---oneofitemscontains1.json",  # multipleOf with an open minimum, several contains
+    "Handwritten---oneofitemscontains8.json",
 ]
 
 
@@ -245,8 +247,12 @@ def multiple_of_schemas(draw) -> dict:
     for word in draw(st.lists(st.sampled_from(["minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"]),
                               unique=True, min_size=0, max_size=2)):
         s[word] = draw(BOUNDS)
+    extra = draw(st.lists(st.sampled_from(["multipleOf", "not multipleOf", "not integer"]), unique=True, max_size=2))
+    if extra:
+        s["allOf"] = [{"multipleOf": draw(STEPS)} if e == "multipleOf" else {"not": {"multipleOf": draw(STEPS)}}
+                      if e == "not multipleOf" else {"not": {"type": "integer"}} for e in extra]
     if draw(st.integers(0, 4)) == 0:
-        s["allOf"] = [{"multipleOf": draw(STEPS)}]
+        del s["multipleOf"]
     return s
 
 
@@ -282,3 +288,38 @@ def test_huge_multiple_of_with_bounds_is_refused_with_a_pointer():
     with pytest.raises(UnsupportedSchemaError) as info:
         Grammar.from_json_schema({"properties": {"n": {"multipleOf": 1234567, "minimum": 5}}})
     assert info.value.pointer == "#/properties/n/multipleOf"
+
+
+# -- several contains on one array (from negated items), not multipleOf --------------------
+
+ITEM_SCHEMAS = st.sampled_from([{"type": "integer"}, {"minimum": 3}, {"type": "string"}, {"multipleOf": 2},
+                                {"enum": [1, "a"]}, {"not": {"multipleOf": 3}}, {"type": "number", "multipleOf": 11, "minimum": 100}])
+
+
+@st.composite
+def contains_schemas(draw) -> dict:
+    parts = [{"contains": draw(ITEM_SCHEMAS)} for _ in range(draw(st.integers(0, 2)))]
+    parts += [{"not": {"items": draw(ITEM_SCHEMAS)}} for _ in range(draw(st.integers(0, 2)))]  # 4 contains at most
+    s: dict = {"allOf": parts} if parts else {}
+    if draw(st.booleans()):
+        s["items"] = draw(ITEM_SCHEMAS)
+    if draw(st.booleans()):
+        s["type"] = "array"
+    if draw(st.integers(0, 3)) == 0:
+        s["minItems"] = 1
+    return s
+
+
+ITEM_VALUES = st.sampled_from([0, 1, 2, 3, 4, 6, 9, 110, 121, "a", "b", None, 2.5])
+
+
+@SETTINGS
+@given(contains_schemas(), st.lists(st.one_of(st.lists(ITEM_VALUES, max_size=4), ITEM_VALUES), min_size=12, max_size=12))
+def test_several_contains_agree_with_jsonschema(schema, values):
+    grammar = grammar_or_refusal(schema)
+    assert grammar is not None, schema  # nothing here is refused any more
+    validator = exact_validator(schema)
+    for v in values:
+        expected = validator.is_valid(json.loads(json.dumps(v), parse_float=Decimal))
+        got = False if grammar is EMPTY else grammar.accepts(json.dumps(v))
+        assert got == expected, (schema, v, expected)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from grammarc.ir import Alt, Expr, Repeat, Seq
+from grammarc.ir import Alt, Expr, Literal, Ref, Repeat, Seq
 
 from .layout import MAX_INDENT_DEPTH
 from .merge import Merged
 from .negation import CannotNegate
 from .documents import Node
 
+MAX_CONTAINS_SCHEMAS = 4  # contains schemas on one array (2**k states)
 MAX_ITEMS_BOUND = 200_000  # largest item count a counted repetition may expand to (the compiler's limit)
 
 
@@ -96,6 +97,11 @@ class Arrays:
     def _array_contains(self, m, prefix, rest, lo, hi, depth, hint):
         ptr = m.contains[-1].ptr.rsplit("/", 1)[0]
         need = 1 if m.min_contains is None else m.min_contains
+        if hi is not None and hi < need:  # fewer items allowed than contains needs
+            return None
+        if (len(m.contains) > 1 and not prefix and hi is None and lo <= 1 and m.min_contains is None
+                and m.max_contains is None and len(m.contains) <= MAX_CONTAINS_SCHEMAS):
+            return self._array_all_contains(m, rest, depth, hint)
         if len(m.contains) > 1 or prefix or hi is not None or lo > need:
             self.unsupported("contains", ptr, "contains together with prefixItems, maxItems, minItems or another contains")
             return self._array_layout(prefix, rest, lo, hi, depth)
@@ -115,6 +121,50 @@ class Arrays:
         body = Seq((gap, hit, Repeat(more, need - 1, need - 1), Repeat(Seq((*sep, rest)), 0, None)))
         return Seq((*self.layout.open("[", depth), body, *self.layout.close("]", depth)))
 
+
+    def _array_all_contains(self, m, rest, depth, hint):
+        """Arrays with, for each of several `contains` schemas, some item matching it.
+
+        A state per set of contains schemas matched so far; an item may count for any set
+        T of them that it matches (an item ``I and C_T``), so the language is exact without
+        negating anything: 2**k states and 2**k - 1 hit kinds for k contains schemas."""
+        if rest is None:
+            return None
+        k = len(m.contains)
+        full = (1 << k) - 1
+        rest_conj = tuple(r for _, _, r in (m.arrays or []) if r is not None)
+        hits = {}
+        for t in range(1, full + 1):
+            conj = rest_conj + tuple(c for i, c in enumerate(m.contains) if t >> i & 1)
+            hit = self.value(conj, depth + 1, hint=f"{hint}_contains")
+            if hit is not None:
+                hits[t] = hit
+        # the sets of contains schemas from which every one can still be matched
+        live = {full}
+        changed = True
+        while changed:
+            changed = False
+            for s_ in range(full + 1):
+                if s_ not in live and any((s_ | t) in live for t in hits):
+                    live.add(s_)
+                    changed = True
+        if 0 not in live:
+            return None
+        sep = self.layout.sep(depth)
+        names = {s_: self.fresh(f"{hint}_contains_{s_}") for s_ in live}
+
+        def moves(s_: int, head: tuple) -> list:
+            out = [Seq((*head, rest, Ref(names[s_])))]
+            out += [Seq((*head, hit, Ref(names[s_ | t]))) for t, hit in hits.items() if (s_ | t) != s_ and (s_ | t) in live]
+            return out
+
+        for s_, name in names.items():
+            alts = ([Literal("")] if s_ == full else []) + moves(s_, tuple(sep))
+            self.rules[name] = alts[0] if len(alts) == 1 else Alt(tuple(alts))
+            self.internal.add(name)
+        first = moves(0, ())
+        body = first[0] if len(first) == 1 else Alt(tuple(first))
+        return Seq((*self.layout.open("[", depth), body, *self.layout.close("]", depth)))
 
     def _array_max_contains(self, m, rest, lo, need, top, depth, hint, ptr):
         """Arrays with need..top items matching `contains`: each item is a hit (contains) or a

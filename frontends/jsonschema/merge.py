@@ -10,7 +10,7 @@ from grammarc.errors import SchemaError
 from .documents import Node
 from .drafts import TupleItems
 from . import formats as fmt
-from .keywords import REFS, NUMBER_KINDS, EXPANDED, NOT_PATTERN_KEY, NOT_STRINGS_KEY, SOME_MEMBER_KEY, TYPES, TYPES_KEY, UNSUPPORTED
+from .keywords import REFS, NUMBER_KINDS, EXPANDED, NOT_MULTIPLE_KEY, NOT_PATTERN_KEY, NOT_STRINGS_KEY, SOME_MEMBER_KEY, TYPES, TYPES_KEY, UNSUPPORTED
 from .values import count_value, json_equal, number_value, type_set
 
 
@@ -27,6 +27,7 @@ class Merged:
     hi_strict: bool = False
     bound_ptr: str = "#"
     multiple_of: list | None = None
+    not_multiple_of: list | None = None  # [(step, pointer)]: NOT_MULTIPLE_KEY
     min_len: int = 0
     max_len: int | None = None
     patterns: list | None = None
@@ -190,6 +191,8 @@ class Merging:
             if v <= 0:
                 raise SchemaError("multipleOf must be greater than 0", p + "/multipleOf")
             m.multiple_of = (m.multiple_of or []) + [(v, p + "/multipleOf")]
+        if NOT_MULTIPLE_KEY in s:
+            m.not_multiple_of = (m.not_multiple_of or []) + [(number_value(s[NOT_MULTIPLE_KEY], p), p + "/multipleOf")]
         # strings
         if "minLength" in s:
             m.min_len = max(m.min_len, count_value(s["minLength"], p + "/minLength"))

@@ -8,7 +8,7 @@ from grammarc.errors import SchemaError
 
 from . import formats as fmt
 from .documents import Node
-from .keywords import (REFS, ANNOTATIONS, NOT_PATTERN_KEY, NOT_STRINGS_KEY, NOT_VALID_KEY, NUMBER_KINDS, SOME_MEMBER_KEY,
+from .keywords import (REFS, ANNOTATIONS, NOT_MULTIPLE_KEY, NOT_PATTERN_KEY, NOT_STRINGS_KEY, NOT_VALID_KEY, NUMBER_KINDS, SOME_MEMBER_KEY,
                        SUPPORTED, TYPES, TYPES_KEY, UNSUPPORTED)
 from .values import count_value, dec, json_equal, json_kind, number_value, type_set
 
@@ -70,7 +70,7 @@ class Negation:
         not(K1 and K2 ...) = not K1 or not K2 ...: each keyword's negation is a plain schema
         restricted to the type the keyword applies to (``minimum: 5`` fails only for numbers
         below 5, so its negation is ``{type: number, exclusiveMaximum: 5}``). Keywords whose
-        negation is not regular or not simple (format, multipleOf, uniqueItems, oneOf, ...)
+        negation is not regular or not simple (format, uniqueItems, oneOf, ...)
         raise CannotNegate. ``patternProperties``/``additionalProperties`` fail where some member
         (a key they govern) has a value failing their schema: SOME_MEMBER_KEY says so.
         """
@@ -176,6 +176,10 @@ class Negation:
                     add({"type": "object", SOME_MEMBER_KEY: {"except": sorted(s.get("properties") or {}),
                                                              "notPatterns": sorted(s.get("patternProperties") or {}),
                                                              "value": neg(v)}})
+            elif k == "multipleOf":
+                add({"type": "number", NOT_MULTIPLE_KEY: number_value(v, f"{node.ptr}/multipleOf")})
+            elif k == NOT_MULTIPLE_KEY:
+                add({"type": "number", "multipleOf": v})
             elif k == NOT_VALID_KEY:
                 add(v)
             elif k == "items" and not isinstance(v, list) and "prefixItems" not in s:

@@ -31,6 +31,8 @@ class Numbers:
 
     def _number(self, m: Merged, fractions: bool) -> Expr | None:
         integer_only = not fractions
+        if m.not_multiple_of:
+            return self._not_multiples(m, integer_only)
         if m.multiple_of:
             return self._multiple_of(m, integer_only)
         if m.lo is None and m.hi is None:
@@ -48,9 +50,9 @@ class Numbers:
 
     def _fractions_only(self, m: Merged) -> Expr | None:
         """Non-integer numbers (``not: {type: integer}``), plain notation, within the bounds."""
-        if m.multiple_of:
-            self.unsupported("multipleOf", m.multiple_of[-1][1].rsplit("/", 1)[0], "on non-integer numbers only")
         pattern = nr.fraction_range_regex(m.lo, m.lo_strict, m.hi, m.hi_strict)
+        if pattern is not None and (m.multiple_of or m.not_multiple_of):
+            return self._not_multiples(m, False, pattern)
         return None if pattern is None else Regex(pattern)
 
 
@@ -212,10 +214,29 @@ class Numbers:
 
 
     def _multiples_in_range(self, m, integer_only: bool, ptr: str, a: int, s: int) -> Expr | None:
-        """Multiples of a/10**s within wide or open bounds: the product of the divisibility
-        automaton (`divisibility_dfa`) with the automaton of the bounds' regex, as rules.
-        Exact over plain numerals (``-0`` included); refused past MAX_PRODUCT_STATES."""
-        if integer_only:
+        """Multiples of a/10**s within wide or open bounds (see `_number_automaton`)."""
+        return self._number_automaton(m, integer_only, [(a, s, ptr, True)])
+
+    def _not_multiples(self, m: Merged, integer_only: bool, pattern: str | None = None) -> Expr | None:
+        """Numbers that are NOT multiples of some steps (``not: {multipleOf}``), with any
+        multipleOf and bounds beside: one automaton (see `_number_automaton`)."""
+        steps = []
+        if m.multiple_of:
+            a, s = _step_digits(_lcm_decimal({v for v, _ in m.multiple_of}))
+            steps.append((a, s, m.multiple_of[-1][1], True))
+        for v, ptr in m.not_multiple_of or ():
+            a, s = _step_digits(v)
+            steps.append((a, s, ptr, False))
+        return self._number_automaton(m, integer_only, steps, pattern)
+
+    def _number_automaton(self, m, integer_only: bool, steps: list, pattern: str | None = None) -> Expr | None:
+        """Plain numerals within the bounds that are (or, with False, are not) multiples of
+        each a/10**s in `steps`: the product of the bounds' automaton with divisibility
+        automata (`divisibility_dfa`) and their complements, as rules. Exact over plain
+        numerals (``-0`` included); refused past MAX_PRODUCT_STATES."""
+        if pattern is not None:  # given: non-integers only
+            pass
+        elif integer_only:
             x, y = nr.integer_bounds(m.lo, m.lo_strict, m.hi, m.hi_strict)
             if x is not None and y is not None and x > y:
                 return None
@@ -224,18 +245,22 @@ class Numbers:
             pattern = nr.decimal_range_regex(m.lo, m.lo_strict, m.hi, m.hi_strict)
             if pattern is None:
                 return None
-        if a > MAX_MODULUS or a * (s + 2) > MAX_PRODUCT_STATES:
-            self.unsupported("multipleOf", ptr.rsplit("/", 1)[0], f"divisibility by {a} within bounds needs too many states")
-            return self._number(_replace(m, multiple_of=None), not integer_only)
         try:
-            dfa = automata.intersect(divisibility_dfa(a, s), automata.from_regex(pattern, max_states=MAX_PRODUCT_STATES),
-                                     max_states=MAX_PRODUCT_STATES)
+            dfa = automata.from_regex(pattern, max_states=MAX_PRODUCT_STATES)
+            for a, s, ptr, positive in steps:
+                if a > MAX_MODULUS or a * (s + 2) > MAX_PRODUCT_STATES:
+                    raise StateBudgetExceeded(f"divisibility by {a} needs too many states")
+                div = divisibility_dfa(a, s)
+                if not positive:
+                    div = automata.complement(div, max_states=MAX_PRODUCT_STATES)
+                dfa = automata.intersect(dfa, div, max_states=MAX_PRODUCT_STATES)
         except StateBudgetExceeded:
-            self.unsupported("multipleOf", ptr.rsplit("/", 1)[0], f"multipleOf within these bounds needs more than {MAX_PRODUCT_STATES} states")
-            return self._number(_replace(m, multiple_of=None), not integer_only)
+            where = ptr.rsplit("/", 1)[0]
+            self.unsupported("multipleOf", where, f"multipleOf {a}e-{s} within these bounds needs more than {MAX_PRODUCT_STATES} states")
+            return Regex(pattern)
         if dfa.is_empty:
             return None
-        return self._byte_dfa_rules(dfa, f"multiple_of_{a}_in_range")
+        return self._byte_dfa_rules(dfa, f"multiple_of_{steps[0][0]}_in_range")
 
     def _byte_dfa_rules(self, dfa, hint: str) -> Expr:
         """An ASCII byte DFA (numerals) as right-linear rules."""
@@ -282,6 +307,15 @@ def _lcm_decimal(values) -> Decimal:
     for i in ints:
         acc = acc * i // math.gcd(acc, i)
     return Decimal(acc) / Decimal(10**scale)
+
+
+def _step_digits(step: Decimal) -> tuple[int, int]:
+    """(a, s) with step = a / 10**s, a an integer."""
+    _, digits, exp = step.normalize().as_tuple()
+    a = int("".join(map(str, digits)))
+    if exp > 0:
+        return a * 10**exp, 0
+    return a, -exp
 
 
 def _group(pattern: str) -> str:

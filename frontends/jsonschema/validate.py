@@ -12,7 +12,7 @@ from . import chardfa
 from .documents import Node
 from .strings import MAX_STRING_STATES
 from .drafts import TupleItems
-from .keywords import REFS, NOT_PATTERN_KEY, NOT_STRINGS_KEY, NOT_VALID_KEY, SOME_MEMBER_KEY, TYPES_KEY, UNSUPPORTED
+from .keywords import REFS, NOT_MULTIPLE_KEY, NOT_PATTERN_KEY, NOT_STRINGS_KEY, NOT_VALID_KEY, SOME_MEMBER_KEY, TYPES_KEY, UNSUPPORTED
 from .objects import member_key_in
 from .values import dec, json_equal, json_key, json_kind, number_value, type_set
 
@@ -108,6 +108,8 @@ class Validation:
             if "exclusiveMaximum" in s and d >= number_value(s["exclusiveMaximum"], p):
                 return False
             if "multipleOf" in s and d % number_value(s["multipleOf"], p) != 0:
+                return False
+            if NOT_MULTIPLE_KEY in s and d % number_value(s[NOT_MULTIPLE_KEY], p) == 0:
                 return False
             if s.get("format") in fmt.INTEGER_RANGES and fmt.asserted(s["format"], self.formats):
                 a, b = fmt.INTEGER_RANGES[s["format"]]
