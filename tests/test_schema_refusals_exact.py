@@ -323,3 +323,54 @@ def test_several_contains_agree_with_jsonschema(schema, values):
         expected = validator.is_valid(json.loads(json.dumps(v), parse_float=Decimal))
         got = False if grammar is EMPTY else grammar.accepts(json.dumps(v))
         assert got == expected, (schema, v, expected)
+
+
+# -- 3. uniqueItems over listed item values -------------------------------------------------
+
+LISTED = st.sampled_from([{"enum": [1, "a", None]}, {"type": "boolean"}, {"type": ["boolean", "null"]},
+                          {"const": 2}, {"enum": [1, 1.0, 2, [1], {"k": 1}]}, {"enum": [0, 1, 2, 3, 4, 5]},
+                          {"enum": ["x", "y", 3], "type": "string"}, {"type": "null"}])
+UNIQUE_VALUES = st.sampled_from([1, 1.0, 2, "a", None, True, False, [1], {"k": 1}])
+
+
+@st.composite
+def unique_schemas(draw) -> dict:
+    s: dict = {"uniqueItems": True, "items": draw(LISTED)}
+    if draw(st.booleans()):
+        s["type"] = "array"
+    if draw(st.integers(0, 2)) == 0:
+        s["prefixItems"] = [draw(LISTED) for _ in range(draw(st.integers(1, 2)))]
+    if draw(st.booleans()):
+        s["minItems"] = draw(st.integers(0, 3))
+    if draw(st.booleans()):
+        s["maxItems"] = draw(st.integers(0, 4))
+    return s
+
+
+def _pool(schema: dict) -> list:
+    """The values the schema's item schemas list, and a few others (1.0 beside 1, ...)."""
+    out = [1.0, "zz", None, True, False]
+    for sub in [schema["items"], *schema.get("prefixItems", [])]:
+        out += sub.get("enum", []) + ([sub["const"]] if "const" in sub else [])
+    return out
+
+
+@SETTINGS
+@given(unique_schemas(), st.data())
+def test_unique_items_agree_with_jsonschema(schema, data):
+    grammar = grammar_or_refusal(schema)
+    assert grammar is not None, schema  # nothing here is refused any more
+    validator = exact_validator(schema)
+    pool = st.sampled_from(_pool(schema))
+    for _ in range(15):
+        v = data.draw(st.one_of(st.lists(pool, max_size=5), st.lists(pool, max_size=5, unique_by=json.dumps), UNIQUE_VALUES))
+        expected = validator.is_valid(json.loads(json.dumps(v), parse_float=Decimal))
+        got = False if grammar is EMPTY else grammar.accepts(json.dumps(v))
+        assert got == expected, (schema, v, expected)
+
+
+def test_unique_strings_stay_refused_with_a_pointer():
+    with pytest.raises(UnsupportedSchemaError) as info:
+        Grammar.from_json_schema({"properties": {"authors": {"type": "array", "uniqueItems": True, "items": {"type": "string"}}}})
+    assert info.value.pointer == "#/properties/authors/uniqueItems"
+    assert "not a short list of values" in info.value.message

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+from math import comb
+
 from grammarc.ir import Alt, Expr, Literal, Ref, Repeat, Seq
 
 from .layout import MAX_INDENT_DEPTH
+from .keywords import TYPES
 from .merge import Merged
+from .values import json_key, json_kind
 from .negation import CannotNegate
 from .documents import Node
 
+MAX_UNIQUE_VALUES = 12  # listed item values under uniqueItems
+MAX_UNIQUE_STATES = 4096  # (position, set of values used) states under uniqueItems
 MAX_CONTAINS_SCHEMAS = 4  # contains schemas on one array (2**k states)
 MAX_ITEMS_BOUND = 200_000  # largest item count a counted repetition may expand to (the compiler's limit)
 
@@ -22,9 +28,16 @@ class Arrays:
         lo, hi = m.min_items, m.max_items
         if hi is not None and lo > hi:
             return None
-        if m.unique is not None and not (hi is not None and hi <= 1):
-            self.unsupported("uniqueItems", m.unique.rsplit("/", 1)[0])
         members = m.arrays or []
+        if m.unique is not None and not (hi is not None and hi <= 1):
+            why = "together with contains" if m.contains is not None else None
+            if why is None:
+                unique = self._array_unique(members, lo, hi, depth, hint)
+                if isinstance(unique, str):
+                    why = unique
+                else:
+                    return unique
+            self.unsupported("uniqueItems", m.unique.rsplit("/", 1)[0], why)
         plen = max((len(pre) for _, pre, _ in members), default=0)
         prefix: list[Expr | None] = []
         for i in range(plen):
@@ -54,6 +67,117 @@ class Arrays:
             return self._array_contains(m, prefix, rest, lo, hi, depth, hint)
         return self._array_layout(prefix, rest, lo, hi, depth)
 
+
+    def _array_unique(self, members, lo: int, hi: int | None, depth: int, hint: str) -> Expr | None | str:
+        """uniqueItems where every item is one of a few listed values (enum, const, boolean,
+        null): a state per (position, set of values used), each item a value not used yet.
+        Exact; a string says why not (items not listed, or too many states)."""
+        plen = max((len(pre) for _, pre, _ in members), default=0)
+        sets = []
+        for i in range(plen):
+            conj = tuple(pre[i] if i < len(pre) else rest for _, pre, rest in members if i < len(pre) or rest is not None)
+            sets.append(self._listed_values(conj))
+        rest_conj = tuple(rest for _, pre, rest in members if rest is not None)
+        rest_values = self._listed_values(rest_conj)
+        for i, vals in enumerate(sets):
+            if vals is not None and not vals:  # an impossible prefix item caps the length
+                hi = i if hi is None else min(hi, i)
+                sets, rest_values = sets[:i], []
+                break
+        if rest_values is not None and not rest_values:
+            hi = len(sets) if hi is None else min(hi, len(sets))
+        if any(v is None for v in sets) or (rest_values is None and (hi is None or hi > len(sets))):
+            return "its items are not a short list of values (enum, const, boolean or null)"
+        if hi is not None and lo > hi:
+            return None
+        values: dict = {}  # json_key -> (index, value)
+        for vals in sets + [rest_values or []]:
+            for v in vals:
+                values.setdefault(json_key(v), (len(values), v))
+        allowed = [frozenset(values[json_key(v)][0] for v in vals) for vals in sets + [rest_values or []]]
+        n = len(values)
+        top = n if hi is None else min(hi, n)
+        if lo > top:
+            return None
+        states = sum(comb(n, k) for k in range(top + 1)) * (len(sets) + 1)
+        if n > MAX_UNIQUE_VALUES or states > MAX_UNIQUE_STATES:
+            return f"distinct items of {n} values need {states} states (limit {MAX_UNIQUE_STATES})"
+        items = {i: self.literal_value(v, depth + 1) for i, v in values.values()}
+        sep = self.layout.sep(depth)
+        names: dict = {}
+        live: dict = {}
+
+        def state(pos: int, used: int) -> Expr | None:
+            """Items after `pos` items (the set `used` of values written), None if no way on."""
+            key = (min(pos, len(sets)), used)
+            if key in live:
+                return live[key]
+            live[key] = None
+            count = bin(used).count("1")
+            alts: list[Expr] = [Literal("")] if count >= lo else []
+            if hi is None or count < hi:
+                for i in sorted(allowed[key[0]]):
+                    if not used >> i & 1:
+                        nxt = state(pos + 1, used | 1 << i)
+                        if nxt is not None:
+                            alts.append(Seq((*sep, items[i], nxt)))
+            if not alts:
+                return None
+            name = self.fresh(f"{hint}_unique")
+            self.rules[name] = alts[0] if len(alts) == 1 else Alt(tuple(alts))
+            self.internal.add(name)
+            live[key] = Ref(name)
+            return live[key]
+
+        first = []
+        if hi is None or hi > 0:
+            for i in sorted(allowed[0]):
+                nxt = state(1, 1 << i)
+                if nxt is not None:
+                    first.append(Seq((items[i], nxt)))
+        parts = []
+        if lo == 0:
+            parts.append(Seq(tuple(self.layout.empty("[]"))))
+        if first:
+            body = first[0] if len(first) == 1 else Alt(tuple(first))
+            parts.append(Seq((*self.layout.open("[", depth), body, *self.layout.close("]", depth))))
+        if not parts:
+            return None
+        return parts[0] if len(parts) == 1 else Alt(tuple(parts))
+
+    def _listed_values(self, conj) -> list | None:
+        """The values valid under every schema of `conj` when it lists them (enum/const, or
+        only null and booleans), distinct; None when it does not."""
+        conj = tuple(n for n in conj if n.schema is not True and n.schema != {})
+        if not conj:
+            return None
+        saved = self.scope
+        try:
+            nodes = self._collect(conj)
+            if any(n.schema is False for n in nodes):
+                return []
+            if any(k in n.schema for n in nodes for k in ("anyOf", "oneOf", "nullable")):
+                return None
+            m = Merged(types=set(TYPES))
+            for node in nodes:
+                self._merge_one(m, node)
+        finally:
+            self.scope = saved
+        if m.enum is not None:
+            cands = m.enum
+        elif m.types <= {"null", "boolean"}:
+            cands = ([None] if "null" in m.types else []) + ([True, False] if "boolean" in m.types else [])
+        else:
+            return None
+        out, seen = [], set()
+        for v in cands:
+            kind = json_kind(v)
+            if (kind == "integer" and "integer" not in m.types) or (kind != "integer" and kind not in m.types):
+                continue
+            if json_key(v) not in seen and self._valid(v, conj):
+                seen.add(json_key(v))
+                out.append(v)
+        return out
 
     def _array_layout(self, prefix: list[Expr], rest: Expr | None, lo: int, hi: int | None, depth: int) -> Expr | None:
         """'[' items ']' with len(prefix) leading item kinds, then `rest` items, lo..hi items."""
