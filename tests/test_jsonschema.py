@@ -447,7 +447,7 @@ def test_any_of_and_nullable():
     ("not", {"if": {"format": "date"}, "then": {"minLength": 1}}),
     ("uniqueItems", {"type": "array", "uniqueItems": True}),
     ("maxContains", {"contains": {"type": "string", "format": "date"}, "maxContains": 1}),
-    ("multipleOf", {"not": {"type": "integer"}, "multipleOf": 0.5}),
+    ("multipleOf", {"not": {"type": "integer"}, "multipleOf": 123457}),
     ("unevaluatedProperties", {"unevaluatedProperties": False}),
 ])
 def test_unsupported_keywords_name_keyword_and_pointer(keyword, schema):

@@ -79,5 +79,6 @@ def test_cli_prints_each_warning_once_as_a_line(tmp_path, capsys):
     assert capsys.readouterr().err == "warning: ignored JSON Schema keywords (lenient=True): uniqueItems at #/uniqueItems\n"
     assert main(["from-schema", str(tmp_path / "s.json")]) == 2  # not lenient: an error, after the warnings
     assert capsys.readouterr().err == (
-        "error: #/uniqueItems: keyword 'uniqueItems' is not supported\n"
+        "error: #/uniqueItems: keyword 'uniqueItems' is not supported: its items are not a short list of values "
+        "(enum, const, boolean or null)\n"
     )

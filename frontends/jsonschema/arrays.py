@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
-from grammarc.ir import Alt, Expr, Repeat, Seq
+from math import comb
+
+from grammarc.ir import Alt, Expr, Literal, Ref, Repeat, Seq
 
 from .layout import MAX_INDENT_DEPTH
+from .keywords import TYPES
 from .merge import Merged
+from .values import json_key, json_kind
 from .negation import CannotNegate
 from .documents import Node
 
+MAX_UNIQUE_VALUES = 12  # listed item values under uniqueItems
+MAX_UNIQUE_STATES = 4096  # (position, set of values used) states under uniqueItems
+MAX_CONTAINS_SCHEMAS = 4  # contains schemas on one array (2**k states)
 MAX_ITEMS_BOUND = 200_000  # largest item count a counted repetition may expand to (the compiler's limit)
 
 
@@ -21,9 +28,16 @@ class Arrays:
         lo, hi = m.min_items, m.max_items
         if hi is not None and lo > hi:
             return None
-        if m.unique is not None and not (hi is not None and hi <= 1):
-            self.unsupported("uniqueItems", m.unique.rsplit("/", 1)[0])
         members = m.arrays or []
+        if m.unique is not None and not (hi is not None and hi <= 1):
+            why = "together with contains" if m.contains is not None else None
+            if why is None:
+                unique = self._array_unique(members, lo, hi, depth, hint)
+                if isinstance(unique, str):
+                    why = unique
+                else:
+                    return unique
+            self.unsupported("uniqueItems", m.unique.rsplit("/", 1)[0], why)
         plen = max((len(pre) for _, pre, _ in members), default=0)
         prefix: list[Expr | None] = []
         for i in range(plen):
@@ -53,6 +67,117 @@ class Arrays:
             return self._array_contains(m, prefix, rest, lo, hi, depth, hint)
         return self._array_layout(prefix, rest, lo, hi, depth)
 
+
+    def _array_unique(self, members, lo: int, hi: int | None, depth: int, hint: str) -> Expr | None | str:
+        """uniqueItems where every item is one of a few listed values (enum, const, boolean,
+        null): a state per (position, set of values used), each item a value not used yet.
+        Exact; a string says why not (items not listed, or too many states)."""
+        plen = max((len(pre) for _, pre, _ in members), default=0)
+        sets = []
+        for i in range(plen):
+            conj = tuple(pre[i] if i < len(pre) else rest for _, pre, rest in members if i < len(pre) or rest is not None)
+            sets.append(self._listed_values(conj))
+        rest_conj = tuple(rest for _, pre, rest in members if rest is not None)
+        rest_values = self._listed_values(rest_conj)
+        for i, vals in enumerate(sets):
+            if vals is not None and not vals:  # an impossible prefix item caps the length
+                hi = i if hi is None else min(hi, i)
+                sets, rest_values = sets[:i], []
+                break
+        if rest_values is not None and not rest_values:
+            hi = len(sets) if hi is None else min(hi, len(sets))
+        if any(v is None for v in sets) or (rest_values is None and (hi is None or hi > len(sets))):
+            return "its items are not a short list of values (enum, const, boolean or null)"
+        if hi is not None and lo > hi:
+            return None
+        values: dict = {}  # json_key -> (index, value)
+        for vals in sets + [rest_values or []]:
+            for v in vals:
+                values.setdefault(json_key(v), (len(values), v))
+        allowed = [frozenset(values[json_key(v)][0] for v in vals) for vals in sets + [rest_values or []]]
+        n = len(values)
+        top = n if hi is None else min(hi, n)
+        if lo > top:
+            return None
+        states = sum(comb(n, k) for k in range(top + 1)) * (len(sets) + 1)
+        if n > MAX_UNIQUE_VALUES or states > MAX_UNIQUE_STATES:
+            return f"distinct items of {n} values need {states} states (limit {MAX_UNIQUE_STATES})"
+        items = {i: self.literal_value(v, depth + 1) for i, v in values.values()}
+        sep = self.layout.sep(depth)
+        names: dict = {}
+        live: dict = {}
+
+        def state(pos: int, used: int) -> Expr | None:
+            """Items after `pos` items (the set `used` of values written), None if no way on."""
+            key = (min(pos, len(sets)), used)
+            if key in live:
+                return live[key]
+            live[key] = None
+            count = bin(used).count("1")
+            alts: list[Expr] = [Literal("")] if count >= lo else []
+            if hi is None or count < hi:
+                for i in sorted(allowed[key[0]]):
+                    if not used >> i & 1:
+                        nxt = state(pos + 1, used | 1 << i)
+                        if nxt is not None:
+                            alts.append(Seq((*sep, items[i], nxt)))
+            if not alts:
+                return None
+            name = self.fresh(f"{hint}_unique")
+            self.rules[name] = alts[0] if len(alts) == 1 else Alt(tuple(alts))
+            self.internal.add(name)
+            live[key] = Ref(name)
+            return live[key]
+
+        first = []
+        if hi is None or hi > 0:
+            for i in sorted(allowed[0]):
+                nxt = state(1, 1 << i)
+                if nxt is not None:
+                    first.append(Seq((items[i], nxt)))
+        parts = []
+        if lo == 0:
+            parts.append(Seq(tuple(self.layout.empty("[]"))))
+        if first:
+            body = first[0] if len(first) == 1 else Alt(tuple(first))
+            parts.append(Seq((*self.layout.open("[", depth), body, *self.layout.close("]", depth))))
+        if not parts:
+            return None
+        return parts[0] if len(parts) == 1 else Alt(tuple(parts))
+
+    def _listed_values(self, conj) -> list | None:
+        """The values valid under every schema of `conj` when it lists them (enum/const, or
+        only null and booleans), distinct; None when it does not."""
+        conj = tuple(n for n in conj if n.schema is not True and n.schema != {})
+        if not conj:
+            return None
+        saved = self.scope
+        try:
+            nodes = self._collect(conj)
+            if any(n.schema is False for n in nodes):
+                return []
+            if any(k in n.schema for n in nodes for k in ("anyOf", "oneOf", "nullable")):
+                return None
+            m = Merged(types=set(TYPES))
+            for node in nodes:
+                self._merge_one(m, node)
+        finally:
+            self.scope = saved
+        if m.enum is not None:
+            cands = m.enum
+        elif m.types <= {"null", "boolean"}:
+            cands = ([None] if "null" in m.types else []) + ([True, False] if "boolean" in m.types else [])
+        else:
+            return None
+        out, seen = [], set()
+        for v in cands:
+            kind = json_kind(v)
+            if (kind == "integer" and "integer" not in m.types) or (kind != "integer" and kind not in m.types):
+                continue
+            if json_key(v) not in seen and self._valid(v, conj):
+                seen.add(json_key(v))
+                out.append(v)
+        return out
 
     def _array_layout(self, prefix: list[Expr], rest: Expr | None, lo: int, hi: int | None, depth: int) -> Expr | None:
         """'[' items ']' with len(prefix) leading item kinds, then `rest` items, lo..hi items."""
@@ -96,6 +221,11 @@ class Arrays:
     def _array_contains(self, m, prefix, rest, lo, hi, depth, hint):
         ptr = m.contains[-1].ptr.rsplit("/", 1)[0]
         need = 1 if m.min_contains is None else m.min_contains
+        if hi is not None and hi < need:  # fewer items allowed than contains needs
+            return None
+        if (len(m.contains) > 1 and not prefix and hi is None and lo <= 1 and m.min_contains is None
+                and m.max_contains is None and len(m.contains) <= MAX_CONTAINS_SCHEMAS):
+            return self._array_all_contains(m, rest, depth, hint)
         if len(m.contains) > 1 or prefix or hi is not None or lo > need:
             self.unsupported("contains", ptr, "contains together with prefixItems, maxItems, minItems or another contains")
             return self._array_layout(prefix, rest, lo, hi, depth)
@@ -115,6 +245,50 @@ class Arrays:
         body = Seq((gap, hit, Repeat(more, need - 1, need - 1), Repeat(Seq((*sep, rest)), 0, None)))
         return Seq((*self.layout.open("[", depth), body, *self.layout.close("]", depth)))
 
+
+    def _array_all_contains(self, m, rest, depth, hint):
+        """Arrays with, for each of several `contains` schemas, some item matching it.
+
+        A state per set of contains schemas matched so far; an item may count for any set
+        T of them that it matches (an item ``I and C_T``), so the language is exact without
+        negating anything: 2**k states and 2**k - 1 hit kinds for k contains schemas."""
+        if rest is None:
+            return None
+        k = len(m.contains)
+        full = (1 << k) - 1
+        rest_conj = tuple(r for _, _, r in (m.arrays or []) if r is not None)
+        hits = {}
+        for t in range(1, full + 1):
+            conj = rest_conj + tuple(c for i, c in enumerate(m.contains) if t >> i & 1)
+            hit = self.value(conj, depth + 1, hint=f"{hint}_contains")
+            if hit is not None:
+                hits[t] = hit
+        # the sets of contains schemas from which every one can still be matched
+        live = {full}
+        changed = True
+        while changed:
+            changed = False
+            for s_ in range(full + 1):
+                if s_ not in live and any((s_ | t) in live for t in hits):
+                    live.add(s_)
+                    changed = True
+        if 0 not in live:
+            return None
+        sep = self.layout.sep(depth)
+        names = {s_: self.fresh(f"{hint}_contains_{s_}") for s_ in live}
+
+        def moves(s_: int, head: tuple) -> list:
+            out = [Seq((*head, rest, Ref(names[s_])))]
+            out += [Seq((*head, hit, Ref(names[s_ | t]))) for t, hit in hits.items() if (s_ | t) != s_ and (s_ | t) in live]
+            return out
+
+        for s_, name in names.items():
+            alts = ([Literal("")] if s_ == full else []) + moves(s_, tuple(sep))
+            self.rules[name] = alts[0] if len(alts) == 1 else Alt(tuple(alts))
+            self.internal.add(name)
+        first = moves(0, ())
+        body = first[0] if len(first) == 1 else Alt(tuple(first))
+        return Seq((*self.layout.open("[", depth), body, *self.layout.close("]", depth)))
 
     def _array_max_contains(self, m, rest, lo, need, top, depth, hint, ptr):
         """Arrays with need..top items matching `contains`: each item is a hit (contains) or a

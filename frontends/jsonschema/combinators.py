@@ -9,7 +9,7 @@ from grammarc.errors import SchemaError
 from grammarc.ir import Alt, Expr
 
 from .documents import Node
-from .keywords import REFS, TYPES
+from .keywords import ANNOTATIONS, NUMBER_KINDS, REFS, SUPPORTED, TYPES, TYPES_KEY, UNSUPPORTED
 from .merge import Merged
 from .negation import CannotNegate
 from .values import json_equal, json_kind, type_set
@@ -44,7 +44,17 @@ class Combinators:
                     branches = [Node(sub, f"{node.ptr}/{word}/{j}", node.base) for j, sub in enumerate(subs)]
                     context = conj[:i] + (parent,) + conj[i + 1:]
                     if word == "oneOf" and not self._disjoint(branches, context):
-                        branches = self._exclusive(node, subs, branches)
+                        by_type = self._one_of_by_type(branches, context)
+                        if by_type is not None:
+                            branches = [Node(self._synth(f"oneOf-types/{j}/{','.join(ts)}", subs,
+                                                         lambda j=j, ts=ts: {TYPES_KEY: list(ts), "allOf": [subs[j]]}),
+                                             b.ptr, node.base)
+                                        for j, (b, ts) in enumerate(zip(branches, by_type)) if ts]
+                            if not branches:
+                                self.note_empty("every value matches none or several of the oneOf branches", node.ptr + "/oneOf")
+                                return None
+                        else:
+                            branches = self._exclusive(node, subs, branches)
                     return self._union(conj[:i] + (parent,) + conj[i + 1:], None, branches, depth, hint, extra_index=i)
         merged = Merged(types=set(TYPES))
         for node in conj:
@@ -103,19 +113,58 @@ class Combinators:
         requires that the other forbids (``false``, or closed by ``additionalProperties:
         false``) or that both require with disjoint values (a discriminator).
         """
-        allowed = set(TYPES)
+        found = self._branch_signatures(branches, context)
+        if found is None:
+            return False
+        sigs, allowed = found
+        return all(self._sigs_disjoint(sigs[i], sigs[j], allowed, 0)
+                   for i in range(len(sigs)) for j in range(i + 1, len(sigs)))
+
+    def _branch_signatures(self, branches: list[Node], context: tuple):
+        """The branches' signatures, each met with the rest of the conjunction (the oneOf is
+        only ever evaluated inside it, so a ``required`` or a type beside the oneOf counts),
+        and the types the conjunction allows; None when a branch has no signature."""
+        ctx = None
         for node in context:
             sig = self._signature(node, set())
-            if sig is not None:
-                allowed &= sig.types
+            if sig is not None:  # a conjunct left out only widens: still sound
+                ctx = sig if ctx is None else ctx.meet(sig)
         sigs = []
         for b in branches:
             sig = self._signature(b, set())
             if sig is None:
-                return False
-            sigs.append(sig)
-        return all(self._sigs_disjoint(sigs[i], sigs[j], allowed, 0)
-                   for i in range(len(sigs)) for j in range(i + 1, len(sigs)))
+                return None
+            sigs.append(sig if ctx is None else sig.meet(ctx, constrains=False))
+        return sigs, (set(TYPES) if ctx is None else set(ctx.types))
+
+    def _one_of_by_type(self, branches: list[Node], context: tuple) -> list[tuple] | None:
+        """oneOf split by JSON type: for each branch, the types on which it is the only match.
+
+        For a type t, the branches that accept *every* value of type t (t among their types,
+        no keyword of theirs constrains t) decide it: two of them, and no value of type t
+        passes the oneOf; one alone (no other branch allows t), and it gets t; none, and t
+        goes to each branch allowing it when those are pairwise disjoint on t. Any other
+        case (one accepts all of t, another constrains t) is None: the caller negates.
+        """
+        found = self._branch_signatures(branches, context)
+        if found is None:
+            return None
+        sigs, allowed = found
+        kept: list[set] = [set() for _ in sigs]
+        for t in TYPES:
+            if t not in allowed:
+                continue
+            some = [i for i, sig in enumerate(sigs) if t in sig.types]
+            every = [i for i in some if t not in sigs[i].constrains]
+            if len(every) >= 2:
+                continue
+            if every and len(some) > 1:
+                return None
+            if not all(self._sigs_disjoint(sigs[i], sigs[j], {t}, 0) for i in some for j in some if i < j):
+                return None
+            for i in some:
+                kept[i].add(t)
+        return [tuple(t for t in TYPES if t in ts) for ts in kept]
 
     def _sigs_disjoint(self, a: "Signature", b: "Signature", allowed: set, level: int) -> bool:
         types = a.types & b.types & allowed
@@ -168,8 +217,11 @@ class Combinators:
             return None
         seen = seen | {id(schema)}
         sig = Signature(set(TYPES))
+        sig.constrains = constrained_types(schema)
         if "type" in schema:
             sig.types &= type_set(schema["type"], node.ptr + "/type")
+        if TYPES_KEY in schema:
+            sig.types &= set(schema[TYPES_KEY])
         if "const" in schema:
             sig.values = [schema["const"]]
         if "enum" in schema and isinstance(schema["enum"], list):
@@ -191,6 +243,12 @@ class Combinators:
             if inner is None:
                 return None
             sig = sig.meet(inner)
+        for word in ("anyOf", "oneOf"):  # at least one branch holds: the union of their types
+            subs = schema.get(word)
+            if isinstance(subs, list) and subs:
+                inner = [self._signature(node.child(word, None).child(j, sub), seen) for j, sub in enumerate(subs)]
+                if all(x is not None for x in inner):
+                    sig.types &= set().union(*(x.types for x in inner))
         if schema.get("nullable") is True:  # widens: null passes whatever else the schema says
             sig.types |= {"null"}
             if sig.values is not None:
@@ -210,6 +268,7 @@ class Signature:
     required: set = field(default_factory=set)
     props: dict = field(default_factory=dict)  # key -> [property subschema nodes]
     closed: frozenset | None = None  # with additionalProperties: false, the only keys allowed
+    constrains: frozenset = frozenset()  # types some keyword may reject values of (beyond `types`)
 
     def forbids(self, key: str) -> bool:
         """Whether no object valid here has `key`."""
@@ -217,11 +276,45 @@ class Signature:
             return True
         return any(n.schema is False for n in self.props.get(key, ()))
 
-    def meet(self, other: "Signature") -> "Signature":
+    def meet(self, other: "Signature", constrains: bool = True) -> "Signature":
+        """Both signatures; `constrains=False` keeps this one's constrained types (`other` is
+        the conjunction around a oneOf, which applies to every branch alike)."""
         if self.values is None or other.values is None:
             values = other.values if self.values is None else self.values
         else:
             values = [v for v in self.values if any(json_equal(v, w) for w in other.values)]
         props = {k: self.props.get(k, []) + other.props.get(k, []) for k in {*self.props, *other.props}}
         closed = self.closed if other.closed is None else other.closed if self.closed is None else self.closed & other.closed
-        return Signature(self.types & other.types, values, self.required | other.required, props, closed)
+        return Signature(self.types & other.types, values, self.required | other.required, props, closed,
+                         self.constrains | other.constrains if constrains else self.constrains)
+
+
+OBJECT_WORDS = frozenset({"properties", "required", "additionalProperties", "patternProperties", "propertyNames",
+                          "minProperties", "maxProperties", "dependentRequired", "dependentSchemas", "dependencies"})
+ARRAY_WORDS = frozenset({"items", "prefixItems", "additionalItems", "minItems", "maxItems", "contains",
+                         "minContains", "maxContains", "uniqueItems"})
+STRING_WORDS = frozenset({"minLength", "maxLength", "pattern"})
+NUMBER_WORDS = frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"})
+QUIET_WORDS = frozenset({"type", TYPES_KEY, "allOf", *REFS}) | ANNOTATIONS - {"nullable"}
+
+
+def constrained_types(schema: dict) -> frozenset:
+    """The types whose values some keyword of `schema` itself may reject (its `type`, $ref and
+    allOf aside: the signature reads those); any keyword not known to apply to one type only
+    (enum, not, anyOf, format, ...) counts for every type."""
+    out: set = set()
+    for word in schema:
+        if word in QUIET_WORDS:
+            continue
+        if word in OBJECT_WORDS:
+            out.add("object")
+        elif word in ARRAY_WORDS:
+            out.add("array")
+        elif word in STRING_WORDS:
+            out.add("string")
+        elif word in NUMBER_WORDS:
+            out |= NUMBER_KINDS
+        elif word in SUPPORTED or word in UNSUPPORTED or word.startswith("$grammarc:") or word == "nullable":
+            return frozenset(TYPES)
+    return frozenset(out)
+

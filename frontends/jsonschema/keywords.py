@@ -13,6 +13,9 @@ REFS = ("$ref", "$dynamicRef", "$recursiveRef")
 TYPES_KEY = "$grammarc:types"  # a set of internal TYPES (e.g. "fraction": non-integer numbers)
 NOT_STRINGS_KEY = "$grammarc:notStrings"  # strings other than these
 NOT_PATTERN_KEY = "$grammarc:notPattern"  # strings in which this pattern finds no match
+SOME_MEMBER_KEY = "$grammarc:someMember"  # {pattern?, except?, notPatterns?, value}: a member with such a key and value
+NOT_MULTIPLE_KEY = "$grammarc:notMultipleOf"  # numbers that are not multiples of this
+NOT_VALID_KEY = "$grammarc:notValid"  # values this schema rejects (only beside enum/const: checked per value)
 NUMBER_KINDS = frozenset({"integer", "fraction"})
 EXPANDED = frozenset({"$ref", "$dynamicRef", "$recursiveRef", "allOf", "not", "if", "then", "else", "dependentRequired", "dependentSchemas",
                       "dependencies"})

@@ -9,6 +9,7 @@ from grammarc.ir import Alt, Expr, Literal, Ref, Repeat, Seq
 from .layout import key_literal
 
 MAX_COUNT_STATES = 4000
+MAX_WITNESS_COUNT = 64  # member counts enumerated around a witness member (see _witnessed_extras)
 MAX_ANY_ORDER_STATES = 512  # (set of named properties written, member count) pairs; see docs/schema.rst
 
 
@@ -30,8 +31,9 @@ class Members:
         return parts[0] if len(parts) == 1 else Alt(tuple(parts))
 
 
-    def _object_layout(self, usable, extras, min_props, max_props, depth, hint) -> Expr | None:
-        """Named members in order (optional ones may be absent), then extra members.
+    def _object_layout(self, usable, extras, min_props, max_props, depth, hint, witness: Expr | None = None) -> Expr | None:
+        """Named members in order (optional ones may be absent), then extra members; with a
+        `witness` (an extra member), at least one of the extra members is one.
 
         R(i, c) = the members from index i on, c members already written (capped): linear in
         the number of properties times the count cap, never exponential.
@@ -61,7 +63,9 @@ class Members:
             if i == n:
                 need = max(0, min_props - c)
                 room = None if max_props is None else max_props - c
-                if extra is None:
+                if witness is not None:
+                    res = self._witnessed_extras(extra, witness, c, need, room, depth, hint) if extra is not None else None
+                elif extra is None:
                     res = "eps" if need == 0 else None
                 elif room == 0:
                     res = "eps" if need == 0 else None
@@ -109,6 +113,43 @@ class Members:
         if not parts:
             return None
         return parts[0] if len(parts) == 1 else Alt(tuple(parts))
+
+    def _witnessed_extras(self, extra: Expr, witness: Expr, c: int, need: int, room: int | None, depth: int, hint: str) -> Expr | None:
+        """need..room extra members (after c members), at least one of them a witness:
+        ``E{a} W E{b}`` for each a, b with need <= a + 1 + b <= room (E: any extra member).
+        The count of alternatives grows with the bounds: more than MAX_WITNESS_COUNT refused."""
+        if room is not None and room <= 0:
+            return None
+        top = need if room is None else room
+        if top > MAX_WITNESS_COUNT:
+            self.unsupported("minProperties" if room is None else "maxProperties", "#",
+                             "too many counting states beside a negated additionalProperties")
+            return None
+        sep = self.layout.sep(depth)
+        w = self.define(f"{hint}_witness", witness, internal=True)
+
+        def run(a: int, open_end: bool) -> Expr:
+            """a extra members (or at least a when open_end), each after a separator."""
+            return Repeat(Seq((*sep, extra)), a, None if open_end else a)
+
+        alts = []
+        last = max(need - 1, 0) if room is None else room - 1
+        for a in range(last + 1):
+            lo_b = max(need - 1 - a, 0)
+            open_a = room is None and a == last
+            hi_b = None if room is None else room - 1 - a
+            before = run(a, open_a)
+            after = Repeat(Seq((*sep, extra)), lo_b, hi_b)
+            if c == 0:  # the first member has no separator before it
+                if a == 0 and not open_a:
+                    alts.append(Seq((w, after)))
+                else:
+                    alts.append(Seq((extra, run(a - 1 if a else 0, open_a), *sep, w, after)))
+                    if a == 0:  # open_a with a == 0: the witness may also come first
+                        alts.append(Seq((w, after)))
+            else:
+                alts.append(Seq((before, *sep, w, after)))
+        return alts[0] if len(alts) == 1 else Alt(tuple(alts))
 
     def _object_any_order(self, usable, extras, min_props, max_props, depth, hint, ptr) -> Expr | None:
         """Members in any order, each named property at most once, the required ones present.

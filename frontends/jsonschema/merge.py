@@ -10,7 +10,7 @@ from grammarc.errors import SchemaError
 from .documents import Node
 from .drafts import TupleItems
 from . import formats as fmt
-from .keywords import REFS, NUMBER_KINDS, EXPANDED, NOT_PATTERN_KEY, NOT_STRINGS_KEY, TYPES, TYPES_KEY, UNSUPPORTED
+from .keywords import REFS, NUMBER_KINDS, EXPANDED, NOT_MULTIPLE_KEY, NOT_PATTERN_KEY, NOT_STRINGS_KEY, SOME_MEMBER_KEY, TYPES, TYPES_KEY, UNSUPPORTED
 from .values import count_value, json_equal, number_value, type_set
 
 
@@ -27,6 +27,7 @@ class Merged:
     hi_strict: bool = False
     bound_ptr: str = "#"
     multiple_of: list | None = None
+    not_multiple_of: list | None = None  # [(step, pointer)]: NOT_MULTIPLE_KEY
     min_len: int = 0
     max_len: int | None = None
     len_ptrs: tuple[str, str] = ("#", "#")  # where min_len and max_len were set
@@ -48,6 +49,7 @@ class Merged:
     not_strings: list | None = None
     not_strings_ptr: str = "#"
     not_patterns: list | None = None  # [(pattern, pointer)] that must find no match
+    some_members: list | None = None  # [(node, spec)]: SOME_MEMBER_KEY, a member each must have
 
 
 class Merging:
@@ -190,6 +192,8 @@ class Merging:
             if v <= 0:
                 raise SchemaError("multipleOf must be greater than 0", p + "/multipleOf")
             m.multiple_of = (m.multiple_of or []) + [(v, p + "/multipleOf")]
+        if NOT_MULTIPLE_KEY in s:
+            m.not_multiple_of = (m.not_multiple_of or []) + [(number_value(s[NOT_MULTIPLE_KEY], p), p + "/multipleOf")]
         # strings
         if "minLength" in s:
             v = count_value(s["minLength"], p + "/minLength")
@@ -224,6 +228,8 @@ class Merging:
         if "maxProperties" in s:
             v = count_value(s["maxProperties"], p + "/maxProperties")
             m.max_props = v if m.max_props is None else min(m.max_props, v)
+        if SOME_MEMBER_KEY in s:
+            m.some_members = (m.some_members or []) + [(node, s[SOME_MEMBER_KEY])]
         if "propertyNames" in s:
             m.property_names = (m.property_names or []) + [node.child("propertyNames", s["propertyNames"])]
         # arrays

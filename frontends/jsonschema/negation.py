@@ -8,7 +8,8 @@ from grammarc.errors import SchemaError
 
 from . import formats as fmt
 from .documents import Node
-from .keywords import REFS, ANNOTATIONS, NOT_PATTERN_KEY, NOT_STRINGS_KEY, NUMBER_KINDS, SUPPORTED, TYPES, TYPES_KEY, UNSUPPORTED
+from .keywords import (REFS, ANNOTATIONS, NOT_MULTIPLE_KEY, NOT_PATTERN_KEY, NOT_STRINGS_KEY, NOT_VALID_KEY, NUMBER_KINDS, SOME_MEMBER_KEY,
+                       SUPPORTED, TYPES, TYPES_KEY, UNSUPPORTED)
 from .values import count_value, dec, json_equal, json_kind, number_value, type_set
 
 
@@ -19,6 +20,7 @@ class Negation:
         """Extra conjuncts for `not`, `if`/`then`/`else` and `dependent*`/`dependencies`.
 
         - ``not: X`` becomes the negation of X (see `_negate`), an anyOf of plain schemas;
+          beside enum/const it stays a check of each listed value (NOT_VALID_KEY);
         - ``if: I, then: T, else: E`` is ``anyOf: [allOf: [I, T], allOf: [not I, E]]`` (a
           missing then/else is true; `if` alone, or then/else alone, assert nothing);
         - ``dependentRequired: {k: [d...]}`` is ``anyOf: [{properties: {k: false}}, {required:
@@ -28,7 +30,11 @@ class Negation:
         """
         s = node.schema
         out: list[Node] = []
-        if "not" in s:
+        if "not" in s and ("enum" in s or "const" in s):
+            # beside enum/const the values are listed and each is checked: no complement needed
+            checked = self._synth("not-checked", s, lambda: {NOT_VALID_KEY: s["not"]})
+            out.append(Node(checked, node.ptr, node.base))
+        elif "not" in s:
             neg = self._negate_or_ignore(node.child("not", s["not"]))
             if neg is not None:
                 out.append(neg)
@@ -64,8 +70,9 @@ class Negation:
         not(K1 and K2 ...) = not K1 or not K2 ...: each keyword's negation is a plain schema
         restricted to the type the keyword applies to (``minimum: 5`` fails only for numbers
         below 5, so its negation is ``{type: number, exclusiveMaximum: 5}``). Keywords whose
-        negation is not regular or not simple (pattern, format, multipleOf, uniqueItems,
-        additionalProperties, oneOf, ...) raise CannotNegate.
+        negation is not regular or not simple (format, uniqueItems, oneOf, ...)
+        raise CannotNegate. ``patternProperties``/``additionalProperties`` fail where some member
+        (a key they govern) has a value failing their schema: SOME_MEMBER_KEY says so.
         """
         node = self._rebase(node)
         s = node.schema
@@ -160,6 +167,21 @@ class Negation:
                 for name, sub in v.items():
                     if sub is not True and sub != {}:
                         add({"type": "object", "required": [name], "properties": {name: neg(sub)}})
+            elif k == "patternProperties":
+                for pat, sub in v.items():
+                    if sub is not True and sub != {}:
+                        add({"type": "object", SOME_MEMBER_KEY: {"pattern": pat, "value": neg(sub)}})
+            elif k == "additionalProperties":
+                if v is not True and v != {}:
+                    add({"type": "object", SOME_MEMBER_KEY: {"except": sorted(s.get("properties") or {}),
+                                                             "notPatterns": sorted(s.get("patternProperties") or {}),
+                                                             "value": neg(v)}})
+            elif k == "multipleOf":
+                add({"type": "number", NOT_MULTIPLE_KEY: number_value(v, f"{node.ptr}/multipleOf")})
+            elif k == NOT_MULTIPLE_KEY:
+                add({"type": "number", "multipleOf": v})
+            elif k == NOT_VALID_KEY:
+                add(v)
             elif k == "items" and not isinstance(v, list) and "prefixItems" not in s:
                 if v is not True and v != {}:
                     add({"type": "array", "contains": neg(v)})
@@ -182,7 +204,7 @@ class Negation:
                 continue
             elif k == "format" and isinstance(v, str) and fmt.asserted(v, self.formats) is False:
                 continue  # an annotation
-            elif k in SUPPORTED or k in UNSUPPORTED or k == "nullable":
+            elif k in SUPPORTED or k in UNSUPPORTED or k == "nullable" or k.startswith("$grammarc:"):
                 raise CannotNegate(f"the negation of {k!r} is not supported")
         if values is not None:
             for schema in negate_values(values):

@@ -5,12 +5,18 @@ from __future__ import annotations
 import math
 from decimal import Decimal
 
+import numpy as np
+
+from grammarc import automata
+from grammarc.errors import StateBudgetExceeded
 from grammarc.ir import Alt, Expr, Literal, Ref, Regex, Repeat, Seq
 
 from . import numeric_ranges as nr
 from .layout import NUMBER_RFC
 from .merge import Merged
 MAX_MODULUS = 2000
+MAX_PRODUCT_STATES = 20_000  # divisibility automaton x bounds automaton
+NUMERAL_BYTES = b"-.0123456789"
 
 
 class Numbers:
@@ -25,6 +31,8 @@ class Numbers:
 
     def _number(self, m: Merged, fractions: bool) -> Expr | None:
         integer_only = not fractions
+        if m.not_multiple_of:
+            return self._not_multiples(m, integer_only)
         if m.multiple_of:
             return self._multiple_of(m, integer_only)
         if m.lo is None and m.hi is None:
@@ -42,9 +50,9 @@ class Numbers:
 
     def _fractions_only(self, m: Merged) -> Expr | None:
         """Non-integer numbers (``not: {type: integer}``), plain notation, within the bounds."""
-        if m.multiple_of:
-            self.unsupported("multipleOf", m.multiple_of[-1][1].rsplit("/", 1)[0], "on non-integer numbers only")
         pattern = nr.fraction_range_regex(m.lo, m.lo_strict, m.hi, m.hi_strict)
+        if pattern is not None and (m.multiple_of or m.not_multiple_of):
+            return self._not_multiples(m, False, pattern)
         return None if pattern is None else Regex(pattern)
 
 
@@ -192,19 +200,84 @@ class Numbers:
                     unsigned = self._unsigned_multiples(a, s, integer_only)
         if unsigned is not None:
             zero = Regex(self._numeral(Decimal(0)) if integer_only else nr.decimal_range_regex(Decimal(0), False, Decimal(0), False))
-            if hi is None:  # x >= lo with lo <= 0: every non-negative multiple, listed negatives
-                parts = [unsigned] + listed(lo, m.lo_strict, Decimal(0), True)
+            if hi is None:  # x >= lo with lo <= 0: every non-negative multiple (and -0), listed negatives
+                parts = [unsigned, zero] + listed(lo, m.lo_strict, Decimal(0), True)
             else:  # x <= hi with hi >= 0: every non-positive multiple, listed positives
                 parts = [Seq((Literal("-"), unsigned)), zero] + listed(Decimal(0), True, hi, m.hi_strict)
             return Alt(tuple(parts))
         if lo is None or hi is None or (hi - lo) / step > 256:
-            self.unsupported("multipleOf", ptr.rsplit("/", 1)[0], "multipleOf together with a wide or open minimum/maximum")
-            return self._number(_replace(m, multiple_of=None), not integer_only)
+            return self._multiples_in_range(m, integer_only, ptr, a, s)
         parts = listed(lo, m.lo_strict, hi, m.hi_strict)
         if not parts:
             return None
         return parts[0] if len(parts) == 1 else Alt(tuple(parts))
 
+
+    def _multiples_in_range(self, m, integer_only: bool, ptr: str, a: int, s: int) -> Expr | None:
+        """Multiples of a/10**s within wide or open bounds (see `_number_automaton`)."""
+        return self._number_automaton(m, integer_only, [(a, s, ptr, True)])
+
+    def _not_multiples(self, m: Merged, integer_only: bool, pattern: str | None = None) -> Expr | None:
+        """Numbers that are NOT multiples of some steps (``not: {multipleOf}``), with any
+        multipleOf and bounds beside: one automaton (see `_number_automaton`)."""
+        steps = []
+        if m.multiple_of:
+            a, s = _step_digits(_lcm_decimal({v for v, _ in m.multiple_of}))
+            steps.append((a, s, m.multiple_of[-1][1], True))
+        for v, ptr in m.not_multiple_of or ():
+            a, s = _step_digits(v)
+            steps.append((a, s, ptr, False))
+        return self._number_automaton(m, integer_only, steps, pattern)
+
+    def _number_automaton(self, m, integer_only: bool, steps: list, pattern: str | None = None) -> Expr | None:
+        """Plain numerals within the bounds that are (or, with False, are not) multiples of
+        each a/10**s in `steps`: the product of the bounds' automaton with divisibility
+        automata (`divisibility_dfa`) and their complements, as rules. Exact over plain
+        numerals (``-0`` included); refused past MAX_PRODUCT_STATES."""
+        if pattern is not None:  # given: non-integers only
+            pass
+        elif integer_only:
+            x, y = nr.integer_bounds(m.lo, m.lo_strict, m.hi, m.hi_strict)
+            if x is not None and y is not None and x > y:
+                return None
+            pattern = _group(nr.integer_range_regex(x, y)) + self.int_tail
+        else:
+            pattern = nr.decimal_range_regex(m.lo, m.lo_strict, m.hi, m.hi_strict)
+            if pattern is None:
+                return None
+        try:
+            dfa = automata.from_regex(pattern, max_states=MAX_PRODUCT_STATES)
+            for a, s, ptr, positive in steps:
+                if a > MAX_MODULUS or a * (s + 2) > MAX_PRODUCT_STATES:
+                    raise StateBudgetExceeded(f"divisibility by {a} needs too many states")
+                div = divisibility_dfa(a, s)
+                if not positive:
+                    div = automata.complement(div, max_states=MAX_PRODUCT_STATES)
+                dfa = automata.intersect(dfa, div, max_states=MAX_PRODUCT_STATES)
+        except StateBudgetExceeded:
+            where = ptr.rsplit("/", 1)[0]
+            self.unsupported("multipleOf", where, f"multipleOf {a}e-{s} within these bounds needs more than {MAX_PRODUCT_STATES} states")
+            return Regex(pattern)
+        if dfa.is_empty:
+            return None
+        return self._byte_dfa_rules(dfa, f"multiple_of_{steps[0][0]}_in_range")
+
+    def _byte_dfa_rules(self, dfa, hint: str) -> Expr:
+        """An ASCII byte DFA (numerals) as right-linear rules."""
+        edges: dict = {}
+        final: dict = {}
+        for q in range(dfa.n_states):
+            final[(q,)] = bool(dfa.accept[q])
+            by_target: dict = {}
+            for b in NUMERAL_BYTES:
+                t = dfa.step(q, b)
+                if t >= 0:
+                    by_target.setdefault(t, []).append(chr(b))
+            edges[(q,)] = [(_char_set(cs), (t,)) for t, cs in by_target.items()]
+        body = self._automaton_rules(hint, edges, final, list(edges[(0,)]))
+        if final[(0,)]:
+            body = Alt((Literal(""), body))
+        return self.define(hint, body)
 
     def _unsigned_multiples(self, a: int, s: int, integer_only: bool) -> Expr:
         """Numerals without a sign of the non-negative multiples of a/10**s."""
@@ -236,6 +309,15 @@ def _lcm_decimal(values) -> Decimal:
     return Decimal(acc) / Decimal(10**scale)
 
 
+def _step_digits(step: Decimal) -> tuple[int, int]:
+    """(a, s) with step = a / 10**s, a an integer."""
+    _, digits, exp = step.normalize().as_tuple()
+    a = int("".join(map(str, digits)))
+    if exp > 0:
+        return a * 10**exp, 0
+    return a, -exp
+
+
 def _group(pattern: str) -> str:
     return "(?:" + pattern + ")"
 
@@ -246,3 +328,86 @@ def _digit_set(ds: list[int]) -> str:
     if ds == list(range(ds[0], ds[-1] + 1)):
         return f"[{ds[0]}-{ds[-1]}]"
     return "[" + "".join(map(str, ds)) + "]"
+
+
+def _char_set(cs: list[str]) -> str:
+    digits = [int(c) for c in cs if c.isdigit()]
+    parts = [re_escape(c) for c in cs if not c.isdigit()]
+    if digits:
+        parts.append(_digit_set(digits))
+    return parts[0] if len(parts) == 1 else "(?:" + "|".join(parts) + ")"
+
+
+def re_escape(c: str) -> str:
+    return "\\" + c if c in "-." else c
+
+
+def divisibility_dfa(a: int, s: int):
+    """Plain JSON numerals ``-?(0|[1-9][0-9]*)(\\.[0-9]+)?`` of multiples of a/10**s: the value
+    times 10**s is divisible by a, and fraction digits past the s-th are zeros.
+
+    States: start, after '-', after a leading 0, ("i", r) in the integer part (r: its value
+    mod a), ("f", r, j) after j <= s fraction digits (r: all digits read, mod a), ("z", r)
+    past s fraction digits (zeros only). A numeral may end where the value padded to s
+    fraction digits is 0 mod a.
+    """
+    ids: dict = {}
+
+    def sid(q) -> int:
+        if q not in ids:
+            ids[q] = len(ids)
+        return ids[q]
+
+    for q in ("start", "minus", "zero"):
+        sid(q)
+    rows: dict = {}
+    accept: dict = {}
+    todo = ["start", "minus", "zero"]
+    seen = set(todo)
+
+    def edge(q, ch: str, t) -> None:
+        rows.setdefault(q, {})[ord(ch)] = t
+        if t not in seen:
+            seen.add(t)
+            todo.append(t)
+
+    while todo:
+        q = todo.pop()
+        rows.setdefault(q, {})
+        if q in ("start", "minus"):
+            if q == "start":
+                edge(q, "-", "minus")
+            edge(q, "0", "zero")
+            for d in range(1, 10):
+                edge(q, str(d), ("i", d % a))
+            accept[q] = False
+        elif q == "zero":
+            edge(q, ".", ("f", 0, 0))
+            accept[q] = True
+        elif q[0] == "i":
+            r = q[1]
+            for d in range(10):
+                edge(q, str(d), ("i", (r * 10 + d) % a))
+            edge(q, ".", ("f", r, 0))
+            accept[q] = (r * 10**s) % a == 0
+        elif q[0] == "f":
+            _, r, j = q
+            if j < s:
+                for d in range(10):
+                    edge(q, str(d), ("f", (r * 10 + d) % a, j + 1))
+                accept[q] = j > 0 and (r * 10 ** (s - j)) % a == 0
+            else:  # j == s: zeros only from here (s == 0: right after the point)
+                edge(q, "0", ("z", r))
+                accept[q] = j > 0 and r == 0
+        else:  # ("z", r)
+            edge(q, "0", q)
+            accept[q] = q[1] == 0
+    for q in rows:
+        sid(q)
+    trans = np.full((len(ids), 256), -1, dtype=np.int64)
+    acc = np.zeros(len(ids), dtype=bool)
+    for q, row in rows.items():
+        for b, t in row.items():
+            trans[ids[q], b] = sid(t)
+        acc[ids[q]] = accept[q]
+    return automata.from_table(trans, acc)

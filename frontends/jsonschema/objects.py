@@ -10,6 +10,7 @@ from grammarc.frontends import json_formats as jf
 from .documents import Node
 from .layout import MAX_INDENT_DEPTH, string_literal
 from . import chardfa
+from .keywords import SOME_MEMBER_KEY
 from .merge import Merged
 from .strings import MAX_STRING_STATES
 
@@ -70,12 +71,92 @@ class Objects:
                 continue
             usable.append((k, value, req))
         extras = self._extras(m, members, named, name_conj, depth, hint)
+        if m.some_members:
+            return self._object_witnessed(m, members, named, key_conj, name_conj, usable, extras, depth, hint)
         if self.property_order == "any":
             where = members[0][0].ptr if members else next(iter(required.values()), "#").rsplit("/", 1)[0]
             return self._object_any_order(usable, extras, m.min_props, m.max_props, depth, hint, where)
         return self._object_layout(usable, extras, m.min_props, m.max_props, depth, hint)
 
 
+
+    def _object_witnessed(self, m, members, named, key_conj, name_conj, usable, extras, depth, hint):
+        """Objects with at least one member whose key is in a set and whose value satisfies a
+        schema (the negation of additionalProperties/patternProperties, SOME_MEMBER_KEY).
+
+        The witness is either a named property (then required, its value also under the
+        witness schema) or an extra member (additional keys only: the witness keys are an
+        automaton, the key set less the named keys). Exact; refused where the object also has
+        patternProperties or propertyNames, where two such constraints meet, or with
+        property_order='any'.
+        """
+        node, spec = m.some_members[0]
+        where = node.ptr
+        def plain():
+            return self._object_plain(m, usable, extras, depth, hint, members)
+
+        if len(m.some_members) > 1:
+            self.unsupported("not", where, "two negated additionalProperties/patternProperties on one object")
+            return plain()
+        value_node = node.child(SOME_MEMBER_KEY, None).child("value", spec["value"])
+        try:
+            keys = member_key_dfa(spec, MAX_STRING_STATES)
+        except (jf.PatternError, chardfa.TooLarge) as exc:
+            self.unsupported("not", where, str(exc))
+            return plain()
+        layout = self._object_any_order if self.property_order == "any" else None
+        alts = []
+        for i, (k, _, _) in enumerate(usable):
+            if not chardfa.accepts(keys, k):
+                continue
+            v2 = self.value(key_conj[k] + (value_node,), depth + 1, hint=f"{hint}_{k}")
+            if v2 is None:
+                continue
+            u2 = usable[:i] + [(k, v2, True)] + usable[i + 1:]
+            if layout is not None:
+                alts.append(layout(u2, extras, m.min_props, m.max_props, depth, hint, where))
+            else:
+                alts.append(self._object_layout(u2, extras, m.min_props, m.max_props, depth, hint))
+        if extras:
+            witness = self._witness_extra(members, named, keys, value_node, depth, hint, where, name_conj)
+            if witness is not None:
+                if layout is not None:
+                    self.unsupported("not", where, "a negated additionalProperties/patternProperties with property_order='any'")
+                    return plain()
+                alts.append(self._object_layout(usable, extras, m.min_props, m.max_props, depth, hint, witness=witness))
+        alts = [a for a in alts if a is not None]
+        if not alts:
+            return None
+        return alts[0] if len(alts) == 1 else Alt(tuple(alts))
+
+    def _object_plain(self, m, usable, extras, depth, hint, members):
+        """The object without its witness constraints (what lenient mode falls back to)."""
+        if self.property_order == "any":
+            where = members[0][0].ptr if members else "#"
+            return self._object_any_order(usable, extras, m.min_props, m.max_props, depth, hint, where)
+        return self._object_layout(usable, extras, m.min_props, m.max_props, depth, hint)
+
+    def _witness_extra(self, members, named, keys, value_node, depth, hint, where, name_conj) -> Expr | None:
+        """An extra member (a key no named property has) in the witness set, its value under
+        every additionalProperties and the witness schema; None when there is none."""
+        if name_conj or any(pats for _, _, pats, _ in members):
+            self.unsupported("not", where, "a negated additionalProperties/patternProperties on an object "
+                             "with patternProperties or propertyNames")
+            return None
+        try:
+            rest = chardfa.intersection(keys, chardfa.complement(chardfa.literals(named), MAX_STRING_STATES),
+                                        MAX_STRING_STATES) if named else keys
+            key_chars = None if rest is None else chardfa.chars(rest, MAX_STRING_STATES)
+        except chardfa.TooLarge as exc:
+            self.unsupported("not", where, str(exc))
+            return None
+        if key_chars is None:
+            return None
+        adds = tuple(add for _, _, _, add in members if add is not None)
+        value = self.value(adds + (value_node,), depth + 1, hint=f"{hint}_witness")
+        if value is None:
+            return None
+        return self._member(self._char_dfa(key_chars, True, f"{hint}_witness_key"), value)
 
     def _key_matches(self, pattern: str, key: str, node: Node) -> bool:
         try:
@@ -208,3 +289,19 @@ class Objects:
         if named:
             self.unsupported("propertyNames", name_conj[0].ptr.rsplit("/", 1)[0], "together with named properties and additional properties")
         return self._string(m)
+
+
+def member_key_dfa(spec: dict, max_states: int):
+    """The keys a SOME_MEMBER_KEY spec governs, as a byte DFA over the decoded key (None:
+    no key): those the `pattern` matches, none of the `except` names, no `notPatterns` match."""
+    keys = chardfa.pattern(spec["pattern"], max_states) if "pattern" in spec else chardfa.everything()
+    if spec.get("except"):
+        keys = chardfa.intersection(keys, chardfa.complement(chardfa.literals(spec["except"]), max_states), max_states)
+    for pat in spec.get("notPatterns") or ():
+        keys = chardfa.intersection(keys, chardfa.complement(chardfa.pattern(pat, max_states), max_states), max_states)
+    return keys
+
+
+def member_key_in(spec: dict, key: str) -> bool:
+    """Whether the key `key` is one the SOME_MEMBER_KEY spec governs (concrete values)."""
+    return chardfa.accepts(member_key_dfa(spec, MAX_STRING_STATES), key)

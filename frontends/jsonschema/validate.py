@@ -12,7 +12,8 @@ from . import chardfa
 from .documents import Node
 from .strings import MAX_STRING_STATES
 from .drafts import TupleItems
-from .keywords import REFS, NOT_PATTERN_KEY, NOT_STRINGS_KEY, TYPES_KEY, UNSUPPORTED
+from .keywords import REFS, NOT_MULTIPLE_KEY, NOT_PATTERN_KEY, NOT_STRINGS_KEY, NOT_VALID_KEY, SOME_MEMBER_KEY, TYPES_KEY, UNSUPPORTED
+from .objects import member_key_in
 from .values import dec, json_equal, json_key, json_kind, number_value, type_set
 
 
@@ -71,6 +72,13 @@ class Validation:
             return False
         if "not" in s and self._valid_node(v, node.child("not", s["not"]), level + 1):
             return False
+        if NOT_VALID_KEY in s and self._valid_node(v, node.child(NOT_VALID_KEY, s[NOT_VALID_KEY]), level + 1):
+            return False
+        if SOME_MEMBER_KEY in s and kind == "object":
+            spec = s[SOME_MEMBER_KEY]
+            sub = node.child(SOME_MEMBER_KEY, None).child("value", spec["value"])
+            if not any(member_key_in(spec, k) and self._valid_node(x, sub, level + 1) for k, x in v.items()):
+                return False
         if "if" in s and ("then" in s or "else" in s):
             branch = "then" if self._valid_node(v, node.child("if", s["if"]), level + 1) else "else"
             if branch in s and not self._valid_node(v, node.child(branch, s[branch]), level + 1):
@@ -100,6 +108,8 @@ class Validation:
             if "exclusiveMaximum" in s and d >= number_value(s["exclusiveMaximum"], p):
                 return False
             if "multipleOf" in s and d % number_value(s["multipleOf"], p) != 0:
+                return False
+            if NOT_MULTIPLE_KEY in s and d % number_value(s[NOT_MULTIPLE_KEY], p) == 0:
                 return False
             if s.get("format") in fmt.INTEGER_RANGES and fmt.asserted(s["format"], self.formats):
                 a, b = fmt.INTEGER_RANGES[s["format"]]
