@@ -21,7 +21,10 @@ from __future__ import annotations
 
 import re
 
-from grammarc.errors import GrammarError, Source, Span
+from grammarc import automata
+from grammarc.automata.codepoints import code_point_dfa
+from grammarc.automata.regex import negate, normalize
+from grammarc.errors import GrammarcError, GrammarError, Source, Span
 from grammarc.frontends.lark_lookahead import split_follows
 from grammarc.frontends.lark_regex import LarkRegexError, translate_alternatives
 from grammarc.ir import Alt, Expr, Grammar, Literal, Ref, Regex, Repeat, Seq
@@ -130,6 +133,27 @@ def _terminal_expr(terminal, source: Source) -> tuple[Expr, dict | None]:
     return Alt(tuple(bodies.values())), bodies
 
 
+def _greedy_follow(body: Expr):
+    """The follow that makes an ignored terminal match greedily, as Lark matches ignored
+    terminals (one regex match, never a shorter one): the next character must not be one
+    that could extend the match. Only when every accepting state extends by the same
+    characters (``//[^\n]*``, ``[ \t]+``): None when nothing extends a match, and False
+    (no exact follow) when the extensions differ between states."""
+    if not isinstance(body, Regex) or body.mode != "match":
+        return False
+    try:
+        chars = code_point_dfa(automata.from_regex(body.pattern))
+    except (GrammarcError, ValueError):
+        return False
+    extensions = {normalize([r for ranges, _ in chars.edges[q] for r in ranges])
+                  for q, accepting in enumerate(chars.accept) if accepting}
+    if extensions == {()}:
+        return None
+    if len(extensions) != 1:
+        return False
+    return (negate(extensions.pop()), True)
+
+
 def _first_of_terminal(terminal, follow, first, source: Source) -> Expr | None:
     """The strings of `terminal` (those of its `follow` group) starting with a character in `first`."""
     exprs = [expr for expr, f in _terminal_alternatives(terminal, source, first) if f == follow]
@@ -203,6 +227,9 @@ def lark_to_grammar(text: str, *, start: str = "start", name: str = "<string>") 
 
     names = {key: [[str(s.name) for s in alt] for alt in alts] for key, alts in rule_bodies.items()}
     names.update({t: [] for t in terminal_of})
+    # terminals that are only ignored, never a token of a rule: Lark matches them greedily
+    greedy = {str(t) for t in ignored} - {n for alts in names.values() for alt in alts for n in alt}
+    greedy_follows: dict[str, object] = {}  # their follows, which their regexes do not spell
     if ignored:
         names[start] = names.get(start, []) + [[str(t) for t in ignored]]
     order = _reachable(start, names)
@@ -214,6 +241,11 @@ def lark_to_grammar(text: str, *, start: str = "start", name: str = "<string>") 
             body: Expr = alts[0] if len(alts) == 1 else Alt(tuple(alts))
         else:
             body, groups = _terminal_expr(terminal_of[rule_name], source)
+            if groups is None and rule_name in greedy:
+                follow = _greedy_follow(body)
+                if follow:
+                    groups = {follow: body}
+                    greedy_follows[rule_name] = follow
             if groups is not None:
                 follows[rule_name] = groups
         if rule_name == start and ignored:
@@ -225,7 +257,8 @@ def lark_to_grammar(text: str, *, start: str = "start", name: str = "<string>") 
     if follows:
         out = split_follows(
             out, start, {t: terminal_of[t].pattern.min_width == 0 for t in terminal_of},
-            follows, lambda t, follow, first: _first_of_terminal(terminal_of[t], follow, first, source),
+            follows, lambda t, follow, first: _first_of_terminal(
+                terminal_of[t], None if follow == greedy_follows.get(t) else follow, first, source),
             lambda rule: _definition_span(source, rule))
         if not out:
             raise GrammarError(

@@ -336,3 +336,21 @@ def test_terminal_language_equals_python_fullmatch(flags, body, longer):
     assert mode == "match"
     for s in SHORT_TEXTS + longer:
         assert dfa.matches(s.encode()) == (re.fullmatch(pattern, s) is not None), (pattern, s)
+
+
+def test_ignored_terminals_match_greedily_as_in_lark():
+    """Lark matches an ignored terminal with one greedy regex match, so `#ab` is all comment
+    and never the comment `#a` then the name `b`; grammarc once accepted the latter."""
+    text = 'start: "x" "->" NAME\nNAME: /[a-z]+/\nCOMMENT: /#[a-z]*/\n%ignore COMMENT\n%ignore " "\n'
+    grammar = Grammar.from_lark(text)
+    earley = lark.Lark(text, parser="earley", lexer="dynamic_complete")
+    cases = {"x->#ab": False, "x->b#c": True, "x -> #ab b": True, "x->#a b": True, "x->#a": False, "x->b #c #d": True}
+    assert {t: grammar.accepts(t) for t in cases} == cases
+    assert {t: lark_accepts(earley, t) for t in cases} == cases
+
+
+def test_meta_grammar_comments_are_greedy(meta, meta_earley):
+    """`-> //c`: the comment takes `c`, so the alias has no name (hypothesis found it)."""
+    texts = ["a: -> //c\n", "a: ->//c\n\n", "a: -> #c\n\n", "a: b -> c //c\n", "a: b//c\n//d\n", "a: b\t \tc\n"]
+    verdicts = [meta.accepts(t) for t in texts]
+    assert verdicts == [lark_accepts(meta_earley, t) for t in texts] == [False, False, False, True, True, True]
