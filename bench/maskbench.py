@@ -334,14 +334,15 @@ def key_orders(instance: Any, schema: Any, limit: int = 720) -> Iterator[Any]:
             yield {k: ordered[k] for k in keys}
 
 
-def judge_grammarc(case: Case) -> dict:
-    """Compile with the default options and judge every instance in every layout."""
+def judge_grammarc(case: Case, property_order: str = "schema") -> dict:
+    """Compile with the default options (or another `property_order`) and judge every
+    instance in every layout."""
     clock = time.perf_counter
     start = clock()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            grammar = Grammar.from_json_schema(case.schema)
+            grammar = Grammar.from_json_schema(case.schema, property_order=property_order)
             schema_s = clock() - start
             grammar.compile()
         except grammarc.GrammarcError as exc:
@@ -442,7 +443,7 @@ def run_pass(cases: list[Case], engines: list[str], args: argparse.Namespace) ->
 
     def task(case: Case, engine: str) -> Callable[[], dict]:
         if engine == "grammarc":
-            return lambda: judge_grammarc(case)
+            return lambda: judge_grammarc(case, args.property_order)
         return lambda: judge_peer(peers[engine], case, eos)
 
     tasks = [((i, engine), task(case, engine)) for i, case in enumerate(cases) for engine in engines]
@@ -940,6 +941,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     group.add_argument("--limit", type=int, help="at most this many schemas (after --sample)")
     group.add_argument("--jobs", type=int, default=1, help="workers at a time (default 1)")
     group.add_argument("--progress", type=int, default=0, help="print progress every N tasks")
+    group.add_argument("--property-order", choices=("schema", "any"), default="schema",
+                       help="grammarc's property_order: schema (the default, for generation) or any (for validation)")
     group = parser.add_argument_group("cold mode")
     group.add_argument("--schemas", type=int, default=50, help="never-seen schemas measured (default 50)")
     group.add_argument("--warmup", type=int, default=20, help="other schemas warmed up on first (default 20)")
