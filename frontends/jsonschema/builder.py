@@ -24,7 +24,7 @@ from .merge import Merged, Merging
 from .negation import Negation
 from .numbers import Numbers
 from .objects import Objects
-from .sharing import identifier, share
+from .sharing import identifier, reachable, share
 from .strings import Strings
 from .validate import Validation
 from .values import dec, json_kind
@@ -87,7 +87,7 @@ class Builder(Combinators, Merging, Negation, Numbers, Strings, Arrays, Objects,
             self._add_ws_rule()
         if self.ignored and self.lenient:
             warnings.warn("ignored JSON Schema keywords (lenient=True): " + ", ".join(self.ignored), stacklevel=3)
-        rules = _inline_single_use(_reachable(self.rules, start), self.internal, start)
+        rules = _inline_single_use(reachable(self.rules, start), self.internal, start)
         rules = share(rules, start, self.terminal_names, reserved=("ws",))
         return Grammar(rules=tuple(rules.items()), start=start)
 
@@ -467,18 +467,6 @@ def _references(expr) -> list[str]:
     from grammarc.ir import walk
 
     return [e.name for e in walk(expr) if isinstance(e, Ref)]
-
-
-def _reachable(rules: dict, start: str) -> dict:
-    """Only the rules the start rule can reach (helpers built for dead branches go away)."""
-    seen = {start}
-    todo = [start]
-    while todo:
-        for name in _references(rules[todo.pop()]):
-            if name not in seen and name in rules:
-                seen.add(name)
-                todo.append(name)
-    return {name: body for name, body in rules.items() if name in seen}
 
 
 def _inline_single_use(rules: dict, internal: set, start: str, max_nesting: int = 6) -> dict:

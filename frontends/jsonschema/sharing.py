@@ -133,7 +133,7 @@ def merge_equal_rules(rules: Mapping[str, Expr], start: str, reserved: tuple[str
         new = renames.get(name, name)
         if new not in merged:
             merged[new] = _substitute(body, rename) if refs[name] & renames.keys() else body
-    return _reachable(merged, start, reserved)
+    return reachable(merged, start, reserved)
 
 
 class _Hashed:
@@ -187,7 +187,9 @@ class _Classes:
         return [sorted(members, key=self.order.__getitem__) for _, members in sorted(self._members.items(), key=lambda kv: self.order[kv[0]])]
 
 
-def _reachable(rules: dict[str, Expr], start: str, reserved: tuple[str, ...]) -> dict[str, Expr]:
+def reachable(rules: dict[str, Expr], start: str, reserved: tuple[str, ...] = ()) -> dict[str, Expr]:
+    """The rules that the start rule (or a `reserved` one) can reach, in their order: helpers
+    built for dead branches go away."""
     seen = {start, *(name for name in reserved if name in rules)}
     todo = list(seen)
     while todo:
