@@ -7,7 +7,7 @@ from typing import Callable
 from grammarc import automata
 from grammarc.automata import regex as rx
 from grammarc.errors import StateBudgetExceeded
-from grammarc.ir import Alt, Expr, Literal, Ref, Regex, Repeat, Seq
+from grammarc.ir import Alt, Expr, Literal, Ref, Regex, Seq
 from grammarc.frontends import json_formats as jf
 
 from . import chardfa
@@ -158,40 +158,20 @@ class Strings:
         return None if chars is None else self._char_dfa(chars, True)
 
     def _char_dfa(self, dfa, escapes: bool, hint: str | None = None) -> Expr:
-        """A JSON string whose decoded contents `dfa` accepts, as right-linear rules. A state
-        that only loops on itself (the "any other characters" end of a key trie) is one
-        repetition instead, shared by every automaton that loops on the same characters:
-        regular, so the lowering merges it into terminals rather than a rule per character."""
+        """A JSON string whose decoded contents `dfa` accepts, as right-linear rules."""
         key = ("chardfa", dfa, escapes)
         if key in self.memo:
             return self.memo[key]
         hint = hint or f"chars_{len(self.memo)}"
-        refs: list[Expr | None] = [None] * len(dfa.accept)
-        for q, edges in enumerate(dfa.edges):
-            if dfa.accept[q] and edges and all(t == q for _, t in edges):
-                refs[q] = self._char_loop(tuple(r for ranges, _ in edges for r in ranges), escapes)
-        names = {q: self.fresh(f"{hint}_q{q}") for q in range(len(refs)) if refs[q] is None}
-        for q, name in names.items():
-            refs[q] = Ref(name)
-        for q, name in names.items():
+        names = [self.fresh(f"{hint}_q{q}") for q in range(len(dfa.accept))]
+        for q, name in enumerate(names):
             alts: list[Expr] = [Literal("")] if dfa.accept[q] else []
-            alts += [Seq((Regex(jf.char_label(ranges, escapes)), refs[t])) for ranges, t in dfa.edges[q]]
+            alts += [Seq((Regex(jf.char_label(ranges, escapes)), Ref(names[t]))) for ranges, t in dfa.edges[q]]
             self.rules[name] = alts[0] if len(alts) == 1 else Alt(tuple(alts))
             self.internal.add(name)
-        expr = Seq((Literal('"'), refs[0], Literal('"')))
+        expr = Seq((Literal('"'), Ref(names[0]), Literal('"')))
         self.memo[key] = expr
         return expr
-
-    def _char_loop(self, ranges, escapes: bool) -> Expr:
-        """The rule for any number of characters from `ranges` (one per character set)."""
-        label = jf.char_label(ranges, escapes)
-        key = ("char_loop", label)
-        if key not in self.memo:
-            name = self.fresh("chars")
-            self.rules[name] = Repeat(Regex(label), 0, None)
-            self.internal.add(name)
-            self.memo[key] = Ref(name)
-        return self.memo[key]
 
 
 def _class_run(tree) -> tuple[tuple, int, int | None] | None:
