@@ -512,7 +512,10 @@ class TokenIndex:
         dfa = self.terminals[t].dfa
         trans = dfa.trans
         if isinstance(trans, CombTable):
-            dense, base, check, nxt = None, trans.base, trans.check, trans.next
+            dense = None
+            base = np.ascontiguousarray(trans.base, dtype=np.int64)
+            check = np.ascontiguousarray(trans.check, dtype=np.int32)
+            nxt = np.ascontiguousarray(trans.next, dtype=np.int32)
         else:
             dense, base, check, nxt = np.ascontiguousarray(trans, dtype=np.int32), b"", b"", b""
         accept = np.ascontiguousarray(dfa.accept, dtype=np.bool_)
