@@ -135,15 +135,8 @@ class Arrays:
                 nxt = state(1, 1 << i)
                 if nxt is not None:
                     first.append(Seq((items[i], nxt)))
-        parts = []
-        if lo == 0:
-            parts.append(Seq(tuple(self.layout.empty("[]"))))
-        if first:
-            body = first[0] if len(first) == 1 else Alt(tuple(first))
-            parts.append(Seq((*self.layout.open("[", depth), body, *self.layout.close("]", depth))))
-        if not parts:
-            return None
-        return parts[0] if len(parts) == 1 else Alt(tuple(parts))
+        body = None if not first else first[0] if len(first) == 1 else Alt(tuple(first))
+        return self.layout.container("[]", depth, lo == 0, body)
 
     def _listed_values(self, conj) -> list | None:
         """The values valid under every schema of `conj` when it lists them (enum/const, or
@@ -208,14 +201,7 @@ class Arrays:
             content = Seq((rest, more)) if rhi != 0 else rest
         else:
             content = None
-        parts = []
-        if lo == 0:
-            parts.append(Seq(tuple(self.layout.empty("[]"))))
-        if content is not None:
-            parts.append(Seq((*self.layout.open("[", depth), content, *self.layout.close("]", depth))))
-        if not parts:
-            return None
-        return parts[0] if len(parts) == 1 else Alt(tuple(parts))
+        return self.layout.container("[]", depth, lo == 0, content)
 
 
     def _array_contains(self, m, prefix, rest, lo, hi, depth, hint):

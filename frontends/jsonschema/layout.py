@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from grammarc.ir import Alt, Expr, Literal, Ref, Repeat
+from grammarc.ir import Alt, Expr, Literal, Ref, Repeat, Seq
 
 MAX_INDENT_DEPTH = 32
 NUMBER_RFC = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
@@ -53,6 +53,18 @@ class Layout:
         if self.ws is not None:
             return [Literal(pair[0]), self.ws, Literal(pair[1])]
         return [Literal(pair)]
+
+    def container(self, pair: str, depth: int, allow_empty: bool, content: Expr | None) -> Expr | None:
+        """An object or array (`pair` is "{}" or "[]"): the empty one when `allow_empty`, and
+        `content` between the brackets when there is some; None when it can be neither."""
+        parts: list[Expr] = []
+        if allow_empty:
+            parts.append(Seq(tuple(self.empty(pair))))
+        if content is not None:
+            parts.append(Seq((*self.open(pair[0], depth), content, *self.close(pair[1], depth))))
+        if not parts:
+            return None
+        return parts[0] if len(parts) == 1 else Alt(tuple(parts))
 
     def sep(self, depth: int) -> list[Expr]:
         if self.indent is not None:

@@ -96,7 +96,6 @@ class Members:
             return res
 
         body = state(0, 0)
-        parts: list[Expr] = []
         allow_empty = body == "eps" or (isinstance(body, tuple) and body[0] == "opt")
         content = None
         if isinstance(body, tuple) and body[0] == "opt":
@@ -106,13 +105,7 @@ class Members:
             content = body[1]
         elif body not in (None, "eps"):
             content = body
-        if allow_empty:
-            parts.append(Seq(tuple(self.layout.empty("{}"))))
-        if content is not None:
-            parts.append(Seq((*self.layout.open("{", depth), content, *self.layout.close("}", depth))))
-        if not parts:
-            return None
-        return parts[0] if len(parts) == 1 else Alt(tuple(parts))
+        return self.layout.container("{}", depth, allow_empty, content)
 
     def _witnessed_extras(self, extra: Expr, witness: Expr, c: int, need: int, room: int | None, depth: int, hint: str) -> Expr | None:
         """need..room extra members (after c members), at least one of them a witness:
@@ -217,15 +210,8 @@ class Members:
             alts += [Seq((*sep, member, Ref(names[t]))) for member, t in edges[s] if t in live]
             self.rules[name] = alts[0] if len(alts) == 1 else Alt(tuple(alts))
         first = [Seq((member, Ref(names[t]))) for member, t in edges[start] if t in live]
-        parts: list[Expr] = []
-        if accepting(start):
-            parts.append(Seq(tuple(self.layout.empty("{}"))))
-        if first:
-            body = first[0] if len(first) == 1 else Alt(tuple(first))
-            parts.append(Seq((*self.layout.open("{", depth), body, *self.layout.close("}", depth))))
-        if not parts:
-            return None
-        return parts[0] if len(parts) == 1 else Alt(tuple(parts))
+        body = None if not first else first[0] if len(first) == 1 else Alt(tuple(first))
+        return self.layout.container("{}", depth, accepting(start), body)
 
 
 def _tail(rest) -> tuple:
