@@ -47,7 +47,7 @@ import numpy as np
 from grammarc.engine import Engine
 from grammarc.errors import GrammarcError
 from grammarc.lowering.compiler import CompiledGrammar
-from grammarc.runtime.gss import parser_core
+from grammarc.runtime.gss import ancestors, parser_core
 from grammarc.tokens.vocabulary import Vocabulary
 
 __all__ = ["CompletionPlanner", "Steering", "SteeringError", "SteeringWarning", "shortest_completion"]
@@ -171,7 +171,7 @@ class CompletionPlanner:
             if len(done) > max_pairs:
                 raise SteeringError(f"no completion found within {max_pairs} search steps")
             for dot, lhs, weight, production in self._exits_of(state):
-                for base in _ancestors(vertex, dot - 1):
+                for base in ancestors(vertex, dot - 1):
                     nxt = core.goto[base.state][lhs]
                     if (nxt, base) not in done:
                         heapq.heappush(heap, (cost + weight, next(order), nxt, base, (key, production, dot)))
@@ -369,18 +369,6 @@ def _shortest_accepted(dfa, start: int, order: np.ndarray) -> bytes | None:
                 nxt.append(r)
         frontier = nxt
     return None
-
-
-def _ancestors(vertex, depth: int) -> list:
-    """The GSS vertices exactly `depth` edges below `vertex` (each once)."""
-    frontier = [vertex]
-    for _ in range(depth):
-        seen: dict[int, object] = {}
-        for v in frontier:
-            for p in v.parents:
-                seen.setdefault(id(p), p)
-        frontier = list(seen.values())
-    return frontier
 
 
 _PLANNER_SLOT = "_grammarc_planners"  # on the compiled grammar: alphabet -> CompletionPlanner

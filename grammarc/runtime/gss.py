@@ -35,7 +35,7 @@ from typing import Sequence
 from grammarc.lowering.compiler import CompiledGrammar
 from grammarc.lowering.lr import EOF
 
-__all__ = ["Level", "Node", "ParserCore", "parser_core"]
+__all__ = ["Level", "Node", "ParserCore", "ancestors", "parser_core"]
 
 
 class Node:
@@ -278,7 +278,7 @@ class ParserCore:
         """The vertices one reduction makes from `v`, with the lookaheads it is made under."""
         out: list[tuple[Node, frozenset[int]]] = []
         for lhs, length, lookaheads in self._reducing[v.state]:
-            for base in _ancestors(v, length):
+            for base in ancestors(v, length):
                 out.append((self._vertex(self.goto[base.state][lhs], (base,), True), lookaheads))
         self.work["reductions"] += len(out)
         return out
@@ -322,7 +322,7 @@ def _reduce_lookaheads(row: dict[int, tuple[int, ...]]) -> dict[int, frozenset[i
     return {prod: frozenset(la) for prod, la in out.items()}
 
 
-def _ancestors(node: Node, depth: int) -> Sequence[Node]:
+def ancestors(node: Node, depth: int) -> Sequence[Node]:
     """The vertices exactly `depth` edges below `node` (each once)."""
     if depth == 1:
         return node.parents  # distinct: every vertex is made over distinct parents
