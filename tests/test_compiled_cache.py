@@ -25,6 +25,7 @@ from grammarc.automata.comb import CombTable
 from grammarc.ir import nodes
 from grammarc.lowering import compiled_cache, compiler
 from grammarc.lowering.compiler import compile_grammar
+from test_scan_cache import _meta
 
 ROOT = Path(__file__).resolve().parents[1]
 MASKBENCH = ROOT.parent / "shared" / "data" / "maskbench-dev"
@@ -242,13 +243,6 @@ def _save(path: Path, **arrays) -> None:
     with open(path, "wb") as handle:  # np.savez would append .npz to a path
         np.savez(handle, **arrays)
 
-
-def _meta(edit):
-    def apply(arrays):
-        meta = json.loads(bytes(arrays["meta"]).decode())
-        edit(meta)
-        arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
-    return apply
 
 
 def _bump(name: str):

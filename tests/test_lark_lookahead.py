@@ -18,18 +18,11 @@ from hypothesis import given, settings, strategies as st
 
 from grammarc import Grammar, GrammarError
 from grammarc.ir import Literal, Ref, Regex, Repeat, Seq
+from test_lark import lark_accepts
 
 ALPHABET = "abc "
 WORDS = ["a", "b", "c", "ab", "ba", "[ab]", "[bc]c"]
 CLASSES = ["a", "b", "c", "ab", "bc", " ", "a "]
-
-
-def lark_accepts(parser: lark.Lark, text: str) -> bool:
-    try:
-        parser.parse(text)
-    except lark.exceptions.LarkError:
-        return False
-    return True
 
 
 def earley(text: str) -> lark.Lark:
