@@ -84,7 +84,7 @@ class TokenSet:
             if len(packed) * 8 <= n_words and packed:
                 order = sorted(packed)
                 return TokenSet(_frozen(np.array([packed[w] for w in order], dtype=np.uint32)),
-                                _frozen(np.array(order, dtype=np.intp)), len(set(ids.tolist())))
+                                _frozen(np.array(order, dtype=np.intp)), sum(v.bit_count() for v in packed.values()))
         unique = np.unique(ids)
         if not len(unique):
             return TokenSet(_frozen(np.zeros(0, dtype=np.uint32)), _frozen(np.zeros(0, dtype=np.intp)), 0)
