@@ -18,7 +18,7 @@ from hypothesis import given, settings, strategies as st
 import automata_reference as ref
 from strategies import regex_patterns
 from grammarc.automata import _core, dialect, nfa as nfa_module, operations
-from grammarc.automata.dfa import _finalize
+from grammarc.automata.dfa import DFA, _finalize
 from grammarc.automata.nfa import _NFA, _determinize
 from grammarc.errors import StateBudgetExceeded
 
@@ -278,3 +278,39 @@ def test_determinize_refuses_malformed_nfas():
     for args, error, message in cases:
         with pytest.raises(error, match=message):
             _core.determinize(*args)
+
+
+def _runs_oracle(trans: np.ndarray) -> list[list[tuple[int, int, int]]]:
+    """Byte runs with one live target, read off the table one byte at a time."""
+    out = []
+    for row in trans.tolist():
+        runs: list[tuple[int, int, int]] = []
+        for b, t in enumerate(row):
+            if t < 0:
+                continue
+            if runs and runs[-1][1] == b - 1 and runs[-1][2] == t:
+                runs[-1] = (runs[-1][0], b, t)
+            else:
+                runs.append((b, b, t))
+        out.append(runs)
+    return out
+
+
+@given(st.integers(0, 2**32 - 1), st.integers(1, 40), st.floats(0, 1))
+def test_runs_equals_the_oracle(seed, n, dead):
+    rng = np.random.default_rng(seed)
+    # few distinct targets, so that runs longer than one byte are common
+    trans = rng.integers(0, min(n, 3), size=(n, 256)).astype(np.int32)
+    trans[rng.random((n, 256)) < dead] = -1
+    trans = np.sort(trans, axis=1)  # long runs of one target, dead bytes first
+    assert _core.runs(trans) == _runs_oracle(trans)
+    assert DFA(trans, np.ones(n, dtype=bool))._runs == _runs_oracle(trans)
+
+
+def test_runs_refuses_malformed_tables():
+    with pytest.raises(ValueError, match=r"not \[n, 256\]"):
+        _core.runs(np.zeros(255, dtype=np.int32))
+    with pytest.raises(ValueError, match="a target out of range"):
+        _core.runs(np.full((1, 256), 1, dtype=np.int32))
+    with pytest.raises(TypeError, match="items of 4 bytes"):
+        _core.runs(np.zeros((1, 256), dtype=np.int64))

@@ -7,7 +7,7 @@ from typing import Callable
 from grammarc import automata
 from grammarc.automata import regex as rx
 from grammarc.errors import StateBudgetExceeded
-from grammarc.ir import Alt, Expr, Literal, Ref, Regex, Seq
+from grammarc.ir import Alt, Expr, Literal, Ref, Regex, Seq, Repeat
 from grammarc.frontends import json_formats as jf
 
 from . import chardfa
@@ -158,18 +158,33 @@ class Strings:
         return None if chars is None else self._char_dfa(chars, True)
 
     def _char_dfa(self, dfa, escapes: bool, hint: str | None = None) -> Expr:
-        """A JSON string whose decoded contents `dfa` accepts, as right-linear rules."""
+        """A JSON string whose decoded contents `dfa` accepts, as right-linear rules.
+
+        A state's loops become a repetition (``q ::= l q | rest`` is ``q ::= l* rest``), and
+        a state with nothing but loops (the "left the trie" state of a key other than some
+        names) is written where it is used: a DFA whose only cycles are loops, like a trie
+        and its tail, gives rules without recursion, which the lowering merges into terminals
+        (a key read in one terminal, not one parser step per character)."""
         key = ("chardfa", dfa, escapes)
         if key in self.memo:
             return self.memo[key]
         hint = hint or f"chars_{len(self.memo)}"
-        names = [self.fresh(f"{hint}_q{q}") for q in range(len(dfa.accept))]
-        for q, name in enumerate(names):
+        n = len(dfa.accept)
+        loops = [[Regex(jf.char_label(ranges, escapes)) for ranges, t in dfa.edges[q] if t == q] for q in range(n)]
+        steps = [[(Regex(jf.char_label(ranges, escapes)), t) for ranges, t in dfa.edges[q] if t != q] for q in range(n)]
+        repeat = [Repeat(ls[0] if len(ls) == 1 else Alt(tuple(ls))) if ls else None for ls in loops]
+        inline = {q: repeat[q] for q in range(n) if dfa.accept[q] and repeat[q] is not None and not steps[q]}
+        names = {q: self.fresh(f"{hint}_q{q}") for q in range(n) if q not in inline}
+        target = lambda t: inline[t] if t in inline else Ref(names[t])  # noqa: E731
+        for q, name in names.items():
             alts: list[Expr] = [Literal("")] if dfa.accept[q] else []
-            alts += [Seq((Regex(jf.char_label(ranges, escapes)), Ref(names[t]))) for ranges, t in dfa.edges[q]]
-            self.rules[name] = alts[0] if len(alts) == 1 else Alt(tuple(alts))
+            alts += [Seq((label, target(t))) for label, t in steps[q]]
+            body = alts[0] if len(alts) == 1 else Alt(tuple(alts))
+            if repeat[q] is not None:
+                body = repeat[q] if body == Literal("") else Seq((repeat[q], body))
+            self.rules[name] = body
             self.internal.add(name)
-        expr = Seq((Literal('"'), Ref(names[0]), Literal('"')))
+        expr = Seq((Literal('"'), target(0), Literal('"')))
         self.memo[key] = expr
         return expr
 

@@ -16,6 +16,7 @@ from grammarc.automata.dialect import complement_containing, early_end, except_s
 from grammarc.automata.nfa import from_ast, from_regex
 from grammarc.automata.operations import (
     any_bytes,
+    combine,
     complement,
     concat,
     intersect,
@@ -32,7 +33,7 @@ from grammarc.automata.operations import (
 )
 
 __all__ = [
-    "DEFAULT_MAX_STATES", "DFA", "CharDFA", "any_bytes", "code_point_dfa", "complement", "complement_containing",
+    "DEFAULT_MAX_STATES", "DFA", "CharDFA", "any_bytes", "code_point_dfa", "combine", "complement", "complement_containing",
     "concat", "early_end", "except_strings", "from_ast", "from_regex", "from_table", "intersect",
     "length_window", "literal", "literals", "optional",
     "plus", "repeat", "star", "substrings", "union", "utf8_text", "without_empty",

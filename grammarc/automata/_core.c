@@ -2,7 +2,8 @@
  *
  * finalize    - trim, minimize and canonically number a DFA given over byte classes
  *               (the work behind grammarc.automata.dfa._finalize);
- * determinize - the subset construction of grammarc.automata.nfa._determinize.
+ * determinize - the subset construction of grammarc.automata.nfa._determinize;
+ * runs        - a DFA's transitions as byte runs per state (grammarc.automata.dfa.DFA._runs).
  *
  * Why C: both are tight loops over integers that dominate grammar compilation in Python.
  * The Python versions live on as test oracles (tests/automata_reference.py), and
@@ -776,6 +777,50 @@ fail:
     return result;
 }
 
+/* ------------------------------------------------------------------- runs */
+
+/* Per state, the maximal byte runs (lo, hi, target) of a byte table int32 [n, 256] that
+ * share a live target: the edge lists an NFA embeds a DFA with (nfa._NFA.embed). */
+static PyObject *py_runs(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *o_trans, *out = NULL;
+    Py_buffer trans = {0};
+    if (!PyArg_ParseTuple(args, "O", &o_trans))
+        return NULL;
+    if (get_buf(o_trans, &trans, 4, 0, "trans") < 0) return NULL;
+    Py_ssize_t n = buf_len(&trans) / 256;
+    if (buf_len(&trans) != n * 256) {
+        PyErr_SetString(PyExc_ValueError, "runs: the table is not [n, 256]");
+        goto done;
+    }
+    const i32 *t = trans.buf;
+    if (!(out = PyList_New(n))) goto done;
+    for (Py_ssize_t q = 0; q < n; q++) {
+        PyObject *row = PyList_New(0);
+        if (!row) { Py_CLEAR(out); goto done; }
+        PyList_SET_ITEM(out, q, row);
+        const i32 *r = t + q * 256;
+        for (int b = 0; b < 256;) {
+            i32 target = r[b];
+            int lo = b;
+            while (b < 256 && r[b] == target) b++;
+            if (target < 0) continue;
+            if (target >= n) {
+                PyErr_SetString(PyExc_ValueError, "runs: a target out of range");
+                Py_CLEAR(out);
+                goto done;
+            }
+            PyObject *run = Py_BuildValue("(iii)", lo, b - 1, (int)target);
+            if (!run || PyList_Append(row, run) < 0) { Py_XDECREF(run); Py_CLEAR(out); goto done; }
+            Py_DECREF(run);
+        }
+    }
+done:
+    PyBuffer_Release(&trans);
+    return out;
+}
+
 /* ------------------------------------------------------------------ module */
 
 static PyMethodDef methods[] = {
@@ -789,6 +834,9 @@ static PyMethodDef methods[] = {
      "The NFA is given as nfa._NFA holds it: per state lists of (lo, hi, target) and of epsilon "
      "targets, dicts {state: targets} of ^ and $ edges, (first, past) ranges of states whose edge "
      "targets are relative to `first`; `absorbing` an iterable of states."},
+    {"runs", py_runs, METH_VARARGS,
+     "runs(trans) -> list of [(lo, hi, target), ...] per state: the maximal byte runs with one live "
+     "target of an int32 [n, 256] byte table."},
     {NULL, NULL, 0, NULL},
 };
 

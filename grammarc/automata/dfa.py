@@ -114,8 +114,15 @@ class DFA:
         return None
 
     @cached_property
+    def accepting(self) -> list[int]:
+        """The accepting states, ascending."""
+        return np.flatnonzero(self.accept).tolist()
+
+    @cached_property
     def _runs(self) -> list[list[tuple[int, int, int]]]:
         """Per state, maximal byte runs (lo, hi, target) with the same live target."""
+        if isinstance(self.trans, np.ndarray) and self.trans.dtype == np.int32:
+            return _core.runs(np.ascontiguousarray(self.trans))
         src, byte, dst = self._edges()
         out: list[list[tuple[int, int, int]]] = [[] for _ in range(self.n_states)]
         if not len(src):

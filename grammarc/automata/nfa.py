@@ -134,7 +134,7 @@ class _NFA:
         self.eps.extend([[] for _ in range(d.n_states)])
         self.embedded.append((base, base + d.n_states))
         e = self.new()
-        for q in np.flatnonzero(d.accept).tolist():
+        for q in d.accepting:
             self.eps[base + q].append(e)
         self.eps[s].append(base)
         return e

@@ -19,7 +19,7 @@ from grammarc.automata.nfa import _NFA, _determinize, _nfa_limit, from_ast
 from grammarc.automata.regex import ANY, Chars, Repeat
 
 __all__ = [
-    "any_bytes", "complement", "concat", "intersect", "length_window", "literal", "literals", "optional", "plus", "repeat",
+    "any_bytes", "combine", "complement", "concat", "intersect", "length_window", "literal", "literals", "optional", "plus", "repeat",
     "star", "union", "utf8_text", "without_empty",
 ]
 
@@ -175,6 +175,66 @@ def concat(ds: Sequence[DFA], *, max_states: int = DEFAULT_MAX_STATES) -> DFA:
         s = nfa.embed(d, s)
     what = "concatenation"
     return _within_budget(_finalize(*_determinize(nfa, start, s, max_states, what)), what, max_states)
+
+
+def combine(tree, *, max_states: int = DEFAULT_MAX_STATES) -> DFA:
+    """The DFA of a tree of regular operations over DFAs, in one subset construction.
+
+    `tree` is a DFA, ``("seq", parts)``, ``("alt", parts)`` or ``("repeat", part, lo, hi)``
+    (hi None: unbounded). Equal to nesting `concat`, `union` and `repeat`, without
+    determinizing and minimizing every inner node: a trie of n nodes costs one construction,
+    not one per node.
+    """
+    _check_budget(max_states)
+    nfa = _nfa_sized(_tree_size(tree), max_states, "combination")
+    start = nfa.new()
+    end = _embed_tree(nfa, tree, start)
+    return _within_budget(_finalize(*_determinize(nfa, start, end, max_states, "combination")), "combination",
+                          max_states)
+
+
+def _tree_size(tree) -> int:
+    """An upper bound on the NFA states `_embed_tree` creates."""
+    if isinstance(tree, DFA):
+        return tree.n_states + 1
+    if tree[0] == "repeat":
+        _, part, lo, hi = tree
+        return (lo + (1 if hi is None else hi - lo)) * (_tree_size(part) + 2) + 4
+    return sum(_tree_size(part) for part in tree[1]) + 2
+
+
+def _embed_tree(nfa: _NFA, tree, s: int) -> int:
+    """Thompson's construction over `tree` from state `s`; returns its end state (fresh:
+    every construct below ends in a new state with no edge out, so sequencing is safe)."""
+    if isinstance(tree, DFA):
+        return nfa.embed(tree, s)
+    kind = tree[0]
+    if kind == "seq":
+        for part in tree[1]:
+            s = _embed_tree(nfa, part, s)
+        if not tree[1]:
+            e = nfa.new()
+            nfa.eps[s].append(e)
+            return e
+        return s
+    if kind == "alt":
+        e = nfa.new()
+        for part in tree[1]:
+            nfa.eps[_embed_tree(nfa, part, s)].append(e)
+        return e
+    _, part, lo, hi = tree
+    for _ in range(lo):
+        s = _embed_tree(nfa, part, s)
+    if hi is None:
+        return nfa.star_from(s, lambda m: _embed_tree(nfa, part, m))
+    ends = []
+    for _ in range(hi - lo):
+        ends.append(s)
+        s = _embed_tree(nfa, part, s)
+    e = nfa.new()
+    for x in ends + [s]:
+        nfa.eps[x].append(e)
+    return e
 
 
 def star(d: DFA, *, max_states: int = DEFAULT_MAX_STATES) -> DFA:

@@ -447,21 +447,29 @@ class _Lowering:
             if dfa is None:
                 raise StateBudgetExceeded(f"rule '{expr.name}' exceeds the merge budget")
             return dfa
-        if isinstance(expr, Seq):
-            parts = [self._build(item) for item in expr.items]
-            if sum(d.n_states - 1 for d in parts) > budget:
-                # a concatenation is rarely much smaller than its parts: skip the hopeless try
-                raise StateBudgetExceeded("the parts of the sequence are too large to merge")
-            return automata.concat(parts, max_states=budget)
         if isinstance(expr, Alt):
             group, rest = _literal_group(expr.items)
             if group is not None and not rest:
                 return self._literal_alternation(group)  # linear in size: exempt from the budget
+        return automata.combine(self._tree(expr), max_states=budget)
+
+    def _tree(self, expr: Expr):
+        """`expr` as a tree of operations over DFAs (automata.combine), built in one subset
+        construction: its composite parts are not determinized one by one, except those
+        already built (memoized) for another use."""
+        if not isinstance(expr, (Seq, Alt, Repeat)) or expr in self._built:
+            return self._build(expr)
+        if isinstance(expr, Seq):
+            parts = [self._tree(item) for item in expr.items]
+            if all(isinstance(p, DFA) for p in parts) and sum(p.n_states - 1 for p in parts) > self.merge_max_states:
+                # a concatenation is rarely much smaller than its parts: skip the hopeless try
+                raise StateBudgetExceeded("the parts of the sequence are too large to merge")
+            return ("seq", parts)
+        if isinstance(expr, Alt):
+            group, rest = _literal_group(expr.items)
             parts = [self._literal_alternation(group)] if group is not None else []
-            return automata.union(parts + [self._build(item) for item in rest], max_states=budget)
-        if isinstance(expr, Repeat):
-            return automata.repeat(self._build(expr.item), expr.min, expr.max, max_states=budget)
-        raise TypeError(expr)
+            return ("alt", parts + [self._tree(item) for item in rest])
+        return ("repeat", self._tree(expr.item), expr.min, expr.max)
 
 
 def _bounds(lo: int, hi: int | None) -> str:
