@@ -1,4 +1,4 @@
-"""The token index's walk written with NumPy alone: the oracle of the compiled walk
+"""The token index's walk written in plain Python: the oracle of the compiled walk
 (`grammarc.tokens._scan`), which must give the same arrays in the same order."""
 
 from __future__ import annotations
@@ -7,28 +7,18 @@ import numpy as np
 
 
 def scan(trans, accept, matrix, lengths, rows, pos, q):
-    """(end_rows, end_states, split_rows, split_pos): see `TokenIndex._scan`."""
-    rows = np.asarray(rows, dtype=np.int32)
-    pos = np.asarray(pos, dtype=np.int32)
-    state = np.full(len(rows), q, dtype=np.int32)
+    """(end_rows, end_states, split_rows, split_pos): see `TokenIndex._scan`. Rows in input
+    order, each walked to its end: its split points by position, then its end."""
     end_rows, end_states, split_rows, split_pos = [], [], [], []
-    first = True
-    while len(rows):
-        done = pos >= lengths[rows]
-        if done.any():
-            end_rows.append(rows[done])
-            end_states.append(state[done])
-            rows, pos, state = rows[~done], pos[~done], state[~done]
-        if not first:
-            can_end = accept[state]
-            split_rows.append(rows[can_end])
-            split_pos.append(pos[can_end])
-        first = False
-        state = np.asarray(trans[state, matrix[rows, pos]], dtype=np.int32)
-        alive = state >= 0
-        rows, pos, state = rows[alive], pos[alive] + 1, state[alive]
-
-    def cat(parts):
-        return np.concatenate(parts).astype(np.int32) if parts else np.zeros(0, dtype=np.int32)
-
-    return cat(end_rows), cat(end_states), cat(split_rows), cat(split_pos)
+    for row, start in zip(np.asarray(rows).tolist(), np.asarray(pos).tolist()):
+        state, p, length = q, start, int(lengths[row])
+        while p < length and state >= 0:
+            if p > start and accept[state]:
+                split_rows.append(row)
+                split_pos.append(p)
+            state = int(trans[state, matrix[row, p]])
+            p += 1
+        if state >= 0:
+            end_rows.append(row)
+            end_states.append(state)
+    return tuple(np.array(part, dtype=np.int32) for part in (end_rows, end_states, split_rows, split_pos))

@@ -502,6 +502,14 @@ def test_anchor_ref():
     check(g, yes=["1"], no=['"a"'])
 
 
+@pytest.mark.parametrize("base", ["urn:example:policy:1.0", "tag:example.com,2005:policy"])
+def test_fragment_refs_resolve_under_a_non_hierarchical_id(base):
+    # urljoin leaves "#/$defs/a" unchanged under urn: and tag:, which named no resource
+    g = G({"$id": base, "$defs": {"a": {"type": "integer"}, "b": {"$ref": "#/$defs/a"}},
+           "properties": {"x": {"$ref": "#/$defs/b"}, "y": {"$ref": base + "#/$defs/a"}}})
+    check(g, yes=['{"x":1,"y":2}', "{}"], no=['{"x":"a"}', '{"y":1.5}'])
+
+
 def test_remote_ref_is_refused():
     with pytest.raises(UnsupportedSchemaError) as info:
         G({"$ref": "https://example.com/schema.json"})

@@ -193,7 +193,7 @@ class Index:
                 self.anchors.setdefault(base + sid, Node(out, ptr, base))
             else:
                 try:
-                    full = urljoin(base, sid)
+                    full = join_uri(base, sid)
                 except ValueError:
                     raise SchemaError(f"{dialect.id_keyword} {sid!r} is not a URI reference", f"{ptr}/{dialect.id_keyword}") from None
                 base, frag = urldefrag(full)
@@ -216,7 +216,7 @@ class Index:
         if not isinstance(ref, str):
             raise SchemaError(f"{keyword} must be a string, not {type(ref).__name__}", ref_ptr)
         try:
-            target = urljoin(node.base, ref)
+            target = join_uri(node.base, ref)
         except ValueError:
             raise SchemaError(f"{keyword} {ref!r} is not a URI reference", ref_ptr) from None
         uri, frag = urldefrag(target)
@@ -252,3 +252,13 @@ class Index:
         if anchor is None:
             raise SchemaError(f"{keyword} {ref!r} names no $anchor", ref_ptr)
         return anchor
+
+
+def join_uri(base: str, ref: str) -> str:
+    """`ref` resolved against `base` (RFC 3986, section 5.2). urljoin alone returns a
+    fragment-only reference unchanged under a scheme it does not know as hierarchical
+    (``urn:``, ``tag:``), so ``#/$defs/a`` inside a schema whose ``$id`` is a URN would
+    name no resource: a fragment (or nothing) is resolved here for every scheme."""
+    if ref == "" or ref.startswith("#"):
+        return urldefrag(base)[0] + ref
+    return urljoin(base, ref)

@@ -158,13 +158,17 @@ class Strings:
         return None if chars is None else self._char_dfa(chars, True)
 
     def _char_dfa(self, dfa, escapes: bool, hint: str | None = None) -> Expr:
-        """A JSON string whose decoded contents `dfa` accepts, as right-linear rules.
+        """A JSON string whose decoded contents `dfa` accepts, as right-linear rules: the
+        rule of state q is the rest of the string from q, closing quote included.
 
         A state's loops become a repetition (``q ::= l q | rest`` is ``q ::= l* rest``), and
         a state with nothing but loops (the "left the trie" state of a key other than some
         names) is written where it is used: a DFA whose only cycles are loops, like a trie
         and its tail, gives rules without recursion, which the lowering merges into terminals
-        (a key read in one terminal, not one parser step per character)."""
+        (a key read in one terminal, not one parser step per character). The closing quote
+        sits in each rule, not after the first one, so that where a trie is too large to
+        merge whole, its parts still end at the quote: a terminal ending anywhere inside a
+        key would make every character of every token a place where the next one begins."""
         key = ("chardfa", dfa, escapes)
         if key in self.memo:
             return self.memo[key]
@@ -173,18 +177,19 @@ class Strings:
         loops = [[Regex(jf.char_label(ranges, escapes)) for ranges, t in dfa.edges[q] if t == q] for q in range(n)]
         steps = [[(Regex(jf.char_label(ranges, escapes)), t) for ranges, t in dfa.edges[q] if t != q] for q in range(n)]
         repeat = [Repeat(ls[0] if len(ls) == 1 else Alt(tuple(ls))) if ls else None for ls in loops]
-        inline = {q: repeat[q] for q in range(n) if dfa.accept[q] and repeat[q] is not None and not steps[q]}
+        quote = Literal('"')
+        inline = {q: Seq((repeat[q], quote)) for q in range(n) if dfa.accept[q] and repeat[q] is not None and not steps[q]}
         names = {q: self.fresh(f"{hint}_q{q}") for q in range(n) if q not in inline}
         target = lambda t: inline[t] if t in inline else Ref(names[t])  # noqa: E731
         for q, name in names.items():
-            alts: list[Expr] = [Literal("")] if dfa.accept[q] else []
+            alts: list[Expr] = [quote] if dfa.accept[q] else []
             alts += [Seq((label, target(t))) for label, t in steps[q]]
             body = alts[0] if len(alts) == 1 else Alt(tuple(alts))
             if repeat[q] is not None:
-                body = repeat[q] if body == Literal("") else Seq((repeat[q], body))
+                body = Seq((repeat[q], body))
             self.rules[name] = body
             self.internal.add(name)
-        expr = Seq((Literal('"'), target(0), Literal('"')))
+        expr = Seq((quote, target(0)))
         self.memo[key] = expr
         return expr
 

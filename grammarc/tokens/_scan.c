@@ -4,8 +4,8 @@
  * that stay inside t and the places where t can end strictly inside a token. Token trees
  * call this walk once per (tree node, next terminal): tens of thousands of small walks on a
  * schema the engine has never seen, where NumPy's per-call overhead, not the bytes, was the
- * cost. The walk is the same column-by-column sweep the vectorized version made, so the
- * outputs come in the same order: by bytes consumed, then by input order.
+ * cost. Each row is walked to its end before the next (its bytes stay in cache), so the
+ * outputs come in input order: a row's split points by position, then its end.
  *
  * scan(trans, base, check, next, accept, matrix, width, lengths, rows, pos, q)
  *   trans  int32 [n * 256] dense transitions, or None with the comb table (base int64,
@@ -56,36 +56,23 @@ static inline int32_t step(const Table *t, int32_t s, uint8_t b) {
     return t->check[i] == s ? t->next[i] : -1;
 }
 
-/* The sweep; 0 on success, -1 when out of memory. */
+/* The walk, one row at a time to its end (the row's bytes stay in cache); 0 on success,
+ * -1 when out of memory. */
 static int sweep(const Table *t, const uint8_t *accept, const uint8_t *matrix, Py_ssize_t width,
-                 const int32_t *lengths, int32_t *rows, int32_t *pos, int32_t *state, Py_ssize_t n,
+                 const int32_t *lengths, const int32_t *rows, const int32_t *pos, int32_t q, Py_ssize_t n,
                  Vec *end_rows, Vec *end_states, Vec *split_rows, Vec *split_pos) {
-    int first = 1;
-    while (n) {
-        Py_ssize_t kept = 0;
-        for (Py_ssize_t i = 0; i < n; i++) {
-            if (pos[i] >= lengths[rows[i]]) {
-                if (vec_push(end_rows, rows[i]) || vec_push(end_states, state[i])) return -1;
-            } else {
-                rows[kept] = rows[i], pos[kept] = pos[i], state[kept] = state[i];
-                kept++;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const int32_t row = rows[i], length = lengths[row];
+        const uint8_t *bytes = matrix + (Py_ssize_t)row * width;
+        int32_t p = pos[i], s = q;
+        if (p < length) {
+            s = step(t, s, bytes[p++]);
+            while (s >= 0 && p < length) {
+                if (accept[s] && (vec_push(split_rows, row) || vec_push(split_pos, p))) return -1;
+                s = step(t, s, bytes[p++]);
             }
         }
-        n = kept;
-        if (!first) {
-            for (Py_ssize_t i = 0; i < n; i++)
-                if (accept[state[i]] && (vec_push(split_rows, rows[i]) || vec_push(split_pos, pos[i]))) return -1;
-        }
-        first = 0;
-        kept = 0;
-        for (Py_ssize_t i = 0; i < n; i++) {
-            int32_t s = step(t, state[i], matrix[(Py_ssize_t)rows[i] * width + pos[i]]);
-            if (s >= 0) {
-                rows[kept] = rows[i], pos[kept] = pos[i] + 1, state[kept] = s;
-                kept++;
-            }
-        }
-        n = kept;
+        if (s >= 0 && (vec_push(end_rows, row) || vec_push(end_states, s))) return -1;
     }
     return 0;
 }
@@ -107,7 +94,6 @@ static PyObject *scan(PyObject *self, PyObject *args) {
                           &lengths, &rows, &pos, &q))
         return NULL;
     PyObject *result = NULL;
-    int32_t *work = NULL;
     Vec out[4] = {{0}};
     Table t = {0};
     if (trans_obj != Py_None) {
@@ -141,18 +127,10 @@ static PyObject *scan(PyObject *self, PyObject *args) {
             PyErr_SetString(PyExc_ValueError, "scan: a row or position is out of range");
             goto done;
         }
-    work = malloc((size_t)(3 * n + 1) * sizeof(int32_t));
-    if (!work) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    memcpy(work, rows.buf, (size_t)n * sizeof(int32_t));
-    memcpy(work + n, pos.buf, (size_t)n * sizeof(int32_t));
-    for (Py_ssize_t i = 0; i < n; i++) work[2 * n + i] = (int32_t)q;
     int failed;
     Py_BEGIN_ALLOW_THREADS
-    failed = sweep(&t, accept.buf, matrix.buf, width, lengths.buf, work, work + n, work + 2 * n, n, &out[0], &out[1],
-                   &out[2], &out[3]);
+    failed = sweep(&t, accept.buf, matrix.buf, width, lengths.buf, rows.buf, pos.buf, (int32_t)q, n, &out[0],
+                   &out[1], &out[2], &out[3]);
     Py_END_ALLOW_THREADS
     if (failed) {
         PyErr_NoMemory();
@@ -160,7 +138,6 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     }
     result = Py_BuildValue("(NNNN)", vec_bytes(&out[0]), vec_bytes(&out[1]), vec_bytes(&out[2]), vec_bytes(&out[3]));
 done:
-    free(work);
     for (int i = 0; i < 4; i++) free(out[i].data);
     PyBuffer_Release(&base), PyBuffer_Release(&check), PyBuffer_Release(&next), PyBuffer_Release(&accept);
     PyBuffer_Release(&matrix), PyBuffer_Release(&lengths), PyBuffer_Release(&rows), PyBuffer_Release(&pos);

@@ -302,13 +302,16 @@ def token_matrix(vocab: Vocabulary) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     """The normal tokens as a zero-padded byte matrix, shared by every grammar's index.
 
     Returns (ids, lengths, matrix): row r is token ``ids[r]``, whose ``lengths[r]`` bytes
-    fill ``matrix[r, :lengths[r]]``; the matrix has one spare zero column.
+    fill ``matrix[r, :lengths[r]]``; the matrix has one spare zero column. Rows are sorted
+    by their bytes, so the tokens a scan walks (those starting with the bytes a DFA state
+    takes) lie side by side in memory: a walk over most of the vocabulary reads it in order.
     """
     cached = _matrices.get(vocab.key)
     if cached is not None:
         return cached
-    ids = np.array([i for i in vocab.normal_ids() if vocab.tokens[i]], dtype=np.int32)
-    pieces = [vocab.tokens[i] for i in ids]
+    ids = np.array(sorted((i for i in vocab.normal_ids() if vocab.tokens[i]), key=vocab.tokens.__getitem__),
+                   dtype=np.int32)
+    pieces = [vocab.tokens[i] for i in ids.tolist()]
     lengths = np.fromiter(map(len, pieces), dtype=np.int32, count=len(pieces))
     width = int(lengths.max()) if len(ids) else 0
     matrix = np.zeros((len(ids), width + 1), dtype=np.uint8)
@@ -365,6 +368,8 @@ class TokenIndex:
         self.terminals = compiled.terminals
         self._follow_arrays = [np.array(sorted(f), dtype=np.intp) for f in self.follows]
         self._openers = _openers(compiled.terminals)
+        self._tables: list[tuple | None] = [None] * len(compiled.terminals)  # _scan.scan's arguments
+        self._by_byte: dict[int, dict[int, list[int]]] = {}  # previous -> byte -> following that open with it
         self.token_ids, self.lengths, self.matrix = token_matrix(vocab)  # row -> token id, length, bytes
         self.size = vocab.size
         self.n_words = -(-vocab.size // 32)
@@ -509,17 +514,10 @@ class TokenIndex:
         the (row, position) pairs where the DFA accepts strictly after `pos` and strictly
         before the token's end (int32 arrays; `grammarc.tokens._scan` does the walk).
         """
-        dfa = self.terminals[t].dfa
-        trans = dfa.trans
-        if isinstance(trans, CombTable):
-            dense = None
-            base = np.ascontiguousarray(trans.base, dtype=np.int64)
-            check = np.ascontiguousarray(trans.check, dtype=np.int32)
-            nxt = np.ascontiguousarray(trans.next, dtype=np.int32)
-        else:
-            dense, base, check, nxt = np.ascontiguousarray(trans, dtype=np.int32), b"", b"", b""
-        accept = np.ascontiguousarray(dfa.accept, dtype=np.bool_)
-        out = _scan.scan(dense, base, check, nxt, accept, self.matrix, self.matrix.shape[1], self.lengths,
+        table = self._tables[t]
+        if table is None:
+            table = self._tables[t] = _scan_table(self.terminals[t].dfa)
+        out = _scan.scan(*table, self.matrix, self.matrix.shape[1], self.lengths,
                          np.ascontiguousarray(rows, dtype=np.int32), np.ascontiguousarray(pos, dtype=np.int32), q)
         return tuple(np.frombuffer(part, dtype=np.int32) for part in out)
 
@@ -531,6 +529,25 @@ class TokenIndex:
         index = weakref.ref(self)  # trees are held by their index: no cycle back to it
         return Tree(lambda tree: index()._grow_tree(tree, previous, rows, pos))
 
+    def _starting(self, previous: int, next_byte: np.ndarray) -> list[int]:
+        """The terminals after `previous` that can start with one of the bytes `next_byte`,
+        in follow order."""
+        following = self._follow_arrays[previous]
+        if len(next_byte) > 64:
+            present = np.zeros(256, dtype=bool)
+            present[next_byte] = True
+            return following[self._openers[following][:, present].any(axis=1)].tolist()
+        by_byte = self._by_byte.get(previous)
+        if by_byte is None:
+            by_byte = self._by_byte[previous] = {}
+        found: set[int] = set()
+        for b in set(next_byte.tolist()):
+            starting = by_byte.get(b)
+            if starting is None:
+                starting = by_byte[b] = following[self._openers[following, b]].tolist()
+            found.update(starting)
+        return sorted(found)
+
     def _grow_tree(self, tree: Tree, previous: int, rows: np.ndarray, pos: np.ndarray) -> None:
         with self._build_lock:
             if tree._grow is None:
@@ -539,13 +556,9 @@ class TokenIndex:
             # (a split is strictly inside the token), so the next byte is there to look at:
             # most terminals cannot start with it, and are skipped without a scan.
             next_byte = self.matrix[rows, pos]
-            following = self._follow_arrays[previous]
-            present = np.zeros(256, dtype=bool)
-            present[next_byte] = True
             open_: dict[int, TokenSet] = {}
             children: dict[int, Tree] = {}
-            # the terminals after `previous` that can start with one of the next bytes, in order
-            for u in following[self._openers[following][:, present].any(axis=1)].tolist():
+            for u in self._starting(previous, next_byte):
                 starts = self._openers[u][next_byte]
                 end_rows, end_states, split_rows, split_pos = self._scan(u, rows[starts], pos[starts], 0)
                 limit = self.terminals[u].token_limit
@@ -557,6 +570,19 @@ class TokenIndex:
                 if len(split_rows):
                     children[u] = self._tree(u, split_rows, split_pos)
             tree._set(open_, children)
+
+
+def _scan_table(dfa) -> tuple:
+    """The transition arguments of `_scan.scan` for a DFA: (dense, base, check, next, accept)."""
+    trans = dfa.trans
+    if isinstance(trans, CombTable):
+        dense = None
+        base = np.ascontiguousarray(trans.base, dtype=np.int64)
+        check = np.ascontiguousarray(trans.check, dtype=np.int32)
+        nxt = np.ascontiguousarray(trans.next, dtype=np.int32)
+    else:
+        dense, base, check, nxt = np.ascontiguousarray(trans, dtype=np.int32), b"", b"", b""
+    return dense, base, check, nxt, np.ascontiguousarray(dfa.accept, dtype=np.bool_)
 
 
 def _openers(terminals) -> np.ndarray:

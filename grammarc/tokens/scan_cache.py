@@ -40,7 +40,7 @@ from grammarc import diskstore
 from grammarc.diskstore import DEFAULT_CACHE_MAX_MB, cache_dir, enforce_limit as enforce_cache_limit, package_version
 from grammarc.errors import GrammarWarning
 
-FORMAT_VERSION = 3  # 3: the checksum covers the header too (grammarc.diskstore)
+FORMAT_VERSION = 4  # 3: the checksum covers the header too (grammarc.diskstore); 4: token rows sorted by bytes
 DEFAULT_MEMORY_MB = 256
 MAX_STORES = 4096  # languages kept in memory at once, whatever their size
 _ARRAYS = ("states", "inside", "split_offsets", "split_rows", "split_pos")
