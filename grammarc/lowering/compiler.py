@@ -417,8 +417,9 @@ class _Lowering:
         return dfa
 
     def _build(self, expr: Expr) -> DFA:
-        """The DFA of `expr`; composite parts are memoized, failures too, since the same
-        part is tried again as an item of the rule, of its alternatives, of its runs."""
+        """The DFA of `expr`; composites asked for here are memoized, failures too, since
+        the same part is tried again as an item of the rule, of its alternatives, of its
+        runs (their inner parts are folded into one construction, see `_tree`)."""
         if isinstance(expr, (Seq, Alt, Repeat)):
             if expr in self._built:
                 dfa = self._built[expr]
@@ -447,11 +448,8 @@ class _Lowering:
             if dfa is None:
                 raise StateBudgetExceeded(f"rule '{expr.name}' exceeds the merge budget")
             return dfa
-        if isinstance(expr, Alt):
-            group, rest = _literal_group(expr.items)
-            if group is not None and not rest:
-                return self._literal_alternation(group)  # linear in size: exempt from the budget
-        return automata.combine(self._tree(expr), max_states=budget)
+        tree = self._composite(expr)
+        return tree if isinstance(tree, DFA) else automata.combine(tree, max_states=budget)
 
     def _tree(self, expr: Expr):
         """`expr` as a tree of operations over DFAs (automata.combine), built in one subset
@@ -459,6 +457,10 @@ class _Lowering:
         already built (memoized) for another use."""
         if not isinstance(expr, (Seq, Alt, Repeat)) or expr in self._built:
             return self._build(expr)
+        return self._composite(expr)
+
+    def _composite(self, expr: Seq | Alt | Repeat):
+        """The tree of one composite node (a DFA where it is only a group of literals)."""
         if isinstance(expr, Seq):
             parts = [self._tree(item) for item in expr.items]
             if all(isinstance(p, DFA) for p in parts) and sum(p.n_states - 1 for p in parts) > self.merge_max_states:
@@ -467,6 +469,8 @@ class _Lowering:
             return ("seq", parts)
         if isinstance(expr, Alt):
             group, rest = _literal_group(expr.items)
+            if group is not None and not rest:
+                return self._literal_alternation(group)  # linear in size: exempt from the budget
             parts = [self._literal_alternation(group)] if group is not None else []
             return ("alt", parts + [self._tree(item) for item in rest])
         return ("repeat", self._tree(expr.item), expr.min, expr.max)
