@@ -346,27 +346,41 @@ _QUOTED_LOCAL = r'"(?:[\x20\x21\x23-\x5b\x5d-\x7e]|\\[\x20-\x7e])*"'
 _EMAIL = rf"(?:{_ATEXT}+(?:\.{_ATEXT}+)*|{_QUOTED_LOCAL})@(?:{_HOSTNAME}|\[{_IPV4}\]|\[IPv6:{_IPV6}\])"
 _UUID = "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 
-_UNRESERVED = r"A-Za-z0-9\-._~"
 _SUB_DELIMS = r"!$&'()*+,;="
 _PCT = "%[0-9a-fA-F]{2}"
-_PCHAR = rf"(?:[{_UNRESERVED}{_SUB_DELIMS}:@]|{_PCT})"
 _SCHEME = r"[A-Za-z][A-Za-z0-9+\-.]*"
-_USERINFO = rf"(?:[{_UNRESERVED}{_SUB_DELIMS}:]|{_PCT})*"
-_REG_NAME = rf"(?:[{_UNRESERVED}{_SUB_DELIMS}]|{_PCT})*"
-_IP_LITERAL = rf"\[(?:{_IPV6}|v[0-9a-fA-F]+\.[{_UNRESERVED}{_SUB_DELIMS}:]+)\]"
-_AUTHORITY = rf"(?:{_USERINFO}@)?(?:{_IP_LITERAL}|{_IPV4}|{_REG_NAME})(?::[0-9]*)?"
-_SEGMENT = rf"{_PCHAR}*"
-_SEGMENT_NZ = rf"{_PCHAR}+"
-_SEGMENT_NZ_NC = rf"(?:[{_UNRESERVED}{_SUB_DELIMS}@]|{_PCT})+"
-_PATH_ABEMPTY = rf"(?:/{_SEGMENT})*"
-_PATH_ABSOLUTE = rf"/(?:{_SEGMENT_NZ}(?:/{_SEGMENT})*)?"
-_PATH_ROOTLESS = rf"{_SEGMENT_NZ}(?:/{_SEGMENT})*"
-_PATH_NOSCHEME = rf"{_SEGMENT_NZ_NC}(?:/{_SEGMENT})*"
-_QUERY = rf"(?:{_PCHAR}|[/?])*"
-_HIER = rf"(?://{_AUTHORITY}{_PATH_ABEMPTY}|{_PATH_ABSOLUTE}|{_PATH_ROOTLESS}|)"
-_URI = rf"{_SCHEME}:{_HIER}(?:\?{_QUERY})?(?:#{_QUERY})?"
-_RELATIVE = rf"(?://{_AUTHORITY}{_PATH_ABEMPTY}|{_PATH_ABSOLUTE}|{_PATH_NOSCHEME}|)(?:\?{_QUERY})?(?:#{_QUERY})?"
-_URI_REFERENCE = rf"(?:{_URI}|{_RELATIVE})"
+# RFC 3987: an IRI is a URI whose unreserved characters include `ucschar`, and whose query
+# may hold `iprivate` characters too (not its fragment)
+_UCSCHAR = ("\u00a0-\ud7ff\uf900-\ufdcf\ufdf0-\uffef" + "".join(
+    f"{chr(plane << 16)}-{chr((plane << 16) | 0xfffd)}" for plane in range(1, 14)) + "\U000e1000-\U000efffd")
+_IPRIVATE = "\ue000-\uf8ff\U000f0000-\U000ffffd\U00100000-\U0010fffd"
+
+
+def _uri_syntax(unreserved: str, private: str) -> tuple[str, str]:
+    """(absolute, reference) regexes of RFC 3986 URIs, or of RFC 3987 IRIs given ucschar
+    among the unreserved characters and the iprivate ones allowed in queries."""
+    pchar = rf"(?:[{unreserved}{_SUB_DELIMS}:@]|{_PCT})"
+    userinfo = rf"(?:[{unreserved}{_SUB_DELIMS}:]|{_PCT})*"
+    reg_name = rf"(?:[{unreserved}{_SUB_DELIMS}]|{_PCT})*"
+    ip_literal = rf"\[(?:{_IPV6}|[vV][0-9a-fA-F]+\.[A-Za-z0-9\-._~{_SUB_DELIMS}:]+)\]"
+    authority = rf"(?:{userinfo}@)?(?:{ip_literal}|{_IPV4}|{reg_name})(?::[0-9]*)?"
+    segment, segment_nz = rf"{pchar}*", rf"{pchar}+"
+    segment_nz_nc = rf"(?:[{unreserved}{_SUB_DELIMS}@]|{_PCT})+"
+    path_abempty = rf"(?:/{segment})*"
+    path_absolute = rf"/(?:{segment_nz}(?:/{segment})*)?"
+    path_rootless = rf"{segment_nz}(?:/{segment})*"
+    path_noscheme = rf"{segment_nz_nc}(?:/{segment})*"
+    query = rf"(?:{pchar}|[/?{private}])*" if private else rf"(?:{pchar}|[/?])*"
+    fragment = rf"(?:{pchar}|[/?])*"
+    tail = rf"(?:\?{query})?(?:#{fragment})?"
+    hier = rf"(?://{authority}{path_abempty}|{path_absolute}|{path_rootless}|)"
+    absolute = rf"{_SCHEME}:{hier}{tail}"
+    relative = rf"(?://{authority}{path_abempty}|{path_absolute}|{path_noscheme}|){tail}"
+    return absolute, rf"(?:{absolute}|{relative})"
+
+
+_URI, _URI_REFERENCE = _uri_syntax(r"A-Za-z0-9\-._~", "")
+_IRI, _IRI_REFERENCE = _uri_syntax(r"A-Za-z0-9\-._~" + _UCSCHAR, _IPRIVATE)
 _JSON_POINTER = r"(?:/(?:[^~/]|~[01])*)*"
 _RELATIVE_JSON_POINTER = rf"(?:0|[1-9][0-9]*)(?:#|{_JSON_POINTER})"
 
@@ -381,6 +395,8 @@ FORMATS: dict[str, str] = {
     "ipv6": _IPV6,
     "uri": _URI,
     "uri-reference": _URI_REFERENCE,
+    "iri": _IRI,
+    "iri-reference": _IRI_REFERENCE,
     "uuid": _UUID,
     "json-pointer": _JSON_POINTER,
     "relative-json-pointer": _RELATIVE_JSON_POINTER,

@@ -270,3 +270,18 @@ def determinize(
         np.asarray(accept, dtype=bool),
         b2c.astype(np.int64),
     )
+
+
+def suffix_code(dfa: DFA, state: int) -> bytes:
+    """Oracle of `_core.suffix_code`: the sub-automaton reachable from `state`, numbered
+    breadth first with runs in byte order; per state its flag, run count and runs."""
+    runs, accept = dfa._runs, dfa.accept
+    number, order, out = {state: 0}, [state], bytearray()
+    for s in order:  # grows while we walk
+        out += (b"A" if accept[s] else b"N") + len(runs[s]).to_bytes(2, "little")
+        for lo, hi, target in runs[s]:
+            if target not in number:
+                number[target] = len(order)
+                order.append(target)
+            out += bytes((lo, hi)) + number[target].to_bytes(4, "little")
+    return bytes(out)

@@ -127,6 +127,19 @@ def test_names_come_from_titles_only_where_they_name_a_thing():
     assert "root_id" in names  # a title on a scalar is not used
 
 
+def test_a_documented_ref_is_its_target():
+    # {allOf: [{$ref}, {description}]} documents a $ref (draft 7 ignores $ref's siblings): it
+    # is built once, as the target, and named for it
+    point = {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}
+    documented = lambda text: {"allOf": [{"$ref": "#/$defs/point"}, {"description": text, "title": text}]}  # noqa: E731
+    schema = {"$defs": {"point": point}, "type": "object",
+              "properties": {"a": documented("A"), "b": documented("B"), "c": {"allOf": [{"$ref": "#/$defs/point"}, True]}}}
+    g = Grammar.from_json_schema(schema, whitespace="compact")
+    assert "point" in g.names and not any(name.startswith(("root_a", "root_b", "root_c")) for name in g.names)
+    for key in "abc":
+        assert g.accepts('{"%s":{"x":1}}' % key) and not g.accepts('{"%s":{"y":1}}' % key)
+
+
 def test_same_schema_same_text_and_names_never_collide():
     schema = {"$defs": {"string": {"type": "object", "properties": {"ws": {"type": "string"}, "char": {"type": "number"}}},
                         "start": {"type": "string", "format": "date-time"}},

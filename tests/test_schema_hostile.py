@@ -35,6 +35,10 @@ def _nested(word: str, depth: int) -> str:
     ("'{\"a\":' * 100000 + '1' + '}' * 100000", "SchemaError", ["schema text is nested too deeply to read"]),
     ("(lambda: [d := {}] and [d := {'not': d} for _ in range(5000)][-1])()", "SchemaError",
      ["the schema is nested more than 128 levels deep"]),
+    # anyOf distributed over a conjunction multiplies out: a budget, not a hang
+    ('{"type": "string", "allOf": [{"anyOf": [{"minLength": i}, {"maxLength": 100 - i}]} for i in range(13)]}',
+     "UnsupportedSchemaError", ["#/allOf/0/anyOf: keyword 'anyOf' is not supported: distributing the anyOf/oneOf "
+                                "branches over the conjunction around them needs more than 4096 branches"]),
 ])
 def test_hostile_schema_gets_a_precise_error(expr: str, kind: str, fragments: list[str]) -> None:
     outcome = run_hostile(_schema(expr))
@@ -45,5 +49,28 @@ def test_deep_but_allowed_nesting_compiles() -> None:
     code = _schema(_nested("items", 100)).replace(".compile()", "") + (
         "g = grammarc.Grammar.from_json_schema(schema, whitespace='compact')\n"
         "assert g.accepts('[' * 100 + '1' + ']' * 100) and not g.accepts('[' * 99 + '1' + ']' * 99)\n")
+    outcome = run_hostile(code)
+    assert outcome.kind == "" and not outcome.timed_out and not outcome.crashed, str(outcome)
+
+
+def test_if_then_chains_on_a_discriminator_compile() -> None:
+    # 2**40 combinations of if/then branches, of which 41 are not contradictory: they are
+    # pruned as they are distributed (the chain used to hang)
+    code = """
+import grammarc
+names = [f"k{i}" for i in range(40)]
+schema = {"type": "object", "required": ["name"], "properties": {"name": {"enum": names}, "x": {}},
+          "additionalProperties": False,
+          "allOf": [{"if": {"properties": {"name": {"const": n}}},
+                     "then": {"properties": {"x": {"type": "integer" if i % 2 else "string"}}, "required": ["x"]}}
+                    for i, n in enumerate(names)]}
+g = grammarc.Grammar.from_json_schema(schema, whitespace="compact")
+for i, n in enumerate(names):
+    good, bad = ('5', '"s"') if i % 2 else ('"s"', '5')
+    assert g.accepts('{"name":"%s","x":%s}' % (n, good)), n
+    assert not g.accepts('{"name":"%s","x":%s}' % (n, bad)), n
+    assert not g.accepts('{"name":"%s"}' % n), n
+assert not g.accepts('{"name":"k40","x":5}')
+"""
     outcome = run_hostile(code)
     assert outcome.kind == "" and not outcome.timed_out and not outcome.crashed, str(outcome)

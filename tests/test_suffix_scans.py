@@ -33,6 +33,29 @@ def test_keys_name_languages_exactly(r, s, prefix):
     assert (suffix_key(from_regex(r), 0) == suffix_key(from_regex(s), 0)) == (from_regex(r).key == from_regex(s).key)
 
 
+@settings(max_examples=100, deadline=None)
+@given(patterns(), st.sampled_from(["", "x", "xy", "é"]))
+def test_the_c_suffix_code_matches_its_python_oracle(r, prefix):
+    from grammarc.automata import _core
+    from automata_reference import suffix_code
+
+    d = from_regex(prefix + "(" + r + ")")
+    for q in range(d.n_states):
+        assert _core.suffix_code(d._runs, d.accept.view(np.uint8), q) == suffix_code(d, q)
+
+
+def test_suffix_code_refuses_bad_input():
+    from grammarc.automata import _core
+
+    accept = np.zeros(2, dtype=np.uint8)
+    with pytest.raises(ValueError, match="suffix_code: state or accept out of range"):
+        _core.suffix_code([[], []], accept, 2)
+    with pytest.raises(ValueError, match="suffix_code: a run out of range"):
+        _core.suffix_code([[(0, 5, 2)], []], accept, 0)
+    with pytest.raises(ValueError, match=r"suffix_code: a run is not \(lo, hi, target\)"):
+        _core.suffix_code([[(0, 5)], []], accept, 0)
+
+
 def test_every_state_of_a_literal_has_its_own_language():
     d = literal(b"abcab")
     assert len({suffix_key(d, q) for q in range(d.n_states)}) == d.n_states

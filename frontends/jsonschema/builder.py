@@ -16,7 +16,7 @@ from .combinators import Combinators
 from .cycles import check_cycles
 from .documents import Index, Node, escape_ptr
 from .drafts import DEFAULT_DRAFT, Dialect, declared_dialect, dialect_named
-from .keywords import ANNOTATIONS, NUMBER_KINDS, REFS
+from .keywords import ANNOTATIONS, INERT, NUMBER_KINDS, REFS
 from . import formats as fmt
 from .layout import MAX_INDENT_DEPTH, NUMBER_RFC, string_literal
 from .members import Members
@@ -63,6 +63,8 @@ class Builder(Combinators, Merging, Negation, Numbers, Strings, Arrays, Objects,
         self.active: set = set()
         self.resolving: set = set()
         self.nesting = 0
+        self.signatures: dict = {}  # (id(schema), base, scope) -> combinators.Signature
+        self.distributed = 0  # anyOf/oneOf branches built so far (combinators.MAX_DISTRIBUTED)
         self.names: set[str] = set()
         self.synthetic: dict = {}  # (what, id(schema)) -> schema built from it (stable ids)
         self.negating: set = set()
@@ -154,7 +156,7 @@ class Builder(Combinators, Merging, Negation, Numbers, Strings, Arrays, Objects,
     # -- values ----------------------------------------------------------------------------
     def value(self, conj: tuple[Node, ...], depth: int, hint: str = "value") -> Expr | None:
         """IR for the values valid under every schema in `conj` (None: no value)."""
-        conj = tuple(n for n in conj if n.schema is not True and n.schema != {})
+        conj = tuple(_unwrap(n) for n in conj if not _inert(n.schema))
         if any(n.schema is False for n in conj):
             return None
         dkey = depth if self.layout.indent is not None else 0
@@ -402,6 +404,22 @@ def _string_name(m: Merged, hint: str) -> str:
     if m.max_len is not None:
         base += f"_max{m.max_len}"
     return identifier(base)
+
+
+def _inert(schema) -> bool:
+    return schema is True or (isinstance(schema, dict) and schema.keys() <= INERT)
+
+
+def _unwrap(node: Node) -> Node:
+    """``{allOf: [S, {description: ...}]}`` is S (the idiom for documenting a $ref, whose
+    siblings draft 7 ignores): built once and shared with every other use of S."""
+    while isinstance(node.schema, dict) and node.schema.keys() - INERT == {"allOf"}:
+        subs = node.schema["allOf"]
+        live = [j for j, sub in enumerate(subs) if not _inert(sub)] if isinstance(subs, list) else []
+        if len(live) != 1:
+            break
+        node = node.child("allOf", None).child(live[0], subs[live[0]])
+    return node
 
 
 _GENERIC_HINTS = frozenset({"root", "value", "item", "additional", "pattern", "contains", "other", "extra", "key"})

@@ -14,6 +14,7 @@ from .merge import Merged
 from .negation import CannotNegate
 from .values import json_equal, json_kind, type_set
 MAX_ONE_OF_PRODUCT = 64  # alternatives per exclusive oneOf branch
+MAX_DISTRIBUTED = 4096  # branches built by distributing anyOf/oneOf, per schema
 
 
 class Combinators:
@@ -55,7 +56,17 @@ class Combinators:
                                 return None
                         else:
                             branches = self._exclusive(node, subs, branches)
-                    return self._union(conj[:i] + (parent,) + conj[i + 1:], None, branches, depth, hint, extra_index=i)
+                    # a branch the rest provably contradicts is left out before it is built: a
+                    # chain of if/then on one discriminator distributes into ~n**2 branches, not 2**n
+                    if len(branches) > 1:
+                        branches = [b for b in branches if not self._contradictory(context + (b,))] or branches[:1]
+                    self.distributed += len(branches)
+                    if self.distributed > MAX_DISTRIBUTED:
+                        # lenient: the anyOf/oneOf is dropped (wider, as the warning says)
+                        self.unsupported(word, node.ptr, "distributing the anyOf/oneOf branches over the "
+                                         f"conjunction around them needs more than {MAX_DISTRIBUTED} branches")
+                        return self._alternatives(context, depth, hint)
+                    return self._union(context, None, branches, depth, hint, extra_index=i)
         merged = Merged(types=set(TYPES))
         for node in conj:
             self._merge_one(merged, node)
@@ -94,16 +105,31 @@ class Combinators:
         parts = []
         for j, branch in enumerate(branches):
             sub = base + (branch,) if base else (branch,)
-            if len(sub) == 1:
-                expr = self.value(sub, depth, hint=f"{hint}_{j}")
-            else:
-                expr = self.value(sub, depth, hint=f"{hint}_{j}")
+            expr = self.value(sub, depth, hint=f"{hint}_{j}")
             if expr is not None and expr not in parts:
                 parts.append(expr)
         if not parts:
             return None
         return parts[0] if len(parts) == 1 else Alt(tuple(parts))
 
+
+    def _contradictory(self, conj: tuple) -> bool:
+        """Whether no value satisfies the conjunction, by its signature (conservative)."""
+        sig = self._conj_signature(conj)
+        return sig is not None and self._sig_empty(sig, 0)
+
+    def _sig_empty(self, sig: "Signature", level: int) -> bool:
+        if not sig.types or sig.values == []:
+            return True
+        if sig.types != {"object"} or level >= 3:
+            return False
+        for k in sig.required:
+            if sig.forbids(k):
+                return True
+            inner = self._conj_signature(sig.props.get(k, ()))
+            if inner is not None and self._sig_empty(inner, level + 1):
+                return True
+        return False
 
     def _disjoint(self, branches: list[Node], context: tuple = ()) -> bool:
         """Whether no JSON value satisfies two of the branches (checked conservatively).
@@ -199,13 +225,21 @@ class Combinators:
         return out
 
     def _signature(self, node: Node, seen: set) -> "Signature | None":
-        """What a branch says about types, values and object keys, following $ref and allOf."""
+        """What a branch says about types, values and object keys, following $ref and allOf
+        (memoized per schema, base and dynamic scope; callers never modify one)."""
+        key = (id(node.schema), node.base, self._scope_key()) if not seen else None
+        if key is not None and key in self.signatures:
+            return self.signatures[key]
         saved = self.scope
         try:
             self.enter(node)
-            return self._signature_in_scope(node, seen)
+            sig = self._signature_in_scope(node, seen)
         finally:
             self.scope = saved
+        if key is not None:
+            self.keep.append(node.schema)
+            self.signatures[key] = sig
+        return sig
 
     def _signature_in_scope(self, node: Node, seen: set) -> "Signature | None":
         schema = node.schema
@@ -281,6 +315,7 @@ class Signature:
         the conjunction around a oneOf, which applies to every branch alike)."""
         if self.values is None or other.values is None:
             values = other.values if self.values is None else self.values
+            values = None if values is None else list(values)  # a copy: signatures are memoized
         else:
             values = [v for v in self.values if any(json_equal(v, w) for w in other.values)]
         props = {k: self.props.get(k, []) + other.props.get(k, []) for k in {*self.props, *other.props}}

@@ -14,7 +14,7 @@ asserts the formats it implements exactly (a documented narrowing: a model asked
 What the asserted formats compile to (string formats match raw characters, see json_formats):
 
 - RFC 3339 ``date-time``, ``date``, ``time``, ISO 8601 ``duration``, ``email``, ``hostname``,
-  ``ipv4``, ``ipv6``, RFC 3986 ``uri``, ``uri-reference``, ``uuid``, ``json-pointer``,
+  ``ipv4``, ``ipv6``, RFC 3986 ``uri``, ``uri-reference``, RFC 3987 ``iri``, ``iri-reference``, ``uuid``, ``json-pointer``,
   ``relative-json-pointer``: the json_formats automata;
 - ``byte`` (OpenAPI): standard base64 with padding (RFC 4648 §4);
 - ``int32`` / ``int64`` (OpenAPI): a number must be an integer in the signed 32/64-bit range
@@ -29,7 +29,7 @@ from grammarc.frontends import json_formats as jf
 POLICIES = ("known", "strict", "ignore")
 
 JSON_FORMATS = frozenset({"date-time", "date", "time", "duration", "email", "hostname", "ipv4", "ipv6",
-                          "uri", "uri-reference", "uuid", "json-pointer", "relative-json-pointer"})
+                          "uri", "uri-reference", "iri", "iri-reference", "uuid", "json-pointer", "relative-json-pointer"})
 STRING_PATTERNS = {
     "byte": r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?",
 }

@@ -7,6 +7,9 @@ ANNOTATIONS = frozenset({
     "$vocabulary", "title", "description", "default", "examples", "deprecated", "readOnly",
     "writeOnly", "contentMediaType", "contentEncoding", "contentSchema", "nullable",
 })
+# annotations that change neither the values a schema accepts nor how references resolve in it
+INERT = frozenset({"title", "description", "default", "examples", "deprecated", "readOnly", "writeOnly",
+                   "$comment", "contentMediaType", "contentEncoding", "contentSchema"})
 UNSUPPORTED = frozenset({"unevaluatedProperties", "unevaluatedItems"})
 REFS = ("$ref", "$dynamicRef", "$recursiveRef")
 # private keywords of the schemas that negation builds (never in user schemas)

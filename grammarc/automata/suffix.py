@@ -15,22 +15,14 @@ from __future__ import annotations
 
 import hashlib
 
+import numpy as np
+
+from grammarc.automata import _core
 from grammarc.automata.dfa import DFA
 
 
 def suffix_key(dfa: DFA, state: int) -> str:
-    """A hex digest naming the language `dfa` accepts from `state`."""
-    runs, accept = dfa._runs, dfa.accept
-    number = {state: 0}
-    order = [state]
-    parts: list[str] = []
-    for s in order:  # grows while we walk: breadth-first, bytes ascending
-        edges = []
-        for lo, hi, target in runs[s]:
-            n = number.get(target)
-            if n is None:
-                n = number[target] = len(order)
-                order.append(target)
-            edges.append(f"{lo}-{hi}:{n}")
-        parts.append(("A" if accept[s] else "N") + ",".join(edges))
-    return hashlib.blake2b(";".join(parts).encode(), digest_size=20).hexdigest()
+    """A hex digest naming the language `dfa` accepts from `state` (the canonical code is
+    built in C: `_core.suffix_code`; its Python oracle is tests/automata_reference.py)."""
+    code = _core.suffix_code(dfa._runs, dfa.accept.view(np.uint8), state)
+    return hashlib.blake2b(code, digest_size=20).hexdigest()

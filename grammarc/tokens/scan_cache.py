@@ -69,6 +69,7 @@ class TerminalScans:
     def __init__(self, dfa_key: str, vocab_key: str, rows: int):
         self.dfa_key, self.vocab_key, self.rows = dfa_key, vocab_key, rows
         self._scans: dict[int, Scan] = {}
+        self._nbytes = 0  # running total: the registry sums it on every new store
         self._dirty = False
         self._lock = threading.Lock()
         directory = cache_dir()
@@ -83,12 +84,14 @@ class TerminalScans:
         """Keep `scan` unless another thread kept one first; returns the one kept."""
         with self._lock:
             kept = self._scans.setdefault(state, scan)
-            self._dirty |= kept is scan
+            if kept is scan:
+                self._dirty = True
+                self._nbytes += scan.nbytes
             return kept
 
     @property
     def nbytes(self) -> int:
-        return sum(s.nbytes for s in list(self._scans.values()))
+        return self._nbytes
 
     def _header(self) -> dict:
         return {"version": FORMAT_VERSION, "package": package_version(), "dfa": self.dfa_key,
@@ -105,12 +108,14 @@ class TerminalScans:
             for i, state in enumerate(states.tolist()):
                 lo, hi = int(offsets[i]), int(offsets[i + 1])
                 mask = np.unpackbits(inside[i], count=self.rows).astype(bool)
-                self._scans[state] = Scan(mask, rows[lo:hi].astype(np.int32), pos[lo:hi].astype(np.int32))
+                scan = self._scans[state] = Scan(mask, rows[lo:hi].astype(np.int32), pos[lo:hi].astype(np.int32))
+                self._nbytes += scan.nbytes
             diskstore.touch(self.path)
             _remember(self)
         except Exception as error:  # a cache must never break compilation: rebuild instead
             warnings.warn(GrammarWarning(f"ignoring unreadable index cache {self.path}: {error}"), stacklevel=2)
             self._scans.clear()
+            self._nbytes = 0
             self._dirty = True
 
     def save(self, *, limit: bool = True) -> None:
