@@ -1,4 +1,4 @@
-"""JSON Schema (draft 2020-12 and draft 7) to grammarc IR.
+"""JSON Schema (drafts 4, 6, 7, 2019-09 and 2020-12) to grammarc IR.
 
 `schema_to_grammar` turns a schema into a `Grammar` whose language is the JSON texts that
 validate against it, laid out as the whitespace options say. The rule it follows is *never
@@ -92,8 +92,8 @@ def schema_to_grammar(
 ) -> Grammar:
     """The grammar of the JSON texts that validate against `schema` (see the module docstring).
 
-    `schema` is a dict, a boolean, or JSON text. `draft` is ``"2020-12"`` or ``"7"`` (default:
-    from ``$schema``, else 2020-12). `registry` maps absolute URIs to schema documents that
+    `schema` is a dict, a boolean, or JSON text. `draft` is one of ``"4"``, ``"6"``, ``"7"``,
+    ``"2019-09"``, ``"2020-12"`` (default: from ``$schema``, else 2020-12). `registry` maps absolute URIs to schema documents that
     ``$ref`` may use (nothing is ever fetched). `close_objects=True` treats a missing
     `additionalProperties` as false. `integer_fraction=False` writes integers (``type:
     integer`` and integer `const`/`enum` values) without a zero fraction: ``1``, never ``1.0``
