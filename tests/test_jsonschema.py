@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import warnings
@@ -300,6 +301,20 @@ def test_optional_keys_are_omitted_entirely():
 def test_required_and_order():
     g = G({"type": "object", "properties": {"a": {"const": 1}, "b": {"const": 2}}, "required": ["b"], "additionalProperties": False})
     check(g, yes=['{"b":2}', '{"a":1,"b":2}', '{"a":1.0,"b":2}'], no=["{}", '{"a":1}', '{"b":3}'])
+
+
+@pytest.mark.parametrize("schema, order", [
+    # own properties, then the conjuncts in the order the schema lists them
+    ({"allOf": [{"properties": {"a": {}}}, {"properties": {"b": {}}}, {"properties": {"c": {}}}]}, "abc"),
+    ({"properties": {"a": {}}, "allOf": [{"properties": {"b": {}}}, {"properties": {"c": {}}}]}, "abc"),
+    ({"$defs": {"c": {"properties": {"c": {}}}}, "$ref": "#/$defs/c", "allOf": [{"properties": {"a": {}}}, {"properties": {"b": {}}}]}, "cab"),
+    ({"$defs": {"c": {"properties": {"c": {}}}}, "allOf": [{"properties": {"a": {}}}, {"properties": {"b": {}}}], "$ref": "#/$defs/c"}, "abc"),
+    ({"$defs": {"b": {"properties": {"b": {}}}}, "allOf": [{"properties": {"a": {}}}, {"$ref": "#/$defs/b"}, {"properties": {"c": {}}}]}, "abc"),
+])
+def test_properties_of_conjuncts_come_in_listing_order(schema, order):
+    g = G({"type": "object", **schema}, whitespace="compact")
+    texts = {"".join(p): "{" + ",".join(f'"{k}":1' for k in p) + "}" for p in itertools.permutations("abc")}
+    assert [p for p, text in texts.items() if g.accepts(text)] == [order]
 
 
 def test_additional_properties_default_is_allowed_but_never_shadows_a_named_key():

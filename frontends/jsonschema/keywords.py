@@ -8,8 +8,8 @@ ANNOTATIONS = frozenset({
     "writeOnly", "contentMediaType", "contentEncoding", "contentSchema", "nullable",
 })
 # annotations that change neither the values a schema accepts nor how references resolve in it
-INERT = frozenset({"title", "description", "default", "examples", "deprecated", "readOnly", "writeOnly",
-                   "$comment", "contentMediaType", "contentEncoding", "contentSchema"})
+# (contentMediaType & co. are not: draft 7 lets them assert, and grammarc refuses them there)
+INERT = frozenset({"title", "description", "default", "examples", "deprecated", "readOnly", "writeOnly", "$comment"})
 UNSUPPORTED = frozenset({"unevaluatedProperties", "unevaluatedItems"})
 REFS = ("$ref", "$dynamicRef", "$recursiveRef")
 # private keywords of the schemas that negation builds (never in user schemas)

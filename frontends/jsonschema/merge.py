@@ -78,16 +78,19 @@ class Merging:
             if id(schema) in seen:
                 continue
             seen.add(id(schema))
-            for word in REFS:
-                if word in schema:
-                    target = self.resolve_ref(word, node)
-                    stack.append((target, self.scope))
-            out.append(self._flat(node))
-            for j, sub in enumerate(schema.get("allOf", []) or []):
-                stack.append((Node(sub, f"{node.ptr}/allOf/{j}", node.base), self.scope))
-            stack.extend((n, self.scope) for n in self._expansions(node))
             if "allOf" in schema and (not isinstance(schema["allOf"], list) or not schema["allOf"]):
                 raise SchemaError("allOf must be a non-empty array", node.ptr + "/allOf")
+            out.append(self._flat(node))
+            # the conjuncts it brings, in the order the schema lists them (their properties
+            # are laid out in this order), then the expansions of not/if/dependencies
+            parts: list[Node] = []
+            for word in schema:
+                if word in REFS:
+                    parts.append(self.resolve_ref(word, node))
+                elif word == "allOf":
+                    parts.extend(Node(sub, f"{node.ptr}/allOf/{j}", node.base) for j, sub in enumerate(schema["allOf"]))
+            parts.extend(self._expansions(node))
+            stack.extend((n, self.scope) for n in reversed(parts))  # popped first to last
         merged = dict(scopes[0]) if scopes else dict(self.scope)
         for scope in scopes[1:]:
             for name, target in scope.items():
