@@ -275,33 +275,66 @@ def layout_texts(instance: Any) -> dict[str, str]:
     return {name: json.dumps(instance, ensure_ascii=False, **kw) for name, kw in PASS_LAYOUTS.items()}
 
 
+def _target(ref: Any, root: Any) -> Any:
+    """The schema a local ``$ref`` ("#/a/b") names (None: not local or not found)."""
+    if not isinstance(ref, str) or not ref.startswith("#"):
+        return None
+    target: Any = root
+    for part in ref[1:].strip("/").split("/") if ref != "#" else []:
+        part = part.replace("~1", "/").replace("~0", "~")
+        target = target.get(part) if isinstance(target, dict) else None
+    return target
+
+
 def _resolve(schema: Any, root: Any, depth: int = 0) -> Any:
-    """`schema` with a local ``$ref`` ("#/a/b") followed (a few levels); anything else as is."""
-    while isinstance(schema, dict) and isinstance(schema.get("$ref"), str) and schema["$ref"].startswith("#") and depth < 16:
-        target: Any = root
-        for part in schema["$ref"][1:].strip("/").split("/") if schema["$ref"] != "#" else []:
-            part = part.replace("~1", "/").replace("~0", "~")
-            target = target.get(part) if isinstance(target, dict) else None
+    """`schema` with a lone local ``$ref`` followed (a few levels); anything else as is."""
+    while isinstance(schema, dict) and set(schema) - _NOTES == {"$ref"} and depth < 16:
+        target = _target(schema["$ref"], root)
         if target is None:
             break
         schema, depth = target, depth + 1
     return schema
 
 
-def _property_schemas(schema: Any, root: Any, depth: int = 0) -> dict[str, Any]:
-    """Property name -> subschema, in the order the schema (and its allOf/anyOf/oneOf
-    branches, depth first) lists them."""
+_NOTES = frozenset({"title", "description", "$comment", "default", "examples"})
+
+
+def _property_schemas(schema: Any, root: Any, value: Any = None, depth: int = 0) -> dict[str, Any]:
+    """Property name -> subschema, in grammarc's layout order: the schema's own properties,
+    then those of its conjuncts ($ref, allOf) in the order it lists them; of an anyOf/oneOf,
+    the branch that names most of `value`'s keys."""
     schema = _resolve(schema, root)
     found: dict[str, Any] = {}
     if not isinstance(schema, dict) or depth > 8:
         return found
     if isinstance(schema.get("properties"), dict):
         found.update(schema["properties"])
-    for key in ("allOf", "anyOf", "oneOf"):
-        for branch in schema.get(key, []) if isinstance(schema.get(key), list) else []:
-            for name, sub in _property_schemas(branch, root, depth + 1).items():
-                found.setdefault(name, sub)
+    for word, sub in schema.items():
+        branches = []
+        if word == "$ref":
+            branches = [_target(sub, root)]
+        elif word == "allOf" and isinstance(sub, list):
+            branches = sub
+        elif word in ("anyOf", "oneOf") and isinstance(sub, list) and sub:
+            keys = set(value) if isinstance(value, dict) else set()
+            named = [_property_schemas(b, root, value, depth + 1) for b in sub]
+            branches = [sub[max(range(len(sub)), key=lambda i: len(keys & set(named[i])))]]
+        for branch in branches:
+            for name, inner in _property_schemas(branch, root, value, depth + 1).items():
+                found.setdefault(name, inner)
     return found
+
+
+def _pattern_schema(key: str, schema: Any) -> Any:
+    """The first patternProperties schema whose pattern finds `key` (None: none does)."""
+    patterns = schema.get("patternProperties") if isinstance(schema, dict) else None
+    for pattern, sub in (patterns.items() if isinstance(patterns, dict) else ()):
+        try:
+            if re.search(pattern, key):
+                return sub
+        except re.error:
+            continue
+    return None
 
 
 def in_schema_order(value: Any, schema: Any, root: Any) -> Any:
@@ -310,10 +343,11 @@ def in_schema_order(value: Any, schema: Any, root: Any) -> Any:
     properties out in an order of its own (the documented narrowing)."""
     schema = _resolve(schema, root)
     if isinstance(value, dict):
-        named = _property_schemas(schema, root)
+        named = _property_schemas(schema, root, value)
         other = schema.get("additionalProperties", {}) if isinstance(schema, dict) else {}
         keys = [k for k in named if k in value] + [k for k in value if k not in named]
-        return {k: in_schema_order(value[k], named.get(k, other), root) for k in keys}
+        return {k: in_schema_order(value[k], named[k] if k in named else _pattern_schema(k, schema) or other, root)
+                for k in keys}
     if isinstance(value, list) and isinstance(schema, dict):
         prefix = schema.get("prefixItems") if isinstance(schema.get("prefixItems"), list) else []
         items = schema.get("items", {})

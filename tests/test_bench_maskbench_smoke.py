@@ -177,6 +177,15 @@ def test_schema_order_follows_refs_branches_and_items(mb):
     assert json.dumps(ordered) == '{"b": {"y": 4, "x": 3}, "a": [{"y": 2, "x": 1}], "c": 1, "z": 0}'
 
 
+def test_schema_order_picks_the_branch_and_pattern_a_value_uses(mb):
+    schema = {"$defs": {"S": {"properties": {"image": {}, "env": {"properties": {"k": {}, "j": {}}}}}},
+              "patternProperties": {"^svc": {"$ref": "#/$defs/S"}},
+              "properties": {"u": {"oneOf": [{"properties": {"p": {}, "q": {}}}, {"properties": {"s": {}, "r": {}}}]}}}
+    value = {"svc1": {"env": {"j": 1, "k": 2}, "image": "x"}, "u": {"r": 1, "s": 2}}
+    ordered = mb.in_schema_order(value, schema, schema)
+    assert json.dumps(ordered) == '{"u": {"s": 2, "r": 1}, "svc1": {"image": "x", "env": {"k": 2, "j": 1}}}'
+
+
 def test_isolated_workers_have_a_memory_limit(mb):
     outcomes = dict(mb.run_isolated([("big", lambda: len(bytearray(1 << 30)))], memory_mb=256))
     assert outcomes["big"].kind == "error" and outcomes["big"].error == "MemoryError: "

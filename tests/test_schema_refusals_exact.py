@@ -374,3 +374,36 @@ def test_unique_strings_stay_refused_with_a_pointer():
         Grammar.from_json_schema({"properties": {"authors": {"type": "array", "uniqueItems": True, "items": {"type": "string"}}}})
     assert info.value.pointer == "#/properties/authors/uniqueItems"
     assert "not a short list of values" in info.value.message
+
+
+# -- 4. not over oneOf: none of the branches, or two at once ---------------------------------
+
+BRANCHES = st.sampled_from([{"type": "integer"}, {"minimum": 3}, {"type": "string"}, {"maxLength": 1},
+                            {"enum": [1, "a", None]}, {"type": "array", "maxItems": 1}, {"required": ["a"]},
+                            {"properties": {"a": {"type": "integer"}}}, {"not": {"type": "null"}}])
+NOT_ONE_OF_VALUES = st.sampled_from([0, 1, 5, 2.5, 3.5, "", "a", "ab", None, True, [], [1], [1, 2], {}, {"a": 1},
+                                     {"a": "s"}, {"b": 1}])
+
+
+@st.composite
+def not_one_of_schemas(draw) -> dict:
+    inner = {"oneOf": draw(st.lists(BRANCHES, min_size=1, max_size=4))}
+    if draw(st.integers(0, 2)) == 0:  # a oneOf nested in a oneOf branch: negated by `_exclusive`
+        return {"oneOf": [inner, draw(BRANCHES)]}
+    return {"not": inner}
+
+
+@SETTINGS
+@given(not_one_of_schemas(), st.lists(NOT_ONE_OF_VALUES, min_size=12, max_size=12, unique_by=json.dumps))
+def test_not_one_of_agrees_with_jsonschema(schema, values):
+    grammar = grammar_or_refusal(schema)
+    assert grammar is not None, schema  # up to 8 branches, nothing here is refused
+    for value in values:
+        agree(grammar, schema, value)
+
+
+def test_not_over_a_wide_one_of_is_refused_with_a_pointer():
+    with pytest.raises(UnsupportedSchemaError) as info:
+        Grammar.from_json_schema({"properties": {"p": {"not": {"oneOf": [{"minimum": i} for i in range(9)]}}}})
+    assert info.value.pointer == "#/properties/p/not"
+    assert info.value.message == "keyword 'not' is not supported: the negation of a oneOf of more than 8 branches"

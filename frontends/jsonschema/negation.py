@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 
 from grammarc.errors import SchemaError
@@ -11,6 +12,9 @@ from .documents import Node
 from .keywords import (REFS, ANNOTATIONS, NOT_MULTIPLE_KEY, NOT_PATTERN_KEY, NOT_STRINGS_KEY, NOT_VALID_KEY, NUMBER_KINDS, SOME_MEMBER_KEY,
                        SUPPORTED, TYPES, TYPES_KEY, UNSUPPORTED)
 from .values import count_value, dec, json_equal, json_kind, number_value, type_set
+
+
+MAX_NEGATED_ONE_OF_PAIRS = 28  # `not` over a oneOf of up to 8 branches
 
 
 class Negation:
@@ -69,8 +73,9 @@ class Negation:
 
         not(K1 and K2 ...) = not K1 or not K2 ...: each keyword's negation is a plain schema
         restricted to the type the keyword applies to (``minimum: 5`` fails only for numbers
-        below 5, so its negation is ``{type: number, exclusiveMaximum: 5}``). Keywords whose
-        negation is not regular or not simple (format, uniqueItems, oneOf, ...)
+        below 5, so its negation is ``{type: number, exclusiveMaximum: 5}``); ``oneOf: [A...]``
+        fails where none holds or two do: ``anyOf: [allOf: [not A...], allOf: [Ai, Aj]...]``.
+        Keywords whose negation is not regular or not simple (format, uniqueItems, ...)
         raise CannotNegate. ``patternProperties``/``additionalProperties`` fail where some member
         (a key they govern) has a value failing their schema: SOME_MEMBER_KEY says so.
         """
@@ -194,6 +199,14 @@ class Negation:
                     add(neg(sub))
             elif k == "anyOf":
                 add({"allOf": [neg(sub) for sub in v]})
+            elif k == "oneOf":  # not exactly one: none of them, or two at once
+                if not isinstance(v, list) or not v:
+                    raise SchemaError("oneOf must be a non-empty array", node.ptr + "/oneOf")
+                if len(v) * (len(v) - 1) // 2 > MAX_NEGATED_ONE_OF_PAIRS:
+                    raise CannotNegate(f"the negation of a oneOf of more than {len(v) - 1} branches")
+                add({"allOf": [neg(sub) for sub in v]})
+                for i, j in itertools.combinations(range(len(v)), 2):
+                    add({"allOf": [v[i], v[j]]})
             elif k == "not":
                 add(v)
             elif k == "if":
