@@ -146,7 +146,36 @@ def test_object_negations_agree_with_jsonschema(schema, values):
         agree(grammar, schema, v)
 
 
+@st.composite
+def pattern_members(draw) -> dict:
+    """An object schema of an allOf: patterns, a named property, additionalProperties."""
+    s: dict = {}
+    if draw(st.booleans()):
+        s["patternProperties"] = dict([(draw(PATTERNS), draw(VALUE_SCHEMAS)) for _ in range(draw(st.integers(1, 2)))])
+    if draw(st.booleans()):
+        s["properties"] = {draw(st.sampled_from(["a", "b"])): draw(VALUE_SCHEMAS)}
+    add = draw(st.sampled_from([None, False, True, {"type": "integer"}, {"type": "string"}]))
+    if add is not None:
+        s["additionalProperties"] = add
+    return s
+
+
+@SETTINGS
+@given(st.lists(pattern_members(), min_size=2, max_size=3), st.lists(instances, min_size=12, max_size=12))
+def test_object_schemas_with_patterns_meet_exactly(schemas, values):
+    # allOf of object schemas with patternProperties: each judges a key by its own patterns,
+    # else by its own additionalProperties (was refused: "merged with other object schemas")
+    schema = {"allOf": schemas}
+    grammar = grammar_or_refusal(schema)
+    assert grammar is not None, schema
+    for v in values:
+        agree(grammar, schema, v)
+
+
 FIXED_NEGATIONS = [
+    {"allOf": [{"patternProperties": {"^x": {"type": "integer"}}}, {"additionalProperties": False}]},
+    {"allOf": [{"patternProperties": {"^x": {"type": "integer"}}, "additionalProperties": False},
+               {"patternProperties": {"b": {"type": "string"}}, "additionalProperties": {"type": "integer"}}]},
     {"not": {"additionalProperties": False, "properties": {"a": True}}},
     {"not": {"patternProperties": {"^x": {"type": "integer"}}}},
     {"type": "object", "properties": {"a": True, "b": True}, "additionalProperties": False,

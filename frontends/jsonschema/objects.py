@@ -31,9 +31,6 @@ class Objects:
         for k in required:
             if k not in named:
                 named.append(k)
-        with_patterns = [mem for mem in members if mem[2]]
-        if len(with_patterns) > 1 or (with_patterns and len(members) > 1):
-            self.unsupported("patternProperties", with_patterns[0][0].ptr, "patternProperties merged with other object schemas")
         # the schemas each named key must satisfy
         key_conj: dict[str, tuple] = {}
         for k in named:
@@ -180,7 +177,7 @@ class Objects:
             adds_closed = True
         else:
             adds_closed = False
-        pats = [(node, pat, sub) for node, _, ps, _ in members for pat, sub in ps.items()]
+        pats = [(node, pat, sub, j) for j, (node, _, ps, _) in enumerate(members) for pat, sub in ps.items()]
         out = []
         if name_conj:
             key_re = self._property_name_regex(name_conj, named)
@@ -189,7 +186,7 @@ class Objects:
         else:
             key_re = None
         if pats:
-            return self._pattern_extras(m, pats, adds, adds_closed, named, key_re, depth, hint)
+            return self._pattern_extras(m, members, pats, adds, adds_closed, named, key_re, depth, hint)
         if adds_closed:
             return []
         value = self.value(tuple(adds), depth + 1, hint=f"{hint}_additional")
@@ -205,30 +202,31 @@ class Objects:
         """A key naming none of `named`: the complement of their trie, as right-linear rules."""
         return self._char_dfa(chardfa.excluding(named), True, f"{hint}_other_key")
 
-    def _pattern_extras(self, m, pats, adds, adds_closed, named, key_re, depth, hint):
+    def _pattern_extras(self, m, members, pats, adds, adds_closed, named, key_re, depth, hint):
         """Members whose keys match patternProperties, and the keys no pattern matches.
 
         Keys are split by the set of patterns they match, so that a key matching several gets
         all their schemas and one matching none gets additionalProperties; named properties are
         left out of every region (they are members of their own, and their values already carry
-        the schemas of the patterns that match their names). Exact, over every JSON spelling of
-        the keys; a split into more than MAX_KEY_REGIONS regions is refused.
+        the schemas of the patterns that match their names). Where object schemas meet (allOf),
+        each judges a key by its own patterns, else by its own additionalProperties. Exact,
+        over every JSON spelling of the keys; more than MAX_KEY_REGIONS regions are refused.
         """
         if key_re is not None:
             self.unsupported("propertyNames", m.property_names[0].ptr.rsplit("/", 1)[0], "together with patternProperties")
         found = []
-        for n2, p2, sub in pats:
+        for n2, p2, sub, j in pats:
             try:
-                found.append((n2, p2, sub, chardfa.pattern(p2, MAX_STRING_STATES)))
+                found.append((n2, p2, sub, chardfa.pattern(p2, MAX_STRING_STATES), j))
             except (jf.PatternError, chardfa.TooLarge) as exc:
                 self.unsupported("patternProperties", n2.ptr, str(exc))
-        if len(found) == 1 and not named and found[0][3] is not None:
+        if len(found) == 1 and len(members) == 1 and not named and found[0][3] is not None:
             simple = self._one_pattern_extras(found[0], adds, adds_closed, depth, hint)
             if simple is not None:
                 return simple
         try:
             regions = [(chardfa.complement(chardfa.literals(named), MAX_STRING_STATES), ())]
-            for i, (n2, p2, _, dfa) in enumerate(found):
+            for i, (n2, p2, _, dfa, _) in enumerate(found):
                 split = []
                 for region, tags in regions:
                     yes = chardfa.intersection(region, dfa, MAX_STRING_STATES)
@@ -245,6 +243,8 @@ class Objects:
         for region, tags in keys:
             if tags:
                 conj = tuple(found[i][0].child("patternProperties", None).child(found[i][1], found[i][2]) for i in tags)
+                judged = {found[i][4] for i in tags}  # the members whose patterns match these keys
+                conj += tuple(add for j, (_, _, _, add) in enumerate(members) if j not in judged and add is not None)
                 value = self.value(conj, depth + 1, hint=f"{hint}_pattern")
             elif adds_closed:
                 continue
@@ -256,7 +256,7 @@ class Objects:
 
     def _one_pattern_extras(self, found, adds, adds_closed, depth, hint):
         """One pattern, no named property: the pattern's keys as a regex, the others as an automaton."""
-        n2, p2, sub, dfa = found
+        n2, p2, sub, dfa, _ = found
         body = jf.search_regex(p2)
         out = []
         value = self.value((n2.child("patternProperties", None).child(p2, sub),), depth + 1, hint=f"{hint}_pattern")
