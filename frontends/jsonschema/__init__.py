@@ -32,7 +32,7 @@ Keywords rewritten into exact equivalents (see `negation.py`):
   dependency holds" (an anyOf);
 - ``maxContains``: each item is a hit (contains) or a miss (not contains), hits counted;
 - ``oneOf`` whose branches are not provably disjoint: branch i becomes ``allOf: [A_i, not A_j
-  for every j != i]`` (exact wherever each branch can be negated; at most 64 alternatives each);
+  for every j != i]`` (exact wherever each branch can be negated; at most 1,024 alternatives each);
 - ``pattern`` with ``minLength``/``maxLength``, several patterns, ``format`` with either: the
   length range is pushed into the pattern's repetition counts where a concatenation has one
   part of variable length (``^[a-z0-9_]+$`` + maxLength 64 is ``[a-z0-9_]{1,64}``), else the

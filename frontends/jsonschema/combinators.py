@@ -13,7 +13,7 @@ from .keywords import ANNOTATIONS, NUMBER_KINDS, REFS, SUPPORTED, TYPES, TYPES_K
 from .merge import Merged
 from .negation import CannotNegate
 from .values import json_equal, json_kind, type_set
-MAX_ONE_OF_PRODUCT = 64  # alternatives per exclusive oneOf branch
+MAX_ONE_OF_PRODUCT = 1024  # alternatives per exclusive oneOf branch (contradictory ones are pruned)
 MAX_DISTRIBUTED = 4096  # branches built by distributing anyOf/oneOf, per schema
 
 
