@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import contextlib
 import csv
 import gc
 import itertools
@@ -969,6 +970,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="address space a worker may add to what it inherits (default 6144)")
     parser.add_argument("--no-fork", action="store_true", help="run in this process (no timeout): for profilers")
     parser.add_argument("--save", type=Path, metavar="DIR", help="write maskbench-<mode>*.json/.csv under DIR")
+    parser.add_argument("--cache-dir", type=Path,
+                        help="grammarc's disk cache for this run (default: a fresh temporary one, removed after)")
     group = parser.add_argument_group("pass mode")
     group.add_argument("--only", action="append", help="schemas whose file name contains this (repeatable)")
     group.add_argument("--sample", type=int, help="a seeded random sample of this many schemas")
@@ -984,10 +987,27 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     group.add_argument("--layout", choices=sorted(GRAMMARC_OPTIONS), default="flexible",
                        help="flexible: json.dumps' default separators, every engine's JSON whitespace (MaskBench's); "
                             "compact: no whitespace")
-    group.add_argument("--cache-dir", type=Path, help="grammarc's disk cache for this run (default: a fresh temporary one)")
     group.add_argument("--profile", type=Path, metavar="DIR",
                        help="cProfile grammarc's TTFM and replay per schema; write DIR/cold-{ttfm,tbm}.prof and top lists")
     return parser.parse_args(argv)
+
+
+@contextlib.contextmanager
+def _disk_cache(directory: Path | None) -> Iterator[None]:
+    """grammarc's disk cache for the run: `directory`, or a fresh temporary one (removed
+    after), so that no earlier run's compiled grammars or scans are found."""
+    cache = Path(tempfile.mkdtemp(prefix="maskbench-cache-")) if directory is None else directory
+    previous = os.environ.get("GRAMMARC_CACHE_DIR")
+    os.environ["GRAMMARC_CACHE_DIR"] = str(cache)
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop("GRAMMARC_CACHE_DIR", None)
+        else:
+            os.environ["GRAMMARC_CACHE_DIR"] = previous
+        if directory is None:
+            shutil.rmtree(cache, ignore_errors=True)
 
 
 def main(argv: list[str] | None = None) -> tuple[list, dict]:
@@ -997,29 +1017,20 @@ def main(argv: list[str] | None = None) -> tuple[list, dict]:
     cases = load_cases(args.data)
     if not cases:
         sys.exit(f"no MaskBench files in {args.data}")
+    with _disk_cache(args.cache_dir):
+        if args.mode == "pass":
+            cases = select_cases(cases, only=args.only, limit=args.limit, sample=args.sample, seed=args.seed)
+            print(f"{len(cases)} schemas from {args.data}; engines: {', '.join(engines)}", flush=True)
+            records = run_pass(cases, engines, args)
+        else:
+            responses, meta = run_cold(cases, engines, args)
     if args.mode == "pass":
-        cases = select_cases(cases, only=args.only, limit=args.limit, sample=args.sample, seed=args.seed)
-        print(f"{len(cases)} schemas from {args.data}; engines: {', '.join(engines)}", flush=True)
-        records = run_pass(cases, engines, args)
         engines = [e for e in engines if any(r["engine"] == e for r in records)]
         print()
         print(pass_report(records, engines))
         if args.save is not None:
             save_pass(records, engines, args.save, command.strip())
         return records, {"engines": engines}
-    fresh = args.cache_dir is None
-    cache = Path(tempfile.mkdtemp(prefix="maskbench-cache-")) if fresh else args.cache_dir
-    previous = os.environ.get("GRAMMARC_CACHE_DIR")
-    os.environ["GRAMMARC_CACHE_DIR"] = str(cache)
-    try:
-        responses, meta = run_cold(cases, engines, args)
-    finally:
-        if previous is None:
-            os.environ.pop("GRAMMARC_CACHE_DIR", None)
-        else:
-            os.environ["GRAMMARC_CACHE_DIR"] = previous
-        if fresh:
-            shutil.rmtree(cache, ignore_errors=True)
     print()
     print(f"vocabulary {meta['vocabulary']} ({meta['vocab_size']} ids), layout {meta['layout']}, "
           f"{meta['measured']} never-seen schemas after {len(meta['warmup'])} warm-up ones; "
