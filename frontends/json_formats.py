@@ -49,7 +49,22 @@ complement = negate
 
 
 def intersect(a: Ranges, b: Ranges) -> Ranges:
-    return negate(normalize(negate(normalize(a)) + negate(normalize(b))))
+    """The code points in both (normalized: sorted, merged, no surrogates)."""
+    a, b = normalize(a), normalize(b)
+    out: list[tuple[int, int]] = []
+    i = j = 0
+    while i < len(a) and j < len(b):
+        lo, hi = max(a[i][0], b[j][0], 0), min(a[i][1], b[j][1], MAX_CP)
+        if lo <= hi:
+            if out and lo == out[-1][1] + 1:
+                out[-1] = (out[-1][0], hi)
+            else:
+                out.append((lo, hi))
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return tuple(out)
 
 
 RAW_OK: Ranges = ((0x20, 0x21), (0x23, 0x5B), (0x5D, 0xD7FF), (0xE000, MAX_CP))

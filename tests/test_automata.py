@@ -446,6 +446,32 @@ def test_intersect_and_without_empty(r1, r2) -> None:
     _enumerate_check(ne, lambda s: s != "" and bool(pa_.fullmatch(s)))
 
 
+_WINDOW_TEXTS = ["".join(t) for n in range(7) for t in itertools.product(["a", "b", "é", "😀"], repeat=n)]
+
+
+@pytest.mark.parametrize("pattern", ["(a|b)*", "a*é?b+", "(é|😀)*a", "(ab|é)*", "[ab]{2,5}", "a|bb|ééé", "",
+                                     "(a|é😀)+b?", "😀*"])
+def test_length_window_against_brute_force(pattern) -> None:
+    # every text of up to 6 characters (1 to 4 bytes each): in the window iff the pattern
+    # matches it and its length in characters is within bounds
+    from grammarc.automata.operations import length_window
+
+    d, rx = A.from_regex(pattern), re.compile(pattern)
+    for lo, hi in [(0, 0), (0, 3), (2, 4), (3, None), (1, None), (5, 5), (0, 1), (6, None), (4, 9)]:
+        w = length_window(d, lo, hi)
+        _check_invariants(w)
+        for text in _WINDOW_TEXTS:
+            expected = bool(rx.fullmatch(text)) and lo <= len(text) and (hi is None or len(text) <= hi)
+            assert w.matches(text.encode()) == expected, (pattern, lo, hi, text)
+
+
+def test_length_window_budget() -> None:
+    from grammarc.automata.operations import length_window
+
+    with pytest.raises(StateBudgetExceeded, match=r"^length window 0\.\.5000 is too large: building it took more"):
+        length_window(A.from_regex("[a-z]*@[a-z]*"), 0, 5000, max_states=100)
+
+
 def test_algebra_edge_cases() -> None:
     empty = A.from_regex("[^\\x00-\\U0010FFFF]")
     a = A.literal(b"a")

@@ -133,3 +133,20 @@ def test_complement_reads_only_utf8_and_is_an_involution() -> None:
     assert c.matches(b"") and A.complement(c) == d
     assert A.complement(A.utf8_text()).is_empty
     assert A.complement(A.intersect(d, A.literal(b"q"))) == A.utf8_text()
+
+
+_POINTS = st.one_of(st.integers(0, 300), st.integers(0xD700, 0xE100), st.integers(0, jf.MAX_CP))
+_RANGES = st.lists(st.tuples(_POINTS, st.integers(-2, 5000)).map(lambda p: (p[0], p[0] + p[1])), max_size=5).map(tuple)
+
+
+@given(_RANGES, _RANGES, st.integers(0, jf.MAX_CP))
+@settings(max_examples=500, deadline=None)
+def test_code_point_set_intersection(a, b, cp):
+    # normalized like the complement of the union of the complements, and the code points
+    # in it are exactly those in both (surrogates in neither)
+    from grammarc.automata.regex import negate, normalize
+
+    got = jf.intersect(a, b)
+    assert got == negate(normalize(negate(normalize(a)) + negate(normalize(b))))
+    inside = lambda rs: any(lo <= cp <= hi for lo, hi in rs)  # noqa: E731
+    assert inside(got) == (inside(a) and inside(b) and not 0xD800 <= cp <= 0xDFFF)

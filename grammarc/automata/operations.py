@@ -287,43 +287,42 @@ def repeat(d: DFA, lo: int, hi: int | None, *, max_states: int = DEFAULT_MAX_STA
 def _product_tables(
     ta: np.ndarray, aa: np.ndarray, tb: np.ndarray, ab: np.ndarray, max_states: int, what: str
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Reachable part of the product automaton (intersection), as a byte table."""
-    nb = tb.shape[0]
+    """Reachable part of the product automaton (intersection), as a byte table.
 
-    def successors(code: int) -> np.ndarray:
-        ra, rb = ta[code // nb], tb[code % nb]
+    A pair (p, q) is the code ``p * nb + q``; breadth first from (0, 0), a block of states
+    at a time (numpy over the block), then every row of the table at once. Stops with a
+    budget error past what the budget allows before minimization."""
+    nb = tb.shape[0]
+    limit = _unminimized_cap(max_states)
+
+    def successors(codes: np.ndarray) -> np.ndarray:
+        ra, rb = ta[codes // nb], tb[codes % nb]
         return np.where((ra >= 0) & (rb >= 0), ra * nb + rb, -1)
 
-    codes, table = _reachable(successors, max_states, what)
-    pairs = [divmod(code, nb) for code in codes]
-    acc = np.array([bool(aa[p]) and bool(ab[q]) for p, q in pairs], dtype=bool)
+    found = [np.zeros(1, dtype=np.int64)]  # codes in discovery order
+    seen = found[0]  # the same, sorted
+    level = found[0]
+    while len(level):
+        fresh = []
+        for lo in range(0, len(level), _PRODUCT_BLOCK):
+            succ = successors(level[lo:lo + _PRODUCT_BLOCK])
+            cand = np.unique(succ[succ >= 0])
+            new = cand[~np.isin(cand, seen, assume_unique=True)]
+            if len(seen) + len(new) > limit:
+                raise _budget_error(what, max_states)
+            seen = np.union1d(seen, new)
+            fresh.append(new)
+        level = np.concatenate(fresh)
+        found.append(level)
+    codes = np.concatenate(found)
+    order = np.argsort(codes)  # state numbers by code
+    succ = successors(codes)
+    table = np.where(succ >= 0, order[np.searchsorted(codes[order], np.maximum(succ, 0))], -1)
+    acc = np.asarray(aa, dtype=bool)[codes // nb] & np.asarray(ab, dtype=bool)[codes % nb]
     return table, acc
 
 
-def _reachable(successors, max_states: int, what: str) -> tuple[list[int], np.ndarray]:
-    """Breadth-first over states named by integer codes, from code 0: `successors(code)`
-    gives a row of successor codes (-1: none). Returns the codes in discovery order (state
-    i is ``codes[i]``) and the transition table over state numbers; stops with a budget
-    error past what the budget allows before minimization."""
-    ids = {0: 0}
-    codes = [0]
-    rows = []
-    for code in codes:  # grows while iterating
-        uniq, inv = np.unique(successors(code), return_inverse=True)
-        mapped = []
-        for nxt in uniq.tolist():
-            if nxt < 0:
-                mapped.append(-1)
-                continue
-            j = ids.get(nxt)
-            if j is None:
-                if len(codes) >= _unminimized_cap(max_states):
-                    raise _budget_error(what, max_states)
-                j = ids[nxt] = len(codes)
-                codes.append(nxt)
-            mapped.append(j)
-        rows.append(np.asarray(mapped, dtype=np.int64)[inv.reshape(-1)])
-    return codes, np.vstack(rows)
+_PRODUCT_BLOCK = 4096  # product states expanded at once
 
 
 def _finalize_product(
@@ -374,27 +373,90 @@ def length_window(d: DFA, lo: int, hi: int | None, *, max_states: int = DEFAULT_
     """The strings of L(d) that are lo..hi characters long (hi=None: at least lo).
 
     `d` reads UTF-8 text; a character is counted at its first byte. The product with the
-    counter is walked from the start, so only (state, count) pairs that occur are built.
+    counter is built layer by layer, one layer per count, as the set of `d`'s states that
+    occur with that count (from hi=None's cap on, the count stays at the cap): numpy over
+    whole layers, and only (state, count) pairs that occur are built.
     """
     _check_budget(max_states)
     if lo < 0 or (hi is not None and hi < lo):
         raise ValueError(f"bad length window {lo}..{hi}")
     if lo == 0 and hi is None:
         return d
-    trans = d.trans.astype(np.int64)
-    counts = np.ones(256, dtype=np.int64)
-    counts[0x80:0xC0] = 0  # continuation bytes do not start a character
     cap = lo if hi is None else hi
     what = f"length window {lo}..{'' if hi is None else hi}"
-    def successors(code: int) -> np.ndarray:
-        q, n = divmod(code, cap + 1)
-        row = trans[q]
-        nxt = n + counts
-        if hi is None:
-            nxt = np.minimum(nxt, cap)
-        return np.where((row >= 0) & (nxt <= cap), row * (cap + 1) + nxt, -1)
-
-    codes, table = _reachable(successors, max_states, what)
-    pairs = [divmod(code, cap + 1) for code in codes]
-    accept = np.array([bool(d.accept[q]) and n >= lo for q, n in pairs], dtype=bool)
+    layers = _count_layers(np.asarray(d.trans, dtype=np.int64), cap, hi is None, _unminimized_cap(max_states), what,
+                           max_states)
+    table, accept = _layered_table(np.asarray(d.trans, dtype=np.int64), np.asarray(d.accept, dtype=bool), layers, lo,
+                                   cap, hi is None)
     return _within_budget(from_table(table, accept), what, max_states)
+
+
+_CONTINUATION = np.zeros(256, dtype=bool)
+_CONTINUATION[0x80:0xC0] = True  # continuation bytes do not start a character
+
+
+def _count_layers(trans: np.ndarray, cap: int, saturate: bool, limit: int, what: str, max_states: int) -> list:
+    """Per count 0..cap, the bool mask of `trans`' states reachable from 0 with that many
+    characters read (with `saturate`, the last layer holds every count from cap on)."""
+    stay, step = trans[:, _CONTINUATION], trans[:, ~_CONTINUATION]
+
+    def after(states: np.ndarray, moves: np.ndarray) -> np.ndarray:
+        found = np.zeros(len(trans), dtype=bool)
+        targets = moves[states]
+        found[targets[targets >= 0]] = True
+        return found
+
+    def closure(states: np.ndarray) -> np.ndarray:  # UTF-8: a few continuation bytes deep
+        while True:
+            grown = states | after(states, stay)
+            if (grown == states).all():
+                return states
+            states = grown
+
+    start = np.zeros(len(trans), dtype=bool)
+    start[0] = True
+    layers, total = [closure(start)], 0
+    while True:
+        total += int(layers[-1].sum())
+        if total > limit:
+            raise _budget_error(what, max_states)
+        if len(layers) == cap + 1:
+            break
+        nxt = closure(after(layers[-1], step))
+        if not nxt.any():
+            return layers
+        layers.append(nxt)
+    while saturate:  # counts past the cap: a fixpoint of the last layer
+        grown = closure(layers[-1] | after(layers[-1], step))
+        if (grown == layers[-1]).all():
+            break
+        total += int(grown.sum() - layers[-1].sum())
+        if total > limit:
+            raise _budget_error(what, max_states)
+        layers[-1] = grown
+    return layers
+
+
+def _layered_table(trans: np.ndarray, accept: np.ndarray, layers: list, lo: int, cap: int, saturate: bool):
+    """The byte table and accept flags of the (state, count) pairs of `layers`, numbered
+    layer by layer (state 0, count 0 first)."""
+    members = [np.flatnonzero(layer) for layer in layers]
+    offsets = np.cumsum([0] + [len(m) for m in members])
+    ids = []
+    for n, m in enumerate(members):
+        where = np.full(len(trans) + 1, -1, dtype=np.int64)  # index -1 (a dead target) stays -1
+        where[m] = offsets[n] + np.arange(len(m))
+        ids.append(where)
+    dead = np.full(len(trans) + 1, -1, dtype=np.int64)
+    rows, acc = [], []
+    for n, m in enumerate(members):
+        targets = trans[m]
+        if n < cap:  # a character moves to the next count (none left when the layers ended early)
+            up = n + 1 if n + 1 < len(layers) else None
+        else:  # at the cap: it stays there (hi=None), or there is no room
+            up = n if saturate else None
+        same = ids[n][targets]
+        moved = (ids[up] if up is not None else dead)[targets]
+        rows.append(np.where(_CONTINUATION[None, :], same, moved))
+        acc.append(accept[m] & (n >= lo))
+    return np.vstack(rows), np.concatenate(acc)
