@@ -494,11 +494,12 @@ def _inline_single_use(rules: dict, internal: set, start: str, max_nesting: int 
     `max_nesting` levels deep; the rule where it is cut stays a rule, so no expression ever
     nests deeper than that however long the chain is.
     """
+    refs = {name: _references(body) for name, body in rules.items()}
     counts: dict[str, int] = {}
-    for body in rules.values():
-        for name in _references(body):
+    for names in refs.values():
+        for name in names:
             counts[name] = counts.get(name, 0) + 1
-    inline = {n for n in internal if counts.get(n) == 1 and n in rules and n not in _references(rules[n])}
+    inline = {n for n in internal if counts.get(n) == 1 and n in rules and n not in refs[n]}
     if not inline:
         return rules
 
