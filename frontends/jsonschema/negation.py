@@ -14,7 +14,7 @@ from .keywords import (REFS, ANNOTATIONS, NOT_MULTIPLE_KEY, NOT_PATTERN_KEY, NOT
 from .values import count_value, dec, json_equal, json_kind, number_value, type_set
 
 
-MAX_NEGATED_ONE_OF_PAIRS = 28  # `not` over a oneOf of up to 8 branches
+MAX_NEGATED_ONE_OF = 8  # branches of a oneOf under `not` (its negation has a branch per pair)
 
 
 class Negation:
@@ -202,8 +202,8 @@ class Negation:
             elif k == "oneOf":  # not exactly one: none of them, or two at once
                 if not isinstance(v, list) or not v:
                     raise SchemaError("oneOf must be a non-empty array", node.ptr + "/oneOf")
-                if len(v) * (len(v) - 1) // 2 > MAX_NEGATED_ONE_OF_PAIRS:
-                    raise CannotNegate(f"the negation of a oneOf of more than {len(v) - 1} branches")
+                if len(v) > MAX_NEGATED_ONE_OF:
+                    raise CannotNegate(f"the negation of a oneOf of more than {MAX_NEGATED_ONE_OF} branches")
                 add({"allOf": [neg(sub) for sub in v]})
                 for i, j in itertools.combinations(range(len(v)), 2):
                     add({"allOf": [v[i], v[j]]})
