@@ -300,18 +300,17 @@ def _product_tables(
         return np.where((ra >= 0) & (rb >= 0), ra * nb + rb, -1)
 
     found = [np.zeros(1, dtype=np.int64)]  # codes in discovery order
-    seen = found[0]  # the same, sorted
+    seen = {0}
     level = found[0]
     while len(level):
         fresh = []
         for lo in range(0, len(level), _PRODUCT_BLOCK):
             succ = successors(level[lo:lo + _PRODUCT_BLOCK])
-            cand = np.unique(succ[succ >= 0])
-            new = cand[~np.isin(cand, seen, assume_unique=True)]
+            new = [c for c in np.unique(succ[succ >= 0]).tolist() if c not in seen]
             if len(seen) + len(new) > limit:
                 raise _budget_error(what, max_states)
-            seen = np.union1d(seen, new)
-            fresh.append(new)
+            seen.update(new)
+            fresh.append(np.array(new, dtype=np.int64))
         level = np.concatenate(fresh)
         found.append(level)
     codes = np.concatenate(found)
@@ -384,10 +383,9 @@ def length_window(d: DFA, lo: int, hi: int | None, *, max_states: int = DEFAULT_
         return d
     cap = lo if hi is None else hi
     what = f"length window {lo}..{'' if hi is None else hi}"
-    layers = _count_layers(np.asarray(d.trans, dtype=np.int64), cap, hi is None, _unminimized_cap(max_states), what,
-                           max_states)
-    table, accept = _layered_table(np.asarray(d.trans, dtype=np.int64), np.asarray(d.accept, dtype=bool), layers, lo,
-                                   cap, hi is None)
+    trans = np.asarray(d.trans, dtype=np.int64)
+    layers = _count_layers(trans, cap, hi is None, _unminimized_cap(max_states), what, max_states)
+    table, accept = _layered_table(trans, np.asarray(d.accept, dtype=bool), layers, lo, cap, hi is None)
     return _within_budget(from_table(table, accept), what, max_states)
 
 
@@ -396,41 +394,38 @@ _CONTINUATION[0x80:0xC0] = True  # continuation bytes do not start a character
 
 
 def _count_layers(trans: np.ndarray, cap: int, saturate: bool, limit: int, what: str, max_states: int) -> list:
-    """Per count 0..cap, the bool mask of `trans`' states reachable from 0 with that many
-    characters read (with `saturate`, the last layer holds every count from cap on)."""
+    """Per count 0..cap, the sorted states of `trans` reachable from 0 with that many
+    characters read (with `saturate`, the last layer holds every count from cap on). Work
+    and memory follow the states built, whatever the DFA's size."""
     stay, step = trans[:, _CONTINUATION], trans[:, ~_CONTINUATION]
 
     def after(states: np.ndarray, moves: np.ndarray) -> np.ndarray:
-        found = np.zeros(len(trans), dtype=bool)
         targets = moves[states]
-        found[targets[targets >= 0]] = True
-        return found
+        return np.unique(targets[targets >= 0])
 
     def closure(states: np.ndarray) -> np.ndarray:  # UTF-8: a few continuation bytes deep
         while True:
-            grown = states | after(states, stay)
-            if (grown == states).all():
+            grown = np.union1d(states, after(states, stay))
+            if len(grown) == len(states):
                 return states
             states = grown
 
-    start = np.zeros(len(trans), dtype=bool)
-    start[0] = True
-    layers, total = [closure(start)], 0
+    layers, total = [closure(np.zeros(1, dtype=np.int64))], 0
     while True:
-        total += int(layers[-1].sum())
+        total += len(layers[-1])
         if total > limit:
             raise _budget_error(what, max_states)
         if len(layers) == cap + 1:
             break
         nxt = closure(after(layers[-1], step))
-        if not nxt.any():
+        if not len(nxt):
             return layers
         layers.append(nxt)
     while saturate:  # counts past the cap: a fixpoint of the last layer
-        grown = closure(layers[-1] | after(layers[-1], step))
-        if (grown == layers[-1]).all():
+        grown = closure(np.union1d(layers[-1], after(layers[-1], step)))
+        if len(grown) == len(layers[-1]):
             break
-        total += int(grown.sum() - layers[-1].sum())
+        total += len(grown) - len(layers[-1])
         if total > limit:
             raise _budget_error(what, max_states)
         layers[-1] = grown
@@ -440,23 +435,23 @@ def _count_layers(trans: np.ndarray, cap: int, saturate: bool, limit: int, what:
 def _layered_table(trans: np.ndarray, accept: np.ndarray, layers: list, lo: int, cap: int, saturate: bool):
     """The byte table and accept flags of the (state, count) pairs of `layers`, numbered
     layer by layer (state 0, count 0 first)."""
-    members = [np.flatnonzero(layer) for layer in layers]
-    offsets = np.cumsum([0] + [len(m) for m in members])
-    ids = []
-    for n, m in enumerate(members):
-        where = np.full(len(trans) + 1, -1, dtype=np.int64)  # index -1 (a dead target) stays -1
-        where[m] = offsets[n] + np.arange(len(m))
-        ids.append(where)
-    dead = np.full(len(trans) + 1, -1, dtype=np.int64)
+    offsets = np.cumsum([0] + [len(m) for m in layers])
+
+    def ids(n: int | None, targets: np.ndarray) -> np.ndarray:
+        """The numbers of (target, count n); -1 for a dead target or no such layer."""
+        if n is None:
+            return np.full(targets.shape, -1, dtype=np.int64)
+        members = layers[n]
+        at = np.minimum(np.searchsorted(members, targets), len(members) - 1)
+        return np.where((targets >= 0) & (members[at] == targets), offsets[n] + at, -1)
+
     rows, acc = [], []
-    for n, m in enumerate(members):
-        targets = trans[m]
+    for n, members in enumerate(layers):
+        targets = trans[members]
         if n < cap:  # a character moves to the next count (none left when the layers ended early)
             up = n + 1 if n + 1 < len(layers) else None
         else:  # at the cap: it stays there (hi=None), or there is no room
             up = n if saturate else None
-        same = ids[n][targets]
-        moved = (ids[up] if up is not None else dead)[targets]
-        rows.append(np.where(_CONTINUATION[None, :], same, moved))
-        acc.append(accept[m] & (n >= lo))
+        rows.append(np.where(_CONTINUATION[None, :], ids(n, targets), ids(up, targets)))
+        acc.append(accept[members] & (n >= lo))
     return np.vstack(rows), np.concatenate(acc)
