@@ -361,6 +361,7 @@ _QUOTED_LOCAL = r'"(?:[\x20\x21\x23-\x5b\x5d-\x7e]|\\[\x20-\x7e])*"'
 _EMAIL = rf"(?:{_ATEXT}+(?:\.{_ATEXT}+)*|{_QUOTED_LOCAL})@(?:{_HOSTNAME}|\[{_IPV4}\]|\[IPv6:{_IPV6}\])"
 _UUID = "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 
+_UNRESERVED = r"A-Za-z0-9\-._~"
 _SUB_DELIMS = r"!$&'()*+,;="
 _PCT = "%[0-9a-fA-F]{2}"
 _SCHEME = r"[A-Za-z][A-Za-z0-9+\-.]*"
@@ -377,7 +378,7 @@ def _uri_syntax(unreserved: str, private: str) -> tuple[str, str]:
     pchar = rf"(?:[{unreserved}{_SUB_DELIMS}:@]|{_PCT})"
     userinfo = rf"(?:[{unreserved}{_SUB_DELIMS}:]|{_PCT})*"
     reg_name = rf"(?:[{unreserved}{_SUB_DELIMS}]|{_PCT})*"
-    ip_literal = rf"\[(?:{_IPV6}|[vV][0-9a-fA-F]+\.[A-Za-z0-9\-._~{_SUB_DELIMS}:]+)\]"
+    ip_literal = rf"\[(?:{_IPV6}|[vV][0-9a-fA-F]+\.[{_UNRESERVED}{_SUB_DELIMS}:]+)\]"  # ASCII in IRIs too
     authority = rf"(?:{userinfo}@)?(?:{ip_literal}|{_IPV4}|{reg_name})(?::[0-9]*)?"
     segment, segment_nz = rf"{pchar}*", rf"{pchar}+"
     segment_nz_nc = rf"(?:[{unreserved}{_SUB_DELIMS}@]|{_PCT})+"
@@ -385,7 +386,7 @@ def _uri_syntax(unreserved: str, private: str) -> tuple[str, str]:
     path_absolute = rf"/(?:{segment_nz}(?:/{segment})*)?"
     path_rootless = rf"{segment_nz}(?:/{segment})*"
     path_noscheme = rf"{segment_nz_nc}(?:/{segment})*"
-    query = rf"(?:{pchar}|[/?{private}])*" if private else rf"(?:{pchar}|[/?])*"
+    query = rf"(?:{pchar}|[/?{private}])*"
     fragment = rf"(?:{pchar}|[/?])*"
     tail = rf"(?:\?{query})?(?:#{fragment})?"
     hier = rf"(?://{authority}{path_abempty}|{path_absolute}|{path_rootless}|)"
@@ -394,8 +395,8 @@ def _uri_syntax(unreserved: str, private: str) -> tuple[str, str]:
     return absolute, rf"(?:{absolute}|{relative})"
 
 
-_URI, _URI_REFERENCE = _uri_syntax(r"A-Za-z0-9\-._~", "")
-_IRI, _IRI_REFERENCE = _uri_syntax(r"A-Za-z0-9\-._~" + _UCSCHAR, _IPRIVATE)
+_URI, _URI_REFERENCE = _uri_syntax(_UNRESERVED, "")
+_IRI, _IRI_REFERENCE = _uri_syntax(_UNRESERVED + _UCSCHAR, _IPRIVATE)
 _JSON_POINTER = r"(?:/(?:[^~/]|~[01])*)*"
 _RELATIVE_JSON_POINTER = rf"(?:0|[1-9][0-9]*)(?:#|{_JSON_POINTER})"
 
