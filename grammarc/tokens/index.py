@@ -331,19 +331,17 @@ _first_bytes = _Recent(VOCABULARIES_KEPT)
 PERSIST_MIN_ROWS = 4096
 
 
-def first_byte_buckets(vocab: Vocabulary, matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Token rows grouped by their first byte: rows ``order[starts[b]:starts[b + 1]]`` begin
-    with byte `b`. A scan from a DFA state then starts from the rows whose first byte the
-    state can take, not from the whole vocabulary: most states take a few bytes."""
+def first_byte_starts(vocab: Vocabulary, matrix: np.ndarray) -> np.ndarray:
+    """Where each first byte's rows begin: the rows sorted by bytes (`token_matrix`), those
+    starting with byte `b` are ``starts[b]:starts[b + 1]``. A scan from a DFA state then
+    starts from the rows whose first byte the state can take, not from the whole
+    vocabulary: most states take a few bytes."""
     cached = _first_bytes.get(vocab.key)
     if cached is None:
-        first = matrix[:, 0]
-        order = np.argsort(first, kind="stable").astype(np.int32)
-        starts = np.zeros(257, dtype=np.int64)
-        np.cumsum(np.bincount(first, minlength=256), out=starts[1:])
-        for array in (order, starts):
-            array.flags.writeable = False
-        cached = _first_bytes.put(vocab.key, (order, starts))
+        cached = np.zeros(257, dtype=np.int64)
+        np.cumsum(np.bincount(matrix[:, 0], minlength=256), out=cached[1:])
+        cached.flags.writeable = False
+        _first_bytes.put(vocab.key, cached)
     return cached
 
 
@@ -497,9 +495,9 @@ class TokenIndex:
 
     def _first_byte_rows(self, t: int, q: int) -> np.ndarray:
         """The token rows whose first byte terminal `t`'s DFA takes from state `q`."""
-        order, starts = first_byte_buckets(self.vocab, self.matrix)
+        starts = first_byte_starts(self.vocab, self.matrix)
         live = np.flatnonzero(self.terminals[t].dfa.trans[q] >= 0)
-        return order[_ranges(starts[live], starts[live + 1])]
+        return _ranges(starts[live], starts[live + 1])
 
     def _scan_from(self, t: int, q: int, rows: np.ndarray) -> Scan:
         end_rows, _, split_rows, split_pos = self._scan(t, rows, np.zeros(len(rows), dtype=np.int32), q)
