@@ -59,6 +59,7 @@ import peers as pe  # noqa: E402
 
 import grammarc  # noqa: E402
 from grammarc import Engine, Grammar, Vocabulary  # noqa: E402
+from grammarc.frontends.jsonschema.keywords import INERT  # noqa: E402  (annotations that change nothing)
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "maskbench-dev"
 ENGINES = ("grammarc", "xgrammar", "llguidance")
@@ -289,15 +290,12 @@ def _target(ref: Any, root: Any) -> Any:
 
 def _resolve(schema: Any, root: Any, depth: int = 0) -> Any:
     """`schema` with a lone local ``$ref`` followed (a few levels); anything else as is."""
-    while isinstance(schema, dict) and set(schema) - _NOTES == {"$ref"} and depth < 16:
+    while isinstance(schema, dict) and set(schema) - INERT == {"$ref"} and depth < 16:
         target = _target(schema["$ref"], root)
         if target is None:
             break
         schema, depth = target, depth + 1
     return schema
-
-
-_NOTES = frozenset({"title", "description", "$comment", "default", "examples"})
 
 
 def _property_schemas(schema: Any, root: Any, value: Any = None, depth: int = 0) -> dict[str, Any]:
@@ -311,17 +309,17 @@ def _property_schemas(schema: Any, root: Any, value: Any = None, depth: int = 0)
     if isinstance(schema.get("properties"), dict):
         found.update(schema["properties"])
     for word, sub in schema.items():
-        branches = []
+        parts: list[dict[str, Any]] = []
         if word == "$ref":
-            branches = [_target(sub, root)]
+            parts = [_property_schemas(_target(sub, root), root, value, depth + 1)]
         elif word == "allOf" and isinstance(sub, list):
-            branches = sub
+            parts = [_property_schemas(branch, root, value, depth + 1) for branch in sub]
         elif word in ("anyOf", "oneOf") and isinstance(sub, list) and sub:
             keys = set(value) if isinstance(value, dict) else set()
-            named = [_property_schemas(b, root, value, depth + 1) for b in sub]
-            branches = [sub[max(range(len(sub)), key=lambda i: len(keys & set(named[i])))]]
-        for branch in branches:
-            for name, inner in _property_schemas(branch, root, value, depth + 1).items():
+            named = [_property_schemas(branch, root, value, depth + 1) for branch in sub]
+            parts = [max(named, key=lambda props: len(keys & set(props)))]
+        for props in parts:
+            for name, inner in props.items():
                 found.setdefault(name, inner)
     return found
 
