@@ -93,3 +93,26 @@ def test_scans_equal_brute_force_scans(grammar, persist_min_rows, monkeypatch):
             ends, splits = _brute_scan(index, t, q)
             assert set(np.flatnonzero(scan.inside).tolist()) == ends, (t, q)
             assert set(zip(scan.split_rows.tolist(), scan.split_pos.tolist())) == splits, (t, q)
+
+
+@settings(max_examples=60, deadline=None)
+@given(patterns(), st.sampled_from(["", "x", "é"]))
+def test_suffix_code_reads_a_byte_table_as_it_reads_runs(r, prefix):
+    """The table form (what DFA.key hashes) and the runs form give one code per state."""
+    from grammarc.automata import _core
+
+    d = from_regex(prefix + "(" + r + ")")
+    accept = d.accept.view(np.uint8)
+    for q in range(d.n_states):
+        assert _core.suffix_code(d.trans, accept, q) == _core.suffix_code(d._runs, accept, q)
+
+
+def test_suffix_code_refuses_a_table_that_is_not_256_wide():
+    from grammarc.automata import _core
+
+    with pytest.raises(ValueError, match=r"suffix_code: the table is not \[n, 256\]"):
+        _core.suffix_code(np.zeros(300, dtype=np.int32), np.zeros(1, dtype=np.uint8), 0)
+    table = np.full((1, 256), -1, dtype=np.int32)
+    table[0, 7] = 5
+    with pytest.raises(ValueError, match="suffix_code: a run out of range"):
+        _core.suffix_code(table, np.zeros(1, dtype=np.uint8), 0)

@@ -769,7 +769,8 @@ static PyMethodDef methods[] = {
      "target of an int32 [n, 256] byte table."},
     {"suffix_code", py_suffix_code, METH_VARARGS,
      "suffix_code(runs, accept, state) -> bytes: the canonical code (breadth-first numbering, runs "
-     "in byte order) of the automaton reachable from `state`, given DFA._runs and bool accept [n]."},
+     "in byte order) of the automaton reachable from `state`, given DFA._runs (or the int32 [n, 256] "
+     "byte table) and bool accept [n]."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -68,23 +68,78 @@ static int put_bytes(unsigned char **buf, Py_ssize_t *len, Py_ssize_t *cap, cons
     return 0;
 }
 
+/* One state's runs, read from a list of (lo, hi, target) tuples (DFA._runs) or from a row
+ * of an int32 [n, 256] byte table; -1 with an exception set when they are malformed. */
+typedef struct { unsigned char lo[256], hi[256]; i32 target[256]; int m; } Runs;
+
+static int runs_of_list(PyObject *row, Py_ssize_t n, Runs *r)
+{
+    if (!PyList_Check(row) || PyList_GET_SIZE(row) > 256) {
+        PyErr_SetString(PyExc_ValueError, "suffix_code: a state's runs are not a list of at most 256");
+        return -1;
+    }
+    r->m = (int)PyList_GET_SIZE(row);
+    for (int j = 0; j < r->m; j++) {
+        PyObject *run = PyList_GET_ITEM(row, j);
+        if (!PyTuple_Check(run) || PyTuple_GET_SIZE(run) != 3) {
+            PyErr_SetString(PyExc_ValueError, "suffix_code: a run is not (lo, hi, target)");
+            return -1;
+        }
+        long lo = PyLong_AsLong(PyTuple_GET_ITEM(run, 0));
+        long hi = PyLong_AsLong(PyTuple_GET_ITEM(run, 1));
+        long target = PyLong_AsLong(PyTuple_GET_ITEM(run, 2));
+        if (PyErr_Occurred()) return -1;
+        if (lo < 0 || hi > 255 || lo > hi || target < 0 || target >= n) {
+            PyErr_SetString(PyExc_ValueError, "suffix_code: a run out of range");
+            return -1;
+        }
+        r->lo[j] = (unsigned char)lo; r->hi[j] = (unsigned char)hi; r->target[j] = (i32)target;
+    }
+    return 0;
+}
+
+static int runs_of_row(const i32 *row, Py_ssize_t n, Runs *r)
+{
+    r->m = 0;
+    for (int b = 0; b < 256;) {
+        i32 target = row[b];
+        int lo = b;
+        while (b < 256 && row[b] == target) b++;
+        if (target < 0) continue;
+        if (target >= n) {
+            PyErr_SetString(PyExc_ValueError, "suffix_code: a run out of range");
+            return -1;
+        }
+        r->lo[r->m] = (unsigned char)lo; r->hi[r->m] = (unsigned char)(b - 1); r->target[r->m++] = target;
+    }
+    return 0;
+}
+
 /* The canonical code of the sub-automaton reachable from `state`, given a DFA's byte runs
- * (DFA._runs: per state a list of (lo, hi, target)) and accept flags: states numbered
- * breadth first, runs in byte order; per state its flag, its run count (2 bytes) and each
- * run as lo, hi (1 byte each) and the target's number (4 bytes, little-endian). */
+ * (DFA._runs: per state a list of (lo, hi, target)) or its int32 [n, 256] byte table, and its
+ * accept flags: states numbered breadth first, runs in byte order; per state its flag, its
+ * run count (2 bytes) and each run as lo, hi (1 byte each) and the target's number (4 bytes,
+ * little-endian). Both storages of one DFA give the same code. */
 PyObject *py_suffix_code(PyObject *self, PyObject *args)
 {
     (void)self;
     PyObject *runs, *o_acc, *out = NULL;
     Py_ssize_t state;
-    Py_buffer acc = {0};
-    if (!PyArg_ParseTuple(args, "O!On", &PyList_Type, &runs, &o_acc, &state))
-        return NULL;
-    if (get_buf(o_acc, &acc, 1, 0, "accept") < 0) return NULL;
-    Py_ssize_t n = PyList_GET_SIZE(runs);
+    Py_buffer acc = {0}, table = {0};
     i32 *number = NULL, *order = NULL;
     unsigned char *buf = NULL;
+    Runs *r = NULL;
     Py_ssize_t len = 0, cap = 256;
+    if (!PyArg_ParseTuple(args, "OOn", &runs, &o_acc, &state))
+        return NULL;
+    int listed = PyList_Check(runs);
+    if (!listed && get_buf(runs, &table, 4, 0, "trans") < 0) return NULL;
+    if (get_buf(o_acc, &acc, 1, 0, "accept") < 0) goto done;
+    Py_ssize_t n = listed ? PyList_GET_SIZE(runs) : buf_len(&table) / 256;
+    if (!listed && buf_len(&table) != n * 256) {
+        PyErr_SetString(PyExc_ValueError, "suffix_code: the table is not [n, 256]");
+        goto done;
+    }
     if (buf_len(&acc) != n || state < 0 || state >= n) {
         PyErr_SetString(PyExc_ValueError, "suffix_code: state or accept out of range");
         goto done;
@@ -92,38 +147,24 @@ PyObject *py_suffix_code(PyObject *self, PyObject *args)
     number = malloc(n * sizeof *number);
     order = malloc(n * sizeof *order);
     buf = malloc(cap);
-    if (!number || !order || !buf) { PyErr_NoMemory(); goto done; }
+    r = malloc(sizeof *r);
+    if (!number || !order || !buf || !r) { PyErr_NoMemory(); goto done; }
     for (Py_ssize_t i = 0; i < n; i++) number[i] = -1;
     const unsigned char *accept = acc.buf;
     Py_ssize_t count = 1;
     order[0] = (i32)state; number[state] = 0;
     for (Py_ssize_t k = 0; k < count; k++) {
-        PyObject *row = PyList_GET_ITEM(runs, order[k]);
-        if (!PyList_Check(row) || PyList_GET_SIZE(row) > 256) {
-            PyErr_SetString(PyExc_ValueError, "suffix_code: a state's runs are not a list of at most 256");
-            goto done;
-        }
-        unsigned char head[3] = {accept[order[k]] ? 'A' : 'N', 0, 0};
-        Py_ssize_t m = PyList_GET_SIZE(row);
-        head[1] = (unsigned char)(m & 0xff); head[2] = (unsigned char)(m >> 8);
+        int bad = listed ? runs_of_list(PyList_GET_ITEM(runs, order[k]), n, r)
+                         : runs_of_row((const i32 *)table.buf + (size_t)order[k] * 256, n, r);
+        if (bad) goto done;
+        unsigned char head[3] = {accept[order[k]] ? 'A' : 'N', (unsigned char)(r->m & 0xff),
+                                 (unsigned char)(r->m >> 8)};
         if (put_bytes(&buf, &len, &cap, head, 3) < 0) goto done;
-        for (Py_ssize_t j = 0; j < m; j++) {
-            PyObject *run = PyList_GET_ITEM(row, j);
-            if (!PyTuple_Check(run) || PyTuple_GET_SIZE(run) != 3) {
-                PyErr_SetString(PyExc_ValueError, "suffix_code: a run is not (lo, hi, target)");
-                goto done;
-            }
-            long lo = PyLong_AsLong(PyTuple_GET_ITEM(run, 0));
-            long hi = PyLong_AsLong(PyTuple_GET_ITEM(run, 1));
-            long target = PyLong_AsLong(PyTuple_GET_ITEM(run, 2));
-            if (PyErr_Occurred()) goto done;
-            if (lo < 0 || hi > 255 || lo > hi || target < 0 || target >= n) {
-                PyErr_SetString(PyExc_ValueError, "suffix_code: a run out of range");
-                goto done;
-            }
-            if (number[target] < 0) { number[target] = (i32)count; order[count++] = (i32)target; }
+        for (int j = 0; j < r->m; j++) {
+            i32 target = r->target[j];
+            if (number[target] < 0) { number[target] = (i32)count; order[count++] = target; }
             i32 t = number[target];
-            unsigned char item[6] = {(unsigned char)lo, (unsigned char)hi, (unsigned char)(t & 0xff),
+            unsigned char item[6] = {r->lo[j], r->hi[j], (unsigned char)(t & 0xff),
                                      (unsigned char)((t >> 8) & 0xff), (unsigned char)((t >> 16) & 0xff),
                                      (unsigned char)((t >> 24) & 0xff)};
             if (put_bytes(&buf, &len, &cap, item, 6) < 0) goto done;
@@ -131,8 +172,8 @@ PyObject *py_suffix_code(PyObject *self, PyObject *args)
     }
     out = PyBytes_FromStringAndSize((const char *)buf, len);
 done:
-    free(number); free(order); free(buf);
-    PyBuffer_Release(&acc);
+    free(number); free(order); free(buf); free(r);
+    if (table.obj) PyBuffer_Release(&table);
+    if (acc.obj) PyBuffer_Release(&acc);
     return out;
 }
-

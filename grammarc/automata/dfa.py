@@ -60,13 +60,15 @@ class DFA:
 
     @cached_property
     def key(self) -> str:
-        """sha256 of the canonical transitions: equal languages give equal keys."""
-        h = hashlib.sha256()
-        h.update(self.n_states.to_bytes(8, "little"))
-        for array in self._edges():
-            h.update(np.ascontiguousarray(array, dtype="<i4").tobytes())
-        h.update(np.ascontiguousarray(self.accept, dtype=np.uint8).tobytes())
-        return h.hexdigest()
+        """A digest of the canonical code (`suffix.suffix_key` of the start state): equal
+        languages give equal keys, whatever the storage. Built in C from a dense table; from
+        the edges of a compact one (too big for Python lists of runs), read in state order,
+        which for a canonical DFA is the code's breadth-first order."""
+        if isinstance(self.trans, np.ndarray) and self.trans.dtype == np.int32 and self.trans.flags.c_contiguous:
+            code = _core.suffix_code(self.trans, self.accept.view(np.uint8), 0)
+        else:
+            code = _code_of_edges(self.n_states, *self._edges(), self.accept)
+        return hashlib.blake2b(code, digest_size=20).hexdigest()
 
     def _edges(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(src, byte, dst) of every transition, by state then byte, whatever the storage."""
@@ -145,6 +147,30 @@ class DFA:
 
     def __repr__(self) -> str:
         return f"DFA(n_states={self.n_states}, key={self.key[:12]})"
+
+
+def _code_of_edges(n: int, src: np.ndarray, byte: np.ndarray, dst: np.ndarray, accept: np.ndarray) -> bytes:
+    """`_core.suffix_code` of state 0 of a canonical DFA given by its edges: per state its
+    flag and run count (2 bytes), then each run as lo, hi and its target (4 bytes, LE)."""
+    order = np.lexsort((byte, src))
+    src, byte, dst = src[order].astype(np.int64), byte[order].astype(np.int64), dst[order].astype(np.int64)
+    starts = np.ones(len(src), dtype=bool)
+    starts[1:] = (src[1:] != src[:-1]) | (byte[1:] != byte[:-1] + 1) | (dst[1:] != dst[:-1])
+    first = np.flatnonzero(starts)
+    last = np.append(first[1:], len(src)) - 1
+    run_src, lo, hi, target = src[first], byte[first], byte[last], dst[first]
+    counts = np.bincount(run_src, minlength=n)
+    out = np.empty(3 * n + 6 * len(first), dtype=np.uint8)
+    head = 3 * np.arange(n) + 6 * (np.cumsum(counts) - counts)
+    out[head] = np.where(accept, ord("A"), ord("N"))
+    out[head + 1] = counts & 0xFF
+    out[head + 2] = counts >> 8
+    at = 3 * (run_src + 1) + 6 * np.arange(len(first))
+    out[at] = lo
+    out[at + 1] = hi
+    for k in range(4):
+        out[at + 2 + k] = (target >> (8 * k)) & 0xFF
+    return out.tobytes()
 
 
 def _make(trans: np.ndarray, accept: np.ndarray) -> DFA:
