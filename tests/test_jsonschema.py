@@ -605,6 +605,19 @@ def test_keys_and_strings_other_than_a_set_of_names(text):
     assert keys.accepts("{" + json.dumps(text, ensure_ascii=False) + ":1}") == (text == "a")
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.sets(st.text(alphabet="ab\u00e9\U0001F600\ud800", max_size=4), max_size=6))
+def test_the_key_trie_is_the_complement_of_the_names(words):
+    """chardfa.excluding builds the trie directly; the regular algebra (literals, complement
+    within UTF-8 text, read back over code points) is its oracle: the same minimal automaton,
+    numbered the same way."""
+    from grammarc.frontends.jsonschema import chardfa
+
+    size = sum(len(w.encode("utf-8", "surrogatepass")) for w in words) + 2
+    expected = chardfa.chars(chardfa.complement(chardfa.literals(words), size), size)
+    assert chardfa.excluding(words) == expected
+
+
 def _excluding_grammars(memo=[]) -> list[Grammar]:
     if not memo:
         memo.append(G({"type": "object", "properties": {n: {"type": "integer"} if n == "a" else False for n in _NAMES},
