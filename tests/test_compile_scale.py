@@ -10,6 +10,7 @@ under tests/hostile.py's time and memory limits (guards against hangs, not timin
 from __future__ import annotations
 
 import itertools
+import json
 
 import numpy as np
 from hypothesis import given, settings, strategies as st
@@ -206,3 +207,23 @@ def test_alternatives_sharing_a_tail_examples() -> None:
         assert grammar.accepts(good) and len(good) in _reference_ends(good, 0, 25), good
     for bad in ["k1x;", "k5x;", "k2x1;", "k11(k0x;);", "k11(k01x);", "k11(k01x;)"]:
         assert not grammar.accepts(bad) and len(bad) not in _reference_ends(bad, 0, 25), bad
+
+
+def test_a_regular_object_too_large_to_merge_is_cut_at_its_values() -> None:
+    """An object whose body is regular but past the merge budget was tried whole (a
+    construction of thousands of states) and then lowered one item per terminal; now its
+    size is estimated first and it is cut before and after each value, as the members of an
+    object that is not regular are: each key with its separators is one terminal, and the
+    value terminals are shared."""
+    props = {f"p{i}": {"type": "number"} for i in range(8)}
+    grammar = Grammar.from_json_schema({"type": "object", "properties": props, "required": list(props),
+                                        "additionalProperties": False})
+    names = sorted(t.name for t in grammar.compile().terminals)
+    assert names == sorted(['"{" ws? "\\"p0\\"" ws? ":" ws?', "root_p0", 'ws? "}"'] + [
+        f'ws? "," ws? "\\"p{i}\\"" ws? ":" ws?' for i in range(1, 8)])
+    doc = {f"p{i}": i * 1.5 for i in range(8)}
+    for text in (json.dumps(doc), json.dumps(doc, indent=2), json.dumps(doc, separators=(",", ":"))):
+        assert grammar.accepts(text)
+    assert not grammar.accepts(json.dumps(dict(reversed(doc.items()))))
+    assert not grammar.accepts(json.dumps({**doc, "p7": "x"}))
+    assert not grammar.accepts(json.dumps(doc)[:-1])

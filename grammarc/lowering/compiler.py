@@ -301,16 +301,18 @@ class _Lowering:
         return dfa
 
     def sequence(self, items: tuple[Expr, ...], rule: str) -> tuple[Sym, ...]:
-        """Concatenate, merging each maximal run of regular items into one terminal."""
+        """Concatenate, merging each maximal run of regular items into one terminal (or,
+        past the merge budget, into the chunks `_chunks` cuts it into)."""
         out: list[Sym] = []
         run: list[Expr] = []
 
         def flush() -> None:
-            if len(run) > 1 and (dfa := self.merged(Seq(tuple(run)))) is not None:
-                out.extend(self.terminal_symbols(dfa, _describe(Seq(tuple(run)), rule)))
-            else:
-                for item in run:
-                    out.extend(self.symbols(item, rule))
+            for chunk in self._chunks(tuple(run)):
+                if len(chunk) > 1 and (dfa := self.merged(Seq(chunk))) is not None:
+                    out.extend(self.terminal_symbols(dfa, _describe(Seq(chunk), rule)))
+                else:
+                    for item in chunk:
+                        out.extend(self.symbols(item, rule))
             run.clear()
 
         for item in items:
@@ -321,6 +323,47 @@ class _Lowering:
                 out.extend(self.symbols(item, rule))
         flush()
         return tuple(out)
+
+    def _chunks(self, run: tuple[Expr, ...]) -> list[tuple[Expr, ...]]:
+        """`run` whole when its parts' automata fit the merge budget together, else cut
+        before and after each reference to a rule (a value: its terminal is shared by every
+        use, as in the sequences of a rule that is not regular) and, where the glue between
+        two references is still too large, wherever the next part would overflow the budget.
+
+        The size of a concatenation is estimated as the sum of its parts' sizes: rarely far
+        off for the separators, keys and values of a JSON object, and it spares building a
+        whole object's automaton (often thousands of states) only to find it too large."""
+        sizes = [self._merged_size(item) for item in run]
+        if len(run) < 2 or _fits(sizes, self.merge_max_states):
+            return [run]
+        chunks: list[tuple[Expr, ...]] = []
+        current: list[Expr] = []
+        total = 0
+        for item, size in zip(run, sizes):
+            cut = isinstance(item, Ref) or (current and not _fits([total, size], self.merge_max_states))
+            if cut and current:
+                chunks.append(tuple(current))
+                current, total = [], 0
+            if isinstance(item, Ref):
+                chunks.append((item,))
+                continue
+            current.append(item)
+            total += size
+        if current:
+            chunks.append(tuple(current))
+        return chunks
+
+    def _merged_size(self, expr: Expr) -> int:
+        """The states of `expr`'s own automaton where known without building one (a rule's,
+        a terminal's, a literal's; past the merge budget when it has none), else 1."""
+        if isinstance(expr, Repeat) and expr.max is not None:
+            return self._merged_size(expr.item) * max(1, expr.min)
+        if isinstance(expr, Literal):
+            return len(expr.text.encode("utf-8")) + 1
+        if isinstance(expr, (Regex, Substrings, Except)):
+            return self.atomic(expr).n_states
+        known = self._rule_dfa.get(expr.name, 0) if isinstance(expr, Ref) else self._merged.get(expr, 0)
+        return 1 if known == 0 else self.merge_max_states + 1 if known is None else known.n_states
 
     def repeat(self, expr: Repeat, rule: str) -> tuple[Sym, ...]:
         body = self.group(self.symbols(expr.item, rule), f"{rule}#item")
@@ -463,7 +506,7 @@ class _Lowering:
         """The tree of one composite node (a DFA where it is only a group of literals)."""
         if isinstance(expr, Seq):
             parts = [self._tree(item) for item in expr.items]
-            if all(isinstance(p, DFA) for p in parts) and sum(p.n_states - 1 for p in parts) > self.merge_max_states:
+            if not _fits([_least_states(p) for p in parts], self.merge_max_states):
                 # a concatenation is rarely much smaller than its parts: skip the hopeless try
                 raise StateBudgetExceeded("the parts of the sequence are too large to merge")
             return ("seq", parts)
@@ -474,6 +517,22 @@ class _Lowering:
             parts = [self._literal_alternation(group)] if group is not None else []
             return ("alt", parts + [self._tree(item) for item in rest])
         return ("repeat", self._tree(expr.item), expr.min, expr.max)
+
+
+def _least_states(tree) -> int:
+    """The states a part of a concatenation brings, as far as cheaply known: a DFA's own, a
+    bounded repetition's of one copy (its optional copies may be skipped), else 1."""
+    if isinstance(tree, DFA):
+        return tree.n_states
+    if tree[0] == "repeat" and isinstance(tree[1], DFA):
+        return tree[1].n_states * max(1, tree[2])
+    return 1
+
+
+def _fits(sizes: list[int], budget: int) -> bool:
+    """Whether automata of these sizes may fit `budget` once concatenated (they share a
+    state at each junction)."""
+    return sum(sizes) - (len(sizes) - 1) <= budget
 
 
 def _bounds(lo: int, hi: int | None) -> str:
