@@ -542,3 +542,45 @@ def test_big_automata_are_stored_compactly() -> None:
     trie = A.literals([b"k%05d" % i for i in range(3000)])
     assert isinstance(trie.trans, CombTable) == (trie.n_states >= COMPACT_FROM)
     assert trie.matches(b"k02999") and not trie.matches(b"k03000") and not trie.matches(b"k0299")
+
+
+_PIECES = ["a", "ab", "b*", "[ab]c?", "é", "(ab)+"]
+
+
+@st.composite
+def _trees(draw, depth: int = 2):
+    """A tree for `combine` and the same language written with the one-operation functions."""
+    if depth == 0 or draw(st.booleans()):
+        d = A.from_regex(draw(st.sampled_from(_PIECES)))
+        return d, d
+    kind = draw(st.sampled_from(["seq", "alt", "repeat"]))
+    if kind == "repeat":
+        (tree, lang), lo = draw(_trees(depth - 1)), draw(st.integers(0, 2))
+        hi = draw(st.one_of(st.none(), st.integers(lo, 3)))
+        return ("repeat", tree, lo, hi), A.repeat(lang, lo, hi)
+    parts = [draw(_trees(depth - 1)) for _ in range(draw(st.integers(1, 3)))]
+    langs = [lang for _, lang in parts]
+    return (kind, [tree for tree, _ in parts]), A.concat(langs) if kind == "seq" else A.union(langs)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_trees())
+def test_combine_is_the_nested_operations(pair):
+    tree, expected = pair
+    assert A.combine(tree) == expected
+
+
+def test_combine_remembers_a_tree_while_its_result_is_held():
+    import gc
+
+    from grammarc.automata import operations
+
+    tree = ("seq", [A.literal(b"x"), ("repeat", A.from_regex("[0-9]"), 0, 7), A.literal(b"\xc3\xa9")])
+    first = A.combine(tree)
+    again = ("seq", [A.literal(b"x"), ("repeat", A.from_regex("[0-9]"), 0, 7), A.literal(b"\xc3\xa9")])
+    assert A.combine(again) is first  # equal trees of other DFA objects: the same result
+    assert A.combine(again, max_states=500) is not first  # another budget is another entry
+    key = (operations._tree_key(tree), A.DEFAULT_MAX_STATES)
+    del first
+    gc.collect()
+    assert key not in operations._combined  # nothing held it: the entry went with it

@@ -5,6 +5,7 @@ and returns a canonical minimized DFA, within a state budget.
 
 from __future__ import annotations
 
+import weakref
 from functools import lru_cache
 from typing import Sequence
 
@@ -184,8 +185,36 @@ def combine(tree, *, max_states: int = DEFAULT_MAX_STATES) -> DFA:
     (hi None: unbounded). Equal to nesting `concat`, `union` and `repeat`, without
     determinizing and minimizing every inner node: a trie of n nodes costs one construction,
     not one per node.
+
+    Results are remembered while anything still holds them (`_combined`): a new schema's
+    separators, keys and values are mostly trees that an earlier grammar of the process
+    combined already, and its terminals still hold those DFAs.
     """
     _check_budget(max_states)
+    key = (_tree_key(tree), max_states)
+    found = _combined.get(key)
+    if found is not None:
+        return found
+    dfa = _combine(tree, max_states)
+    _combined[key] = dfa
+    return dfa
+
+
+# tree key -> DFA, for as long as some grammar (a terminal) or cache holds the DFA: memory
+# follows what the process keeps anyway
+_combined: "weakref.WeakValueDictionary[tuple, DFA]" = weakref.WeakValueDictionary()
+
+
+def _tree_key(tree) -> tuple | str:
+    """`tree` with each DFA written as its key: equal trees, equal languages."""
+    if isinstance(tree, DFA):
+        return tree.key
+    if tree[0] == "repeat":
+        return ("repeat", _tree_key(tree[1]), tree[2], tree[3])
+    return (tree[0], tuple(_tree_key(part) for part in tree[1]))
+
+
+def _combine(tree, max_states: int) -> DFA:
     nfa = _nfa_sized(_tree_size(tree), max_states, "combination")
     start = nfa.new()
     end = _embed_tree(nfa, tree, start)
