@@ -8,7 +8,7 @@ from functools import lru_cache
 from urllib.parse import unquote
 
 from grammarc.errors import SchemaError, UnsupportedSchemaError
-from grammarc.ir import Alt, Expr, Grammar, Literal, Ref, Regex, Repeat, Seq
+from grammarc.ir import Alt, Except, Expr, Grammar, Literal, Ref, Regex, Repeat, Seq
 from grammarc.frontends import json_formats as jf
 
 from .arrays import Arrays
@@ -482,9 +482,35 @@ def _title_hint(schema, hint: str) -> str:
 
 
 def _references(expr) -> list[str]:
-    from grammarc.ir import walk
+    """The names `expr` refers to, once per reference (a loop of its own: it runs on every rule)."""
+    out = []
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        if kind is Ref:
+            out.append(node.name)
+        elif kind is Seq or kind is Alt:
+            stack.extend(node.items)
+        elif kind is Repeat or kind is Except:
+            stack.append(node.item)
+    return out
 
-    return [e.name for e in walk(expr) if isinstance(e, Ref)]
+
+def _flat(expr) -> bool:
+    """Whether `expr` has no sequence inside a sequence, no alternation directly inside an
+    alternation and no one-item sequence (what `_inline_single_use` flattens)."""
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        if kind is Seq or kind is Alt:
+            if (kind is Seq and len(node.items) == 1) or any(type(item) is kind for item in node.items):
+                return False
+            stack.extend(node.items)
+        elif kind is Repeat:
+            stack.append(node.item)
+    return True
 
 
 def _inline_single_use(rules: dict, internal: set, start: str, max_nesting: int = 6) -> dict:
@@ -492,7 +518,8 @@ def _inline_single_use(rules: dict, internal: set, start: str, max_nesting: int 
 
     A chain of such helpers (an object's optional members, one rule each) is inlined at most
     `max_nesting` levels deep; the rule where it is cut stays a rule, so no expression ever
-    nests deeper than that however long the chain is.
+    nests deeper than that however long the chain is. Sequences and alternations come out
+    flat; rules with nothing to inline or flatten are kept as they are (the same objects).
     """
     refs = {name: _references(body) for name, body in rules.items()}
     counts: dict[str, int] = {}
@@ -504,25 +531,35 @@ def _inline_single_use(rules: dict, internal: set, start: str, max_nesting: int 
         return rules
 
     def subst(expr, level: int):
-        if isinstance(expr, Ref) and expr.name in inline and level < max_nesting:
+        kind = type(expr)
+        if kind is Ref and expr.name in inline and level < max_nesting:
             return subst(rules[expr.name], level + 1)
-        if isinstance(expr, Seq):
+        if kind is Seq or kind is Alt:
             items = []
-            for i in expr.items:
-                i = subst(i, level)
-                items.extend(i.items if isinstance(i, Seq) else (i,))
-            return items[0] if len(items) == 1 else Seq(tuple(items))
-        if isinstance(expr, Alt):
-            items = []
-            for i in expr.items:
-                i = subst(i, level)
-                items.extend(i.items if isinstance(i, Alt) else (i,))
-            return Alt(tuple(items))
-        if isinstance(expr, Repeat):
-            return Repeat(subst(expr.item, level), expr.min, expr.max)
+            changed = kind is Seq and len(expr.items) == 1
+            for item in expr.items:
+                new = subst(item, level)
+                if type(new) is kind:
+                    items.extend(new.items)
+                    changed = True
+                else:
+                    items.append(new)
+                    changed = changed or new is not item
+            if not changed:
+                return expr
+            return items[0] if kind is Seq and len(items) == 1 else kind(tuple(items))
+        if kind is Repeat:
+            item = subst(expr.item, level)
+            return expr if item is expr.item else Repeat(item, expr.min, expr.max)
         return expr
 
-    out = {name: subst(body, 0) for name, body in rules.items() if name not in inline}
+    def rewrite(name: str):
+        body = rules[name]
+        if inline.isdisjoint(refs[name]) and _flat(body):
+            return body
+        return subst(body, 0)
+
+    out = {name: rewrite(name) for name in rules if name not in inline}
     pending = [n for body in out.values() for n in _references(body) if n in inline]
     while pending:  # helpers where a chain was cut: rules of their own
         name = pending.pop()
