@@ -25,6 +25,7 @@ limit, so a deeper grammar gets a precise error instead of a RecursionError."""
 
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _MODES = ("match", "early", "complement")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def check_grammar(grammar: Grammar) -> None:
@@ -144,10 +145,10 @@ def _check_node(rule: str, node: Expr, rules: dict[str, Expr]) -> None:
 def _check_text(rule: str, text: str, what: str, span: Span | None) -> None:
     if not isinstance(text, str):
         raise GrammarError(f"rule '{rule}': {what} text must be a str, not {type(text).__name__}", span)
-    for char in text:
-        if 0xD800 <= ord(char) <= 0xDFFF:
-            raise GrammarError(f"rule '{rule}': {what} contains a lone surrogate U+{ord(char):04X}, "
-                               "which has no UTF-8 encoding", span)
+    found = _SURROGATE.search(text)
+    if found is not None:
+        raise GrammarError(f"rule '{rule}': {what} contains a lone surrogate U+{ord(found.group()):04X}, "
+                           "which has no UTF-8 encoding", span)
 
 
 def _bounds(node: Repeat) -> str:
