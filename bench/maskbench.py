@@ -4,6 +4,7 @@
     python bench/maskbench.py --mode pass --sample 200 --jobs 2    # a seeded random sample, 2 workers
     python bench/maskbench.py --mode cold --schemas 40 --warmup 20 # Llama-3, grammarc + installed peers
     python bench/maskbench.py --mode cold --schemas 20 --peer none --profile bench/results/profile
+    python bench/maskbench.py --mode compile --sample 200 --warmup 20 # first-contact compile, a warm process
 
 The data is MaskBench's format (``../shared/data/maskbench-dev/README.md``): one JSON file
 per schema with valid and invalid test instances.
@@ -17,9 +18,14 @@ per schema with valid and invalid test instances.
   after warming up on *other* schemas: TTFM (schema -> grammar -> compiled -> index -> first
   mask) and TBM (advance + next mask, per token) while replaying a valid instance tokenized
   canonically, and the whole grammar cost of a response (TTFM + every TBM).
+* ``--mode compile`` (issue 11): first-contact compile time as a server pays it: one process,
+  warmed up on *other* schemas, compiles each schema of the sample once, in turn, on a fresh
+  disk cache; wall and CPU time per schema (grammarc: schema -> compiled grammar; a peer: its
+  compiled grammar and matcher, for the Llama-3 vocabulary).
 
-Every schema (and engine) runs in a forked worker with a time and memory limit, so a hang
-or a crash is recorded, never a stuck benchmark. bench/README.md says what each figure means.
+In pass and cold modes every schema (and engine) runs in a forked worker with a time and
+memory limit, so a hang or a crash is recorded, never a stuck benchmark (compile mode times
+each schema with an alarm in one process). bench/README.md says what each figure means.
 """
 
 from __future__ import annotations
@@ -920,6 +926,105 @@ def _machine() -> dict:
             "python": sys.version.split()[0], "grammarc": grammarc.__version__}
 
 
+# --------------------------------------------------------------- compile mode
+
+
+class _Alarm(Exception):
+    """A compile past --timeout (raised by SIGALRM between bytecodes)."""
+
+
+def _on_alarm(signum, frame):  # noqa: ARG001 -- the signal handler's signature
+    raise _Alarm
+
+
+def run_compile(cases: list[Case], engines: list[str], args: argparse.Namespace) -> list[dict]:
+    """Warm every engine up on other schemas in this process, then compile each case once
+    per engine, in turn: a server's first contact with each schema. Wall and CPU times."""
+    names = {case.name for case in cases}
+    others = [case for case in load_cases(args.data) if case.name not in names]
+    random.Random(args.seed).shuffle(others)
+    vocab, encode = ml.VOCABS[args.vocab]()
+    peers = {p.name: p for p in prepare_peers([e for e in engines if e != "grammarc"], vocab, encode)}
+    engines = [e for e in engines if e == "grammarc" or e in peers]
+
+    def compile_once(case: Case, engine: str) -> None:
+        if engine == "grammarc":
+            Grammar.from_json_schema(case.schema).compile()
+        else:
+            peers[engine].matcher(peers[engine].compile(workload(case, "flexible")))
+
+    warnings.simplefilter("ignore")
+    for case in others[: args.warmup]:
+        for engine in engines:
+            with contextlib.suppress(Exception):
+                compile_once(case, engine)
+    gc.collect()
+    gc.freeze()  # the warm state is old: collections scan what the measured schemas make
+    previous = signal.signal(signal.SIGALRM, _on_alarm)
+    records = []
+    try:
+        for case in cases:
+            for engine in engines:
+                record = {"schema": case.name, "engine": engine, "status": "ok", "detail": ""}
+                wall, cpu = time.perf_counter(), time.process_time()
+                signal.setitimer(signal.ITIMER_REAL, args.timeout)
+                try:
+                    compile_once(case, engine)
+                except _Alarm:
+                    record.update(status="timeout", detail=f"no answer after {args.timeout:g} s")
+                except grammarc.GrammarcError as exc:
+                    record.update(status="refused", detail=_clip(str(exc).splitlines()[0], 200))
+                except Exception as exc:  # noqa: BLE001 -- a peer's refusal, whatever its class
+                    kind = "refused" if engine != "grammarc" else "crash"
+                    record.update(status=kind, detail=f"{type(exc).__name__}: {_clip(str(exc), 200)}")
+                finally:
+                    signal.setitimer(signal.ITIMER_REAL, 0)
+                record.update(wall_ms=(time.perf_counter() - wall) * 1e3, cpu_ms=(time.process_time() - cpu) * 1e3)
+                records.append(record)
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+    return records
+
+
+def compile_summary(records: list[dict], engines: list[str]) -> list[dict]:
+    """Per engine: how many compiled, and the time of those that did (p50/p90/p99/max)."""
+    rows = []
+    for engine in engines:
+        mine = [r for r in records if r["engine"] == engine]
+        ok = [r for r in mine if r["status"] == "ok"]
+        wall, cpu = [r["wall_ms"] for r in ok], [r["cpu_ms"] for r in ok]
+        pct = lambda xs, q: ml.percentile(xs, q) if xs else float("nan")  # noqa: E731
+        rows.append({"engine": engine, "schemas": len(mine), "compiled": len(ok),
+                     "refused": sum(r["status"] == "refused" for r in mine),
+                     "timeout": sum(r["status"] == "timeout" for r in mine),
+                     "crash": sum(r["status"] == "crash" for r in mine),
+                     "p50 ms": pct(wall, 50), "p90 ms": pct(wall, 90), "p99 ms": pct(wall, 99),
+                     "max ms": max(wall) if wall else float("nan"),
+                     "cpu p50 ms": pct(cpu, 50), "cpu p99 ms": pct(cpu, 99)})
+    return rows
+
+
+def compile_report(records: list[dict], engines: list[str], show: int = 10) -> str:
+    summary = compile_summary(records, engines)
+    lines = [table(list(summary[0]), [[_fmt(v) for v in row.values()] for row in summary])] if summary else []
+    for engine in engines:
+        slow = sorted((r for r in records if r["engine"] == engine and r["status"] == "ok"), key=lambda r: -r["wall_ms"])
+        if slow:
+            lines += ["", f"{engine}: slowest", table(["schema", "wall ms", "cpu ms"],
+                                                       [[r["schema"], _fmt(r["wall_ms"]), _fmt(r["cpu_ms"])]
+                                                        for r in slow[:show]])]
+    return "\n".join(lines)
+
+
+def save_compile(records: list[dict], engines: list[str], directory: Path, command: str, vocab: str) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    _write_csv(directory / "maskbench-compile.csv", compile_summary(records, engines))
+    _write_csv(directory / "maskbench-compile-schemas.csv", records)
+    payload = {"meta": {"command": command, "vocabulary": vocab, **_machine()},
+               "summary": compile_summary(records, engines), "records": records}
+    (directory / "maskbench-compile.json").write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
+
+
 def save_pass(records: list[dict], engines: list[str], directory: Path, command: str) -> None:
     directory.mkdir(parents=True, exist_ok=True)
     summary = pass_summary(records, engines)
@@ -958,7 +1063,7 @@ def save_cold(responses: list[Response], meta: dict, directory: Path, command: s
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--mode", choices=("pass", "cold"), required=True)
+    parser.add_argument("--mode", choices=("pass", "cold", "compile"), required=True)
     parser.add_argument("--data", type=Path, default=DATA, help=f"MaskBench files (default {DATA})")
     parser.add_argument("--peer", action="append", choices=[*PEERS, "none"],
                         help="peers to run beside grammarc (repeatable; default: every installed one; none: grammarc only)")
@@ -970,7 +1075,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--save", type=Path, metavar="DIR", help="write maskbench-<mode>*.json/.csv under DIR")
     parser.add_argument("--cache-dir", type=Path,
                         help="grammarc's disk cache for this run (default: a fresh temporary one, removed after)")
-    group = parser.add_argument_group("pass mode")
+    group = parser.add_argument_group("pass and compile modes")
     group.add_argument("--only", action="append", help="schemas whose file name contains this (repeatable)")
     group.add_argument("--sample", type=int, help="a seeded random sample of this many schemas")
     group.add_argument("--limit", type=int, help="at most this many schemas (after --sample)")
@@ -978,8 +1083,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     group.add_argument("--progress", type=int, default=0, help="print progress every N tasks")
     group.add_argument("--property-order", choices=("schema", "any"), default="schema",
                        help="grammarc's property_order: schema (the default, for generation) or any (for validation)")
-    group = parser.add_argument_group("cold mode")
-    group.add_argument("--schemas", type=int, default=50, help="never-seen schemas measured (default 50)")
+    group = parser.add_argument_group("cold and compile modes")
+    group.add_argument("--schemas", type=int, default=50, help="never-seen schemas measured in cold mode (default 50)")
     group.add_argument("--warmup", type=int, default=20, help="other schemas warmed up on first (default 20)")
     group.add_argument("--vocab", choices=sorted(ml.VOCABS), default="llama3")
     group.add_argument("--layout", choices=sorted(GRAMMARC_OPTIONS), default="flexible",
@@ -1016,9 +1121,17 @@ def main(argv: list[str] | None = None) -> tuple[list, dict]:
     if not cases:
         sys.exit(f"no MaskBench files in {args.data}")
     with _disk_cache(args.cache_dir):
-        if args.mode == "pass":
+        if args.mode in ("pass", "compile"):
             cases = select_cases(cases, only=args.only, limit=args.limit, sample=args.sample, seed=args.seed)
             print(f"{len(cases)} schemas from {args.data}; engines: {', '.join(engines)}", flush=True)
+            if args.mode == "compile":
+                records = run_compile(cases, engines, args)
+                engines = [e for e in engines if any(r["engine"] == e for r in records)]
+                print(f"\nin one process, after {args.warmup} other schemas; peers for the {args.vocab} vocabulary")
+                print(compile_report(records, engines))
+                if args.save is not None:
+                    save_compile(records, engines, args.save, command.strip(), args.vocab)
+                return records, {"engines": engines}
             records = run_pass(cases, engines, args)
         else:
             responses, meta = run_cold(cases, engines, args)
