@@ -114,5 +114,5 @@ def test_suffix_code_refuses_a_table_that_is_not_256_wide():
         _core.suffix_code(np.zeros(300, dtype=np.int32), np.zeros(1, dtype=np.uint8), 0)
     table = np.full((1, 256), -1, dtype=np.int32)
     table[0, 7] = 5
-    with pytest.raises(ValueError, match="suffix_code: a run out of range"):
+    with pytest.raises(ValueError, match="suffix_code: a target out of range"):
         _core.suffix_code(table, np.zeros(1, dtype=np.uint8), 0)

@@ -8,7 +8,7 @@ from functools import lru_cache
 from urllib.parse import unquote
 
 from grammarc.errors import SchemaError, UnsupportedSchemaError
-from grammarc.ir import Alt, Except, Expr, Grammar, Literal, Ref, Regex, Repeat, Seq
+from grammarc.ir import Alt, Expr, Grammar, Literal, Ref, Regex, Repeat, Seq
 from grammarc.frontends import json_formats as jf
 
 from .arrays import Arrays
@@ -24,7 +24,7 @@ from .merge import Merged, Merging
 from .negation import Negation
 from .numbers import Numbers
 from .objects import Objects
-from .sharing import identifier, reachable, share
+from .sharing import identifier, reachable, references, share
 from .strings import Strings
 from .validate import Validation
 from .values import dec, json_kind
@@ -85,7 +85,7 @@ class Builder(Combinators, Merging, Negation, Numbers, Strings, Arrays, Objects,
                 raise SchemaError(*self.empty_reason)
             raise SchemaError("the schema matches no JSON value", root.ptr)
         self.rules = {start: body, **self.rules}
-        if self.layout.ws is not None and any("ws" in _references(body) for body in self.rules.values()):
+        if self.layout.ws is not None and any("ws" in references(body) for body in self.rules.values()):
             self._add_ws_rule()
         if self.ignored and self.lenient:
             warnings.warn("ignored JSON Schema keywords (lenient=True): " + ", ".join(self.ignored), stacklevel=3)
@@ -481,22 +481,6 @@ def _title_hint(schema, hint: str) -> str:
     return name if len(name) <= 32 else hint
 
 
-def _references(expr) -> list[str]:
-    """The names `expr` refers to, once per reference (a loop of its own: it runs on every rule)."""
-    out = []
-    stack = [expr]
-    while stack:
-        node = stack.pop()
-        kind = type(node)
-        if kind is Ref:
-            out.append(node.name)
-        elif kind is Seq or kind is Alt:
-            stack.extend(node.items)
-        elif kind is Repeat or kind is Except:
-            stack.append(node.item)
-    return out
-
-
 def _flat(expr) -> bool:
     """Whether `expr` has no sequence inside a sequence, no alternation directly inside an
     alternation and no one-item sequence (what `_inline_single_use` flattens)."""
@@ -521,7 +505,7 @@ def _inline_single_use(rules: dict, internal: set, start: str, max_nesting: int 
     nests deeper than that however long the chain is. Sequences and alternations come out
     flat; rules with nothing to inline or flatten are kept as they are (the same objects).
     """
-    refs = {name: _references(body) for name, body in rules.items()}
+    refs = {name: references(body) for name, body in rules.items()}
     counts: dict[str, int] = {}
     for names in refs.values():
         for name in names:
@@ -560,10 +544,10 @@ def _inline_single_use(rules: dict, internal: set, start: str, max_nesting: int 
         return subst(body, 0)
 
     out = {name: rewrite(name) for name in rules if name not in inline}
-    pending = [n for body in out.values() for n in _references(body) if n in inline]
+    pending = [n for body in out.values() for n in references(body) if n in inline]
     while pending:  # helpers where a chain was cut: rules of their own
         name = pending.pop()
         if name not in out:
             out[name] = subst(rules[name], 0)
-            pending.extend(n for n in _references(out[name]) if n in inline)
+            pending.extend(n for n in references(out[name]) if n in inline)
     return {name: out[name] for name in rules if name in out}

@@ -16,6 +16,7 @@ from functools import lru_cache
 
 from grammarc import automata
 from grammarc.automata import DFA, CharDFA
+from grammarc.automata.regex import ANY, negate, normalize
 from grammarc.errors import StateBudgetExceeded
 from grammarc.frontends import json_formats as jf
 
@@ -67,10 +68,6 @@ def literals(words) -> DFA | None:
     return _guard(lambda b: automata.union([automata.literal(x) for x in data], max_states=b), 1 << 20)
 
 
-# The characters UTF-8 text can hold (every code point but the surrogates).
-TEXT_CHARS = ((0, 0xD7FF), (0xE000, 0x10FFFF))
-
-
 @lru_cache(maxsize=512)
 def _excluding(words: tuple[str, ...]) -> CharDFA:
     children: list[dict[int, int]] = [{}]  # the trie over code points
@@ -95,51 +92,27 @@ def _excluding(words: tuple[str, ...]) -> CharDFA:
         signature = (end[q], tuple((ch, same[t]) for ch, t in sorted(children[q].items())))
         same[q] = register.setdefault(signature, q)
     if not any(children) and not end[0]:  # no word at all: every string
-        return CharDFA((((TEXT_CHARS, 0),),), (True,))
+        return CharDFA((((ANY, 0),),), (True,))
     # breadth first from the root, each target numbered when its smallest character meets it
-    # (as `chars` numbers a byte DFA's states); the sink, "left the trie", is named SINK
+    # (as `chars` numbers a byte DFA's states); the sink ("left the trie") is keyed "sink"
     sink = "sink"
     ids: dict = {same[0]: 0}
     order: list = [same[0]]
     edges: list[tuple] = []
     for q in order:
         if q == sink:
-            edges.append(((TEXT_CHARS, ids[sink]),))
+            edges.append(((ANY, ids[sink]),))
             continue
         steps = [(ch, ch, same[t]) for ch, t in children[q].items()]
-        steps += [(lo, hi, sink) for lo, hi in _minus(TEXT_CHARS, sorted(children[q]))]
+        steps += [(lo, hi, sink) for lo, hi in negate([(ch, ch) for ch in sorted(children[q])])]
         by_target: dict[int, list[tuple[int, int]]] = {}
         for lo, hi, t in sorted(steps, key=lambda step: step[0]):
             if t not in ids:
                 ids[t] = len(order)
                 order.append(t)
             by_target.setdefault(ids[t], []).append((lo, hi))
-        edges.append(tuple((_merged(rs), t) for t, rs in sorted(by_target.items())))
+        edges.append(tuple((normalize(rs), t) for t, rs in sorted(by_target.items())))
     return CharDFA(tuple(edges), tuple(q == sink or not end[q] for q in order))
-
-
-def _minus(ranges, points: list[int]) -> list[tuple[int, int]]:
-    """`ranges` without the sorted code points `points`."""
-    out = []
-    for lo, hi in ranges:
-        for p in points:
-            if lo <= p <= hi:
-                if lo < p:
-                    out.append((lo, p - 1))
-                lo = p + 1
-        if lo <= hi:
-            out.append((lo, hi))
-    return out
-
-
-def _merged(ranges: list[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
-    out: list[tuple[int, int]] = []
-    for lo, hi in sorted(ranges):
-        if out and lo <= out[-1][1] + 1:
-            out[-1] = (out[-1][0], max(out[-1][1], hi))
-        else:
-            out.append((lo, hi))
-    return tuple(out)
 
 
 def excluding(words) -> CharDFA:

@@ -25,7 +25,7 @@ from typing import Callable, Mapping
 
 from grammarc.ir import Alt, Except, Expr, Ref, Regex, Repeat, Seq, walk
 
-__all__ = ["share", "hoist_terminals", "merge_equal_rules", "identifier", "shorten", "unique"]
+__all__ = ["share", "hoist_terminals", "merge_equal_rules", "identifier", "references", "shorten", "unique"]
 
 MIN_TERMINAL = 24  # pattern length from which a repeated regex gets a rule (and a named one, once)
 MIN_NAMED_TERMINAL = 12  # pattern length from which a regex the builder names gets a rule, repeated
@@ -201,19 +201,25 @@ def reachable(rules: dict[str, Expr], start: str, reserved: tuple[str, ...] = ()
 
 
 def _references(expr: Expr) -> frozenset[str]:
-    """The names `expr` refers to (a loop of its own: this runs on every rule)."""
-    out = set()
+    """The names `expr` refers to."""
+    return frozenset(references(expr))
+
+
+def references(expr: Expr) -> list[str]:
+    """The names `expr` refers to, once per reference (a loop of its own: this runs on every
+    rule, and more than once)."""
+    out = []
     stack = [expr]
     while stack:
         node = stack.pop()
         kind = type(node)
         if kind is Ref:
-            out.add(node.name)
+            out.append(node.name)
         elif kind is Seq or kind is Alt:
             stack.extend(node.items)
         elif kind is Repeat or kind is Except:
             stack.append(node.item)
-    return frozenset(out)
+    return out
 
 
 def _has_nodes(expr: Expr, count: int) -> bool:

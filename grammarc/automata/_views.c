@@ -11,6 +11,27 @@
 
 /* ------------------------------------------------------------------- runs */
 
+/* One state's runs, read from a list of (lo, hi, target) tuples (DFA._runs) or from a row
+ * of an int32 [n, 256] byte table; -1 with an exception set when they are malformed. */
+typedef struct { unsigned char lo[256], hi[256]; i32 target[256]; int m; } Runs;
+
+static int runs_of_row(const i32 *row, Py_ssize_t n, Runs *r, const char *who)
+{
+    r->m = 0;
+    for (int b = 0; b < 256;) {
+        i32 target = row[b];
+        int lo = b;
+        while (b < 256 && row[b] == target) b++;
+        if (target < 0) continue;
+        if (target >= n) {
+            PyErr_Format(PyExc_ValueError, "%s: a target out of range", who);
+            return -1;
+        }
+        r->lo[r->m] = (unsigned char)lo; r->hi[r->m] = (unsigned char)(b - 1); r->target[r->m++] = target;
+    }
+    return 0;
+}
+
 /* Per state, the maximal byte runs (lo, hi, target) of a byte table int32 [n, 256] that
  * share a live target: the edge lists an NFA embeds a DFA with (nfa._NFA.embed). */
 PyObject *py_runs(PyObject *self, PyObject *args)
@@ -18,6 +39,7 @@ PyObject *py_runs(PyObject *self, PyObject *args)
     (void)self;
     PyObject *o_trans, *out = NULL;
     Py_buffer trans = {0};
+    Runs *r = NULL;
     if (!PyArg_ParseTuple(args, "O", &o_trans))
         return NULL;
     if (get_buf(o_trans, &trans, 4, 0, "trans") < 0) return NULL;
@@ -26,29 +48,21 @@ PyObject *py_runs(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "runs: the table is not [n, 256]");
         goto done;
     }
-    const i32 *t = trans.buf;
+    if (!(r = malloc(sizeof *r))) { PyErr_NoMemory(); goto done; }
     if (!(out = PyList_New(n))) goto done;
     for (Py_ssize_t q = 0; q < n; q++) {
-        PyObject *row = PyList_New(0);
+        if (runs_of_row((const i32 *)trans.buf + q * 256, n, r, "runs") < 0) { Py_CLEAR(out); goto done; }
+        PyObject *row = PyList_New(r->m);
         if (!row) { Py_CLEAR(out); goto done; }
         PyList_SET_ITEM(out, q, row);
-        const i32 *r = t + q * 256;
-        for (int b = 0; b < 256;) {
-            i32 target = r[b];
-            int lo = b;
-            while (b < 256 && r[b] == target) b++;
-            if (target < 0) continue;
-            if (target >= n) {
-                PyErr_SetString(PyExc_ValueError, "runs: a target out of range");
-                Py_CLEAR(out);
-                goto done;
-            }
-            PyObject *run = Py_BuildValue("(iii)", lo, b - 1, (int)target);
-            if (!run || PyList_Append(row, run) < 0) { Py_XDECREF(run); Py_CLEAR(out); goto done; }
-            Py_DECREF(run);
+        for (int j = 0; j < r->m; j++) {
+            PyObject *run = Py_BuildValue("(iii)", (int)r->lo[j], (int)r->hi[j], (int)r->target[j]);
+            if (!run) { Py_CLEAR(out); goto done; }
+            PyList_SET_ITEM(row, j, run);
         }
     }
 done:
+    free(r);
     PyBuffer_Release(&trans);
     return out;
 }
@@ -68,9 +82,6 @@ static int put_bytes(unsigned char **buf, Py_ssize_t *len, Py_ssize_t *cap, cons
     return 0;
 }
 
-/* One state's runs, read from a list of (lo, hi, target) tuples (DFA._runs) or from a row
- * of an int32 [n, 256] byte table; -1 with an exception set when they are malformed. */
-typedef struct { unsigned char lo[256], hi[256]; i32 target[256]; int m; } Runs;
 
 static int runs_of_list(PyObject *row, Py_ssize_t n, Runs *r)
 {
@@ -94,23 +105,6 @@ static int runs_of_list(PyObject *row, Py_ssize_t n, Runs *r)
             return -1;
         }
         r->lo[j] = (unsigned char)lo; r->hi[j] = (unsigned char)hi; r->target[j] = (i32)target;
-    }
-    return 0;
-}
-
-static int runs_of_row(const i32 *row, Py_ssize_t n, Runs *r)
-{
-    r->m = 0;
-    for (int b = 0; b < 256;) {
-        i32 target = row[b];
-        int lo = b;
-        while (b < 256 && row[b] == target) b++;
-        if (target < 0) continue;
-        if (target >= n) {
-            PyErr_SetString(PyExc_ValueError, "suffix_code: a run out of range");
-            return -1;
-        }
-        r->lo[r->m] = (unsigned char)lo; r->hi[r->m] = (unsigned char)(b - 1); r->target[r->m++] = target;
     }
     return 0;
 }
@@ -155,7 +149,7 @@ PyObject *py_suffix_code(PyObject *self, PyObject *args)
     order[0] = (i32)state; number[state] = 0;
     for (Py_ssize_t k = 0; k < count; k++) {
         int bad = listed ? runs_of_list(PyList_GET_ITEM(runs, order[k]), n, r)
-                         : runs_of_row((const i32 *)table.buf + (size_t)order[k] * 256, n, r);
+                         : runs_of_row((const i32 *)table.buf + (size_t)order[k] * 256, n, r, "suffix_code");
         if (bad) goto done;
         unsigned char head[3] = {accept[order[k]] ? 'A' : 'N', (unsigned char)(r->m & 0xff),
                                  (unsigned char)(r->m >> 8)};
