@@ -521,7 +521,8 @@ class _Lowering:
 
 def _least_states(tree) -> int:
     """The states a part of a concatenation brings, as far as cheaply known: a DFA's own, a
-    bounded repetition's of one copy (its optional copies may be skipped), else 1."""
+    repetition's of its required copies (at least one: its optional ones may be skipped),
+    else 1."""
     if isinstance(tree, DFA):
         return tree.n_states
     if tree[0] == "repeat" and isinstance(tree[1], DFA):
