@@ -9,6 +9,8 @@ from hypothesis import given, settings, strategies as st
 
 from grammarc import Grammar, Vocabulary
 from grammarc.automata import from_regex, literal
+from grammarc.automata.comb import CombTable
+from grammarc.automata.dfa import DFA
 from grammarc.automata.suffix import suffix_key
 from grammarc.tokens import index as index_module
 from grammarc.tokens.index import TokenIndex
@@ -42,6 +44,9 @@ def test_the_c_suffix_code_matches_its_python_oracle(r, prefix):
     d = from_regex(prefix + "(" + r + ")")
     for q in range(d.n_states):
         assert _core.suffix_code(d._runs, d.accept.view(np.uint8), q) == suffix_code(d, q)
+        # suffix_key reads a dense table directly and a compact one through its runs: one key
+        compact = DFA(CombTable.from_dense(np.asarray(d.trans)), d.accept)
+        assert suffix_key(d, q) == suffix_key(compact, q)
 
 
 def test_suffix_code_refuses_bad_input():

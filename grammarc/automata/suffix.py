@@ -23,6 +23,11 @@ from grammarc.automata.dfa import DFA
 
 def suffix_key(dfa: DFA, state: int) -> str:
     """A hex digest naming the language `dfa` accepts from `state` (the canonical code is
-    built in C: `_core.suffix_code`; its Python oracle is tests/automata_reference.py)."""
-    code = _core.suffix_code(dfa._runs, dfa.accept.view(np.uint8), state)
+    built in C: `_core.suffix_code`; its Python oracle is tests/automata_reference.py).
+
+    A dense table is read as it is; only a compact one goes through the DFA's runs, whose
+    Python lists cost more than the code (and, made on a cold state, a garbage collection)."""
+    trans = dfa.trans
+    dense = isinstance(trans, np.ndarray) and trans.dtype == np.int32 and trans.flags.c_contiguous
+    code = _core.suffix_code(trans if dense else dfa._runs, dfa.accept.view(np.uint8), state)
     return hashlib.blake2b(code, digest_size=20).hexdigest()
