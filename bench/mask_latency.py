@@ -384,7 +384,7 @@ class Result:
     advance_us: list[float]
     index_bytes: int | None = None  # the grammar's own index parts (inside masks + trees)
     memo_bytes: int | None = None  # memoized masks after the replays
-    shared_bytes: int | None = None  # per-vocabulary data the index holds (byte matrix)
+    shared_bytes: int | None = None  # per-vocabulary data the index holds (token bytes)
     disk_bytes: int | None = None  # the on-disk scan cache, None: disk caching is off
     peak_rss_mb: float = 0.0  # the process's peak RSS after this workload (cumulative)
 
@@ -488,7 +488,10 @@ def index_memory(index, memo: dict | None) -> tuple[int | None, int | None, int 
     its numpy arrays and containers; None where the index does not expose the part."""
     seen: set[int] = set()
     try:
-        shared = sum(_array_bytes(getattr(index, name), seen) for name in ("matrix", "lengths", "token_ids", "_all"))
+        tokens = index.tokens
+        parts = (tokens.ids, tokens.lengths, tokens.offsets, tokens.data, tokens.sets)
+        shared = sum(_array_bytes(part, seen) for part in parts)
+        shared += _array_bytes(index._all, seen)
         own = sys.getsizeof(index._inside) + sys.getsizeof(index._mid)
         own += sum(_array_bytes(mask, seen) for mask in index._inside.values())
         own += sum(_tree_bytes(tree, seen) for tree in index._mid.values())

@@ -308,7 +308,7 @@ class Engine:
         for (t, q, budget), nodes in groups.items():
             (index.inside_within(t, q, budget) if budget else index.inside(t, q)).or_into(mask)
             tree = index.mid(t, q)
-            if not tree.is_empty():
+            if tree.candidates:
                 for tokens in self._tree_tokens(tree, core.level(frozenset((node, t) for node in nodes))):
                     tokens.or_into(mask)
         return mask
@@ -390,10 +390,13 @@ def walk_summary(core: ParserCore, tree: Tree, states: tuple[int, ...], n_words:
     frontier: list[tuple[tuple[int, ...], Tree]] = []
 
     def visit(node: Tree, current: tuple[int, ...], path: tuple[int, ...]) -> None:
-        allowed = core.shiftable(current)
-        parts.extend(tokens for u, tokens in node.open.items() if u in allowed)
-        for u, child in node.children.items():
-            if u not in allowed or child.is_empty():
+        # only the terminals the parser can take: a tree makes its parts one terminal at a
+        # time, when first read, and most are never read
+        for u in sorted(node.candidates & core.shiftable(current)):
+            tokens, child = node.part(u)
+            if tokens is not None:
+                parts.append(tokens)
+            if child is None:
                 continue
             nxt = core.pure_shift(current, u)
             if nxt is None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 
-def scan(trans, accept, matrix, lengths, rows, pos, q):
+def scan(trans, accept, data, offsets, lengths, rows, pos, q):
     """(end_rows, end_states, split_rows, split_pos): see `TokenIndex._scan`. Rows in input
     order, each walked to its end: its split points by position, then its end."""
     end_rows, end_states, split_rows, split_pos = [], [], [], []
@@ -16,7 +16,7 @@ def scan(trans, accept, matrix, lengths, rows, pos, q):
             if p > start and accept[state]:
                 split_rows.append(row)
                 split_pos.append(p)
-            state = int(trans[state, matrix[row, p]])
+            state = int(trans[state, data[offsets[row] + p]])
             p += 1
         if state >= 0:
             end_rows.append(row)

@@ -100,7 +100,7 @@ def test_per_vocabulary_tables_are_bounded():
         vocab = Vocabulary.from_bytes([b"a", b"b", b"ab", b"c" * (i + 1), b""], eos_token_ids=[4])
         engine = Engine(grammar, vocab)
         masks.add(tuple(engine.allowed_token_ids().tolist()))
-        assert len(index_module._matrices) <= index_module.VOCABULARIES_KEPT
+        assert len(index_module._token_bytes) <= index_module.VOCABULARIES_KEPT
         assert len(index_module._first_bytes) <= index_module.VOCABULARIES_KEPT
     assert masks == {(0, 1, 2)}
 

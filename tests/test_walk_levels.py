@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import grammarc
 from grammarc import Vocabulary
 from grammarc.engine import Engine
 from grammarc.runtime.recognizer import Recognizer
+from grammarc.tokens.index import _ByByte
 
 JSON = grammarc.stdlib("json")
 MULTI = [b' [],\n', b' [],', b' []', b'[],', b'],\n', b'{},', b' {}]', b'"a":[', b'1,2]', b'], [', b'}]}', b'null,\n']
@@ -43,3 +46,18 @@ def test_masks_of_multi_terminal_tokens_equal_brute_force(text):
     ours, truth = engine.allowed_mask(), _brute_force(recognizer, text)
     wrong = [TOKENS[i] for i in np.flatnonzero(ours != truth)]
     assert not wrong, wrong
+
+
+@settings(max_examples=300, deadline=None)
+@given(next_byte=st.lists(st.integers(0, 255) | st.sampled_from([32, 34, 44]), max_size=200),
+       opens=st.sets(st.integers(0, 255) | st.sampled_from([32, 34, 44]), max_size=40))
+def test_picking_a_levels_suffixes_by_next_byte_equals_the_boolean_mask(next_byte, opens):
+    """`_ByByte.taking` (a tree level's suffixes grouped by next byte) selects exactly the
+    positions, in the same order, that testing each suffix's next byte does."""
+    bytes_ = np.array(next_byte, dtype=np.uint8)
+    mask = np.zeros(256, dtype=bool)
+    mask[list(opens)] = True
+    expected = np.flatnonzero(mask[bytes_]).tolist()
+    by_byte = _ByByte(bytes_)
+    assert by_byte.taking(mask).tolist() == expected
+    assert by_byte.gathered(np.flatnonzero(mask)).tolist() == expected  # the bucket path, whatever the share

@@ -155,50 +155,68 @@ _tree_serials = itertools.count()
 class Tree:
     """Tokens that cross terminal boundaries, keyed by the terminals after the current one.
 
-    ``open[u]``: token ids whose remaining bytes end inside (or exactly at the end of)
-    terminal `u`, allowed when the parser can take `u` next. ``children[u]``: the subtree
-    of tokens that complete `u` and go on.
+    ``part(u)`` = (tokens, child): the token ids whose remaining bytes end inside (or
+    exactly at the end of) terminal `u`, allowed when the parser can take `u` next (None:
+    none), and the subtree of tokens that complete `u` and go on (None: none).
 
-    A subtree is grown on first read of its parts: a parser takes few of the terminals a
-    tree branches on, so most subtrees of a state's tree are never read (on cold JSON
-    Schema states, about two in three). Growing is published once, under the index's
-    lock; an ungrown tree keeps only the (row, position) pairs it grows from.
+    Parts are made one terminal at a time, on first read: a level branches on every
+    terminal that may follow the previous one anywhere in the grammar (after JSON's
+    ``ws? "," ws?``: every key of every object, every value), and the parser takes a few
+    of them (the keys of one object): most of a level's scans were never read.
+    `candidates` (the terminals whose first byte some suffix of the level has) is what a
+    part may be made for; made on first read too. An empty tree has no source at all.
     """
 
-    __slots__ = ("_open", "_children", "_keys", "_grow", "serial")
+    __slots__ = ("_parts", "_candidates", "_source", "serial")
 
-    def __init__(self, grow: "Callable[[Tree], None] | None" = None):
-        self._open: dict[int, TokenSet] = {}
-        self._children: dict[int, Tree] = {}
-        self._keys: frozenset[int] = frozenset()  # the terminals of `open` and `children`
-        self._grow = grow  # fills the parts on first read, then is dropped
+    def __init__(self, source: "_Level | None" = None):
+        self._parts: dict[int, tuple[TokenSet | None, Tree | None]] = {}
+        self._candidates: frozenset[int] | None = None if source is not None else frozenset()
+        self._source = source  # where parts are made from; None once every candidate is made
         # A number no other tree of the process has: memos key on it, not on id(), which a
         # freed tree's successor may reuse.
         self.serial = next(_tree_serials)
 
-    def _grown(self) -> "Tree":
-        grow = self._grow
-        if grow is not None:
-            grow(self)
-        return self
-
-    def _set(self, open_: dict[int, TokenSet], children: dict[int, "Tree"]) -> None:
-        """Publish the parts (the grow function's last act; readers check `_grow` first)."""
-        self._open, self._children = open_, children
-        self._keys = frozenset(open_) | frozenset(children)
-        self._grow = None
-
     @property
-    def open(self) -> dict[int, TokenSet]:
-        return self._grown()._open
-
-    @property
-    def children(self) -> dict[int, "Tree"]:
-        return self._grown()._children
+    def candidates(self) -> frozenset[int]:
+        """The terminals `part` may find tokens for (a superset of those it does)."""
+        found = self._candidates
+        if found is None:
+            source = self._source
+            found = self._candidates = frozenset() if source is None else source.candidates()
+        return found
 
     @property
     def keys(self) -> frozenset[int]:
-        return self._grown()._keys
+        """The terminals a walk may go on with after this tree's parent: `candidates` (the
+        parser keeps the vertices that can shift one; a superset keeps more, never fewer)."""
+        return self.candidates
+
+    def part(self, u: int) -> "tuple[TokenSet | None, Tree | None]":
+        """(tokens, child) of terminal `u`, made on first read (published once, under the
+        index's lock: threads sharing the index share one object per part)."""
+        found = self._parts.get(u)
+        if found is None:
+            source = self._source
+            if source is None or u not in self.candidates:
+                return _NO_PART
+            found = source.part(self, u)
+        return found
+
+    def _publish(self, u: int, part: "tuple[TokenSet | None, Tree | None]") -> None:
+        self._parts[u] = part
+        if len(self._parts) == len(self.candidates):
+            self._source = None  # every part made: the level's arrays may go
+
+    @property
+    def open(self) -> dict[int, TokenSet]:
+        """Every terminal's tokens (makes every part: for tests and reports)."""
+        return {u: tokens for u in sorted(self.candidates) for tokens in [self.part(u)[0]] if tokens is not None}
+
+    @property
+    def children(self) -> dict[int, "Tree"]:
+        """Every terminal's subtree (makes every part: for tests and reports)."""
+        return {u: child for u in sorted(self.candidates) for child in [self.part(u)[1]] if child is not None}
 
     def is_empty(self) -> bool:
         return not self.open and not self.children
@@ -206,6 +224,51 @@ class Tree:
     def size(self) -> int:
         """Number of (node, terminal, token) entries, for tests and reports (grows the whole tree)."""
         return sum(s.count for s in self.open.values()) + sum(c.size() for c in self.children.values())
+
+
+_NO_PART: "tuple[TokenSet | None, Tree | None]" = (None, None)
+
+
+class _Level:
+    """What a tree's parts are made from: the token suffixes ``(rows[i], pos[i])`` that
+    start right after terminal `previous`, and the index that scans them."""
+
+    __slots__ = ("_index", "previous", "rows", "pos", "_next_byte", "_by_byte")
+
+    def __init__(self, index: "TokenIndex", previous: int, rows: np.ndarray, pos: np.ndarray):
+        self._index = weakref.ref(index)  # trees are held by their index: no cycle back to it
+        self.previous, self.rows, self.pos = previous, rows, pos
+        self._next_byte: np.ndarray | None = None
+        self._by_byte: _ByByte | None = None
+
+    def next_byte(self, index: "TokenIndex") -> np.ndarray:
+        # Each (row, pos) comes once (one scan makes it) and pos < the token's length (a
+        # split is strictly inside the token), so the next byte is there to look at.
+        if self._next_byte is None:
+            self._next_byte = index.tokens.byte_at(self.rows, self.pos)
+        return self._next_byte
+
+    def candidates(self) -> frozenset[int]:
+        index = self._index()
+        return frozenset(index._starting(self.previous, self.next_byte(index)))
+
+    def taking(self, index: "TokenIndex", u: int) -> np.ndarray:
+        """The positions of the suffixes whose next byte opens `u`."""
+        next_byte = self.next_byte(index)
+        if len(next_byte) < BUCKETED_ROWS:
+            return np.flatnonzero(index._openers[u][next_byte])
+        if self._by_byte is None:
+            self._by_byte = _ByByte(next_byte)
+        return self._by_byte.taking(index._openers[u])
+
+    def part(self, tree: Tree, u: int) -> "tuple[TokenSet | None, Tree | None]":
+        index = self._index()
+        with index._build_lock:
+            found = tree._parts.get(u)
+            if found is None:
+                found = index._tree_part(self, u)
+                tree._publish(u, found)
+        return found
 
 
 def follows(bnf: Bnf) -> list[frozenset[int]]:
@@ -294,34 +357,57 @@ class _Recent:
         return len(self._entries)
 
 
-VOCABULARIES_KEPT = 8  # vocabularies whose token matrix and first-byte buckets stay cached
-_matrices = _Recent(VOCABULARIES_KEPT)
+VOCABULARIES_KEPT = 8  # vocabularies whose token bytes and first-byte buckets stay cached
+_token_bytes = _Recent(VOCABULARIES_KEPT)
 
 
-def token_matrix(vocab: Vocabulary) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The normal tokens as a zero-padded byte matrix, shared by every grammar's index.
+@dataclass(frozen=True, eq=False, slots=True)
+class TokenBytes:
+    """The normal tokens of a vocabulary as rows, shared by every grammar's index.
 
-    Returns (ids, lengths, matrix): row r is token ``ids[r]``, whose ``lengths[r]`` bytes
-    fill ``matrix[r, :lengths[r]]``; the matrix has one spare zero column. Rows are sorted
-    by their bytes, so the tokens a scan walks (those starting with the bytes a DFA state
-    takes) lie side by side in memory: a walk over most of the vocabulary reads it in order.
+    Row r is token ``ids[r]``, whose ``lengths[r]`` bytes are
+    ``data[offsets[r] : offsets[r] + lengths[r]]``. Rows are sorted by their bytes and
+    packed end to end, so the tokens a scan walks (those starting with the bytes a DFA
+    state takes) lie side by side: a walk over most of the vocabulary reads 0.8 MB in order
+    (Llama-3) instead of a cache line per row of a zero-padded 16 MB matrix.
     """
-    cached = _matrices.get(vocab.key)
+
+    ids: np.ndarray  # int32
+    lengths: np.ndarray  # int32
+    offsets: np.ndarray  # int64
+    data: np.ndarray  # uint8
+    sets: np.ndarray  # uint64 [rows, 4]: bit b of a row's words = the token contains byte b (see `_byte_sets`)
+
+    def byte_at(self, rows: np.ndarray, pos: np.ndarray) -> np.ndarray:
+        """The byte at position ``pos[i]`` of row ``rows[i]``, for each i."""
+        return self.data[self.offsets[rows] + pos]
+
+
+def token_bytes(vocab: Vocabulary) -> TokenBytes:
+    """The `TokenBytes` of `vocab` (made once per process and vocabulary)."""
+    cached = _token_bytes.get(vocab.key)
     if cached is not None:
         return cached
     ids = np.array(sorted((i for i in vocab.normal_ids() if vocab.tokens[i]), key=vocab.tokens.__getitem__),
                    dtype=np.int32)
     pieces = [vocab.tokens[i] for i in ids.tolist()]
     lengths = np.fromiter(map(len, pieces), dtype=np.int32, count=len(pieces))
-    width = int(lengths.max()) if len(ids) else 0
-    matrix = np.zeros((len(ids), width + 1), dtype=np.uint8)
-    if len(ids):
-        rows = np.repeat(np.arange(len(ids)), lengths)
-        starts = np.repeat(np.cumsum(lengths) - lengths, lengths)
-        matrix[rows, np.arange(len(rows)) - starts] = np.frombuffer(b"".join(pieces), dtype=np.uint8)
-    for array in (ids, lengths, matrix):
+    offsets = np.zeros(len(pieces), dtype=np.int64)
+    np.cumsum(lengths[:-1], out=offsets[1:])
+    data = np.frombuffer(b"".join(pieces), dtype=np.uint8)
+    sets = _byte_sets(lengths, data)
+    for array in (ids, lengths, offsets, data, sets):
         array.flags.writeable = False
-    return _matrices.put(vocab.key, (ids, lengths, matrix))
+    return _token_bytes.put(vocab.key, TokenBytes(ids, lengths, offsets, data, sets))
+
+
+def _byte_sets(lengths: np.ndarray, data: np.ndarray) -> np.ndarray:
+    """Each row's set of bytes as 256 bits (four little-endian 64-bit words). A scan from a
+    state that loops on every byte of a token needs no walk (`grammarc.tokens._scan`):
+    inside a JSON string that is most of the vocabulary."""
+    flags = np.zeros((len(lengths), 256), dtype=bool)
+    flags[np.repeat(np.arange(len(lengths)), lengths), data] = True
+    return np.ascontiguousarray(np.packbits(flags, axis=1, bitorder="little").view("<u8")).astype(np.uint64)
 
 
 _first_bytes = _Recent(VOCABULARIES_KEPT)
@@ -331,15 +417,15 @@ _first_bytes = _Recent(VOCABULARIES_KEPT)
 PERSIST_MIN_ROWS = 4096
 
 
-def first_byte_starts(vocab: Vocabulary, matrix: np.ndarray) -> np.ndarray:
-    """Where each first byte's rows begin: the rows sorted by bytes (`token_matrix`), those
+def first_byte_starts(vocab: Vocabulary, tokens: TokenBytes) -> np.ndarray:
+    """Where each first byte's rows begin: the rows sorted by bytes (`TokenBytes`), those
     starting with byte `b` are ``starts[b]:starts[b + 1]``. A scan from a DFA state then
     starts from the rows whose first byte the state can take, not from the whole
     vocabulary: most states take a few bytes."""
     cached = _first_bytes.get(vocab.key)
     if cached is None:
         cached = np.zeros(257, dtype=np.int64)
-        np.cumsum(np.bincount(matrix[:, 0], minlength=256), out=cached[1:])
+        np.cumsum(np.bincount(tokens.data[tokens.offsets], minlength=256), out=cached[1:])
         cached.flags.writeable = False
         _first_bytes.put(vocab.key, cached)
     return cached
@@ -368,7 +454,8 @@ class TokenIndex:
         self._openers = _openers(compiled.terminals)
         self._tables: list[tuple | None] = [None] * len(compiled.terminals)  # _scan.scan's arguments
         self._by_byte: dict[int, dict[int, list[int]]] = {}  # previous -> byte -> following that open with it
-        self.token_ids, self.lengths, self.matrix = token_matrix(vocab)  # row -> token id, length, bytes
+        self.tokens = token_bytes(vocab)  # the rows that scans walk
+        self.token_ids = self.tokens.ids  # row -> token id
         self.size = vocab.size
         self.n_words = -(-vocab.size // 32)
         self._all = TokenSet.of(self.token_ids, self.n_words)
@@ -495,7 +582,7 @@ class TokenIndex:
 
     def _first_byte_rows(self, t: int, q: int) -> np.ndarray:
         """The token rows whose first byte terminal `t`'s DFA takes from state `q`."""
-        starts = first_byte_starts(self.vocab, self.matrix)
+        starts = first_byte_starts(self.vocab, self.tokens)
         live = np.flatnonzero(self.terminals[t].dfa.trans[q] >= 0)
         return _ranges(starts[live], starts[live + 1])
 
@@ -515,17 +602,15 @@ class TokenIndex:
         table = self._tables[t]
         if table is None:
             table = self._tables[t] = _scan_table(self.terminals[t].dfa)
-        out = _scan.scan(*table, self.matrix, self.matrix.shape[1], self.lengths,
+        tokens = self.tokens
+        out = _scan.scan(*table, tokens.data, tokens.offsets, tokens.lengths, tokens.sets,
                          np.ascontiguousarray(rows, dtype=np.int32), np.ascontiguousarray(pos, dtype=np.int32), q)
         return tuple(np.frombuffer(part, dtype=np.int32) for part in out)
 
     def _tree(self, previous: int, rows: np.ndarray, pos: np.ndarray) -> Tree:
         """The subtree of token suffixes ``(row, pos)`` that start right after `previous`
-        (grown when first read)."""
-        if not len(rows):
-            return Tree()
-        index = weakref.ref(self)  # trees are held by their index: no cycle back to it
-        return Tree(lambda tree: index()._grow_tree(tree, previous, rows, pos))
+        (its parts made when first read)."""
+        return Tree(_Level(self, previous, rows, pos)) if len(rows) else Tree()
 
     def _starting(self, previous: int, next_byte: np.ndarray) -> list[int]:
         """The terminals after `previous` that can start with one of the bytes `next_byte`,
@@ -546,28 +631,51 @@ class TokenIndex:
             found.update(starting)
         return sorted(found)
 
-    def _grow_tree(self, tree: Tree, previous: int, rows: np.ndarray, pos: np.ndarray) -> None:
-        with self._build_lock:
-            if tree._grow is None:
-                return  # another thread grew it meanwhile
-            # Each (row, pos) comes once (one scan makes it) and pos < the token's length
-            # (a split is strictly inside the token), so the next byte is there to look at:
-            # most terminals cannot start with it, and are skipped without a scan.
-            next_byte = self.matrix[rows, pos]
-            open_: dict[int, TokenSet] = {}
-            children: dict[int, Tree] = {}
-            for u in self._starting(previous, next_byte):
-                starts = self._openers[u][next_byte]
-                end_rows, end_states, split_rows, split_pos = self._scan(u, rows[starts], pos[starts], 0)
-                limit = self.terminals[u].token_limit
-                if limit is not None:  # the token spends one of `u`'s budget: the rest must finish it
-                    finish = [self.can_finish(u, int(s), limit - 1) for s in end_states.tolist()]
-                    end_rows = end_rows[np.array(finish, dtype=bool)] if len(end_rows) else end_rows
-                if len(end_rows):
-                    open_[u] = TokenSet.of(self.token_ids[end_rows], self.n_words)
-                if len(split_rows):
-                    children[u] = self._tree(u, split_rows, split_pos)
-            tree._set(open_, children)
+    def _tree_part(self, level: _Level, u: int) -> "tuple[TokenSet | None, Tree | None]":
+        """The part of terminal `u` in the tree over `level`: the suffixes whose next byte
+        opens `u`, scanned from `u`'s start (called under the build lock)."""
+        starts = level.taking(self, u)
+        end_rows, end_states, split_rows, split_pos = self._scan(u, level.rows[starts], level.pos[starts], 0)
+        limit = self.terminals[u].token_limit
+        if limit is not None:  # the token spends one of `u`'s budget: the rest must finish it
+            finish = [self.can_finish(u, int(s), limit - 1) for s in end_states.tolist()]
+            end_rows = end_rows[np.array(finish, dtype=bool)] if len(end_rows) else end_rows
+        tokens = TokenSet.of(self.token_ids[end_rows], self.n_words) if len(end_rows) else None
+        child = self._tree(u, split_rows, split_pos) if len(split_rows) else None
+        return _NO_PART if tokens is None and child is None else (tokens, child)
+
+
+# A tree level over at least this many token suffixes picks each next terminal's suffixes
+# by their next byte (`_ByByte`) instead of testing every suffix once per terminal.
+BUCKETED_ROWS = 1024
+
+
+class _ByByte:
+    """The positions of a tree level's suffixes grouped by their next byte, so the suffixes
+    that a terminal can take (those whose next byte opens it) are gathered bucket by bucket.
+    A level after whitespace holds every space-led token (60k on Llama-3) and may branch on
+    dozens of terminals (the keys of an object), each opening with one or two bytes: a
+    boolean test of every suffix per terminal read costs more than the scan that follows."""
+
+    __slots__ = ("_next_byte", "_order", "_bounds")
+
+    def __init__(self, next_byte: np.ndarray):
+        self._next_byte = next_byte
+        self._order = np.argsort(next_byte, kind="stable")
+        self._bounds = np.zeros(257, dtype=np.int64)
+        np.cumsum(np.bincount(next_byte, minlength=256), out=self._bounds[1:])
+
+    def taking(self, opens: np.ndarray) -> np.ndarray:
+        """The positions whose next byte is one of `opens` (bool [256]), ascending: the same
+        suffixes, in the same order, as the boolean mask ``opens[next_byte]`` selects."""
+        byte = np.flatnonzero(opens)
+        if (self._bounds[byte + 1] - self._bounds[byte]).sum() * 8 > len(self._next_byte):
+            return np.flatnonzero(opens[self._next_byte])  # most of the level: one pass is cheaper
+        return self.gathered(byte)
+
+    def gathered(self, byte: np.ndarray) -> np.ndarray:
+        """The positions whose next byte is in `byte` (ascending byte values), ascending."""
+        return np.sort(self._order[_ranges(self._bounds[byte], self._bounds[byte + 1])])
 
 
 def _scan_table(dfa) -> tuple:
