@@ -477,10 +477,14 @@ def _array_bytes(value, seen: set[int]) -> int:
 
 
 def _tree_bytes(tree, seen: set[int]) -> int:
-    """What a token tree holds as grown so far (reading `open` would grow the rest)."""
-    total = sys.getsizeof(tree._open) + sys.getsizeof(tree._children)
-    total += sum(_array_bytes(ids, seen) for ids in tree._open.values())
-    return total + sum(_tree_bytes(child, seen) for child in tree._children.values())
+    """What a token tree holds as made so far (reading `open` would make the rest): its
+    parts, and the level's arrays while some part is still to be made."""
+    total = sys.getsizeof(tree._parts)
+    if tree._source is not None:
+        total += sum(_array_bytes(getattr(tree._source, name), seen) for name in ("rows", "pos"))
+    for tokens, child in tree._parts.values():
+        total += _array_bytes(tokens, seen) + (0 if child is None else _tree_bytes(child, seen))
+    return total
 
 
 def index_memory(index, memo: dict | None) -> tuple[int | None, int | None, int | None]:
