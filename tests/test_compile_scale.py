@@ -209,21 +209,39 @@ def test_alternatives_sharing_a_tail_examples() -> None:
         assert not grammar.accepts(bad) and len(bad) not in _reference_ends(bad, 0, 25), bad
 
 
-def test_a_regular_object_too_large_to_merge_is_cut_at_its_values() -> None:
-    """An object whose body is regular but past the merge budget was tried whole (a
-    construction of thousands of states) and then lowered one item per terminal; now its
-    size is estimated first and it is cut before and after each value, as the members of an
-    object that is not regular are: each key with its separators is one terminal, and the
-    value terminals are shared."""
+def test_a_regular_object_too_large_to_merge_is_cut_at_its_keys_and_values() -> None:
+    """An object whose body is regular but past the merge budget is not built whole: each
+    property name is a literal terminal of its own (a word between large parts), and what
+    lies between two names (separators, with the value where they fit the budget together)
+    is a terminal shared by every member of its shape; where a stretch is still too large
+    (the helper rule for the object's tail is), it is cut before and after each value."""
     props = {f"p{i}": {"type": "number"} for i in range(8)}
     grammar = Grammar.from_json_schema({"type": "object", "properties": props, "required": list(props),
                                         "additionalProperties": False})
     names = sorted(t.name for t in grammar.compile().terminals)
-    assert names == sorted(['"{" ws? "\\"p0\\"" ws? ":" ws?', "root_p0", 'ws? "}"'] + [
-        f'ws? "," ws? "\\"p{i}\\"" ws? ":" ws?' for i in range(1, 8)])
+    assert names == sorted([f'"\\"p{i}\\""' for i in range(8)] + [
+        '"{" ws?', 'ws? ":" ws? root_p0 ws? "," ws?', 'ws? ":" ws? root_p7', 'ws? "}"',
+        'ws? ":" ws?', "root_p5", 'ws? "," ws?'])
     doc = {f"p{i}": i * 1.5 for i in range(8)}
     for text in (json.dumps(doc), json.dumps(doc, indent=2), json.dumps(doc, separators=(",", ":"))):
         assert grammar.accepts(text)
     assert not grammar.accepts(json.dumps(dict(reversed(doc.items()))))
     assert not grammar.accepts(json.dumps({**doc, "p7": "x"}))
     assert not grammar.accepts(json.dumps(doc)[:-1])
+
+
+def test_a_word_between_large_parts_is_a_terminal_of_its_own() -> None:
+    """A literal of three or more bytes next to a part of 16 or more states is not merged
+    with it (the merged terminal would copy those states once per word); punctuation and
+    words between small parts still are. (A sequence that fits the merge budget as a whole
+    is still one terminal: only the runs of a sequence lowered piece by piece are split.)"""
+    ebnf = r'''
+        start ::= big "while" big "," big "(" start ")" | "a" "while" "b" "(" start ")" | "x";
+        big ::= #/[a-c]{1,20}/;
+    '''
+    compiled = Grammar.from_ebnf(ebnf).compile()
+    assert sorted(t.name for t in compiled.terminals) == sorted(
+        ['big', '"while"', 'big "," big "("', '")"', '"a" "while" "b" "("', '"x"'])
+    grammar = Grammar.from_ebnf(ebnf)
+    assert grammar.accepts("abwhilec,a(x)") and grammar.accepts("awhileb(bwhilec,c(x))")
+    assert not grammar.accepts("abwhile,a(x)") and not grammar.accepts("whilec,a(x)")

@@ -19,6 +19,33 @@ from grammarc.errors import Span
 RegexMode = TypingLiteral["match", "early", "complement"]
 
 
+def _remembers_its_hash(cls):
+    """Keep a composite node's hash once computed: the generated one hashes the whole tree
+    under the node on every call, and the compiler keys its memos by subtrees, so an
+    uncached hash makes memo lookups quadratic in the depth of a schema's grammar. The
+    cached value lives in the instance's ``__dict__`` beside the fields (it is not a field:
+    equality, ``repr`` and `dataclasses.replace` never see it)."""
+    compute = cls.__hash__
+
+    def __hash__(self) -> int:
+        try:
+            return self.__dict__["_hash"]
+        except KeyError:
+            value = compute(self)
+            object.__setattr__(self, "_hash", value)
+            return value
+
+    def __getstate__(self) -> dict:  # a hash is per process (string hashing is seeded)
+        state = dict(self.__dict__)
+        state.pop("_hash", None)
+        return state
+
+    cls.__hash__ = __hash__
+    cls.__getstate__ = __getstate__
+    return cls
+
+
+
 @dataclass(frozen=True)
 class Literal:
     """Exactly this text (UTF-8 encoded). The empty literal denotes the empty string."""
@@ -57,6 +84,7 @@ class Ref:
     span: Span | None = field(default=None, compare=False, repr=False)
 
 
+@_remembers_its_hash
 @dataclass(frozen=True)
 class Seq:
     """Concatenation. The empty sequence denotes the empty string."""
@@ -65,6 +93,7 @@ class Seq:
     span: Span | None = field(default=None, compare=False, repr=False)
 
 
+@_remembers_its_hash
 @dataclass(frozen=True)
 class Alt:
     """Union of at least one alternative."""
@@ -73,6 +102,7 @@ class Alt:
     span: Span | None = field(default=None, compare=False, repr=False)
 
 
+@_remembers_its_hash
 @dataclass(frozen=True)
 class Repeat:
     """`item` repeated between `min` and `max` times (`max=None`: unbounded)."""

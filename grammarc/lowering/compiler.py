@@ -40,6 +40,8 @@ from grammarc.lowering.lr import Bnf, LRTables, Production, build_tables
 DEFAULT_MERGE_MAX_STATES = 512
 MAX_EXPANSION = 200_000  # symbols a counted repetition may expand to
 LITERAL_GROUP = 8  # alternatives: this many literals side by side become one terminal
+WORD_BYTES = 3  # a literal this long in a regular run is a word (see _words_apart)
+LARGE_PART = 16  # states: a word next to a part this large is not merged with it
 
 
 @dataclass(frozen=True, eq=False)
@@ -142,6 +144,7 @@ class _Lowering:
         self._atomic: dict[Expr, DFA] = {}
         self._merged: dict[Expr, DFA | None] = {}
         self._rule_dfa: dict[str, DFA | None] = {}
+        self._regular: dict[Expr, bool] = {}
         self._built: dict[Expr, DFA | None] = {}  # composite parts tried for a merge (None: too big)
         self._nonempty: dict[str, DFA] = {}  # DFA key -> the DFA without the empty string
         self._pending: list[str] = []  # rules whose nonterminal exists but has no productions yet
@@ -325,6 +328,15 @@ class _Lowering:
         return tuple(out)
 
     def _chunks(self, run: tuple[Expr, ...]) -> list[tuple[Expr, ...]]:
+        """The terminals a regular run becomes: its words set apart (`_words_apart`), and
+        each stretch between them whole or cut to the merge budget (`_cut`)."""
+        sizes = [self._merged_size(item) for item in run]
+        chunks: list[tuple[Expr, ...]] = []
+        for start, end in _words_apart(run, sizes):
+            chunks.extend(self._cut(run[start:end], sizes[start:end]))
+        return chunks
+
+    def _cut(self, run: tuple[Expr, ...], sizes: list[int]) -> list[tuple[Expr, ...]]:
         """`run` whole when its parts' automata fit the merge budget together, else cut
         before and after each reference to a rule (a value: its terminal is shared by every
         use, as in the sequences of a rule that is not regular) and, where the glue between
@@ -333,7 +345,6 @@ class _Lowering:
         The size of a concatenation is estimated as the sum of its parts' sizes: rarely far
         off for the separators, keys and values of a JSON object, and it spares building a
         whole object's automaton (often thousands of states) only to find it too large."""
-        sizes = [self._merged_size(item) for item in run]
         if len(run) < 2 or _fits(sizes, self.merge_max_states):
             return [run]
         chunks: list[tuple[Expr, ...]] = []
@@ -396,13 +407,17 @@ class _Lowering:
 
     # -- regular parts ----------------------------------------------------------------
     def is_regular(self, expr: Expr) -> bool:
-        """Whether `expr` denotes a regular byte language we may build a DFA for."""
-        for node in walk(expr):
-            if isinstance(node, AnyToken) or (isinstance(node, Except) and node.limit is not None):
-                return False
-            if isinstance(node, Ref) and node.name not in self.regular_rules:
-                return False
-        return True
+        """Whether `expr` denotes a regular byte language we may build a DFA for (memoized:
+        a sequence asks of each item, then of the runs and groups they are part of)."""
+        known = self._regular.get(expr)
+        if known is None:
+            known = self._regular[expr] = all(self._regular_node(node) for node in walk(expr))
+        return known
+
+    def _regular_node(self, node: Expr) -> bool:
+        if isinstance(node, AnyToken) or (isinstance(node, Except) and node.limit is not None):
+            return False
+        return not isinstance(node, Ref) or node.name in self.regular_rules
 
     def atomic(self, expr: Expr) -> DFA:
         """The DFA of a terminal node; errors carry the node's position."""
@@ -517,6 +532,31 @@ class _Lowering:
             parts = [self._literal_alternation(group)] if group is not None else []
             return ("alt", parts + [self._tree(item) for item in rest])
         return ("repeat", self._tree(expr.item), expr.min, expr.max)
+
+
+def _words_apart(run: tuple[Expr, ...], sizes: list[int]) -> list[tuple[int, int]]:
+    """`run` as stretches ``(start, end)``, each word next to a large part alone in its own.
+
+    A word is a literal of `WORD_BYTES` or more (a keyword, a JSON property name); a large
+    part has `LARGE_PART` states or more (JSON's bounded whitespace has 69). Merged, a word
+    and its neighbours make a terminal of their own, copying the neighbours' states once per
+    word: a JSON object's ``ws? "," ws? "\"name\"" ws? ":" ws?`` is ~280 states for every
+    property, each one determinized, minimized and scanned against the vocabulary anew. Set
+    apart, the word is a small literal terminal and the separators around it are the same
+    terminals in every object of every schema, built and scanned once. Punctuation (shorter
+    than a word) stays merged, so ``ws? "," ws?`` remains one terminal."""
+    stretches: list[tuple[int, int]] = []
+    start = 0
+    for i, item in enumerate(run):
+        word = isinstance(item, Literal) and len(item.text.encode("utf-8")) >= WORD_BYTES
+        if word and any(0 <= j < len(run) and sizes[j] >= LARGE_PART for j in (i - 1, i + 1)):
+            if start < i:
+                stretches.append((start, i))
+            stretches.append((i, i + 1))
+            start = i + 1
+    if start < len(run):
+        stretches.append((start, len(run)))
+    return stretches
 
 
 def _least_states(tree) -> int:
