@@ -400,7 +400,8 @@ def walk_summary(core: ParserCore, tree: Tree, states: tuple[int, ...], n_words:
                 continue
             nxt = core.pure_shift(current, u)
             if nxt is None:
-                frontier.append((path + (u,), child))
+                if not child.is_empty():  # a walk on real stacks costs a shift: not for nothing
+                    frontier.append((path + (u,), child))
             else:
                 visit(child, nxt, path + (u,))
 

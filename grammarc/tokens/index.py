@@ -162,9 +162,9 @@ class Tree:
     Parts are made one terminal at a time, on first read: a level branches on every
     terminal that may follow the previous one anywhere in the grammar (after JSON's
     ``ws? "," ws?``: every key of every object, every value), and the parser takes a few
-    of them (the keys of one object): most of a level's scans were never read.
-    `candidates` (the terminals whose first byte some suffix of the level has) is what a
-    part may be made for; made on first read too. An empty tree has no source at all.
+    of them (the keys of one object): most of a level's scans were never read (a big
+    level is made whole, see `_Level`). `candidates` (the terminals whose first byte some
+    suffix of the level has) is what a part may be made for; made on first read too.
     """
 
     __slots__ = ("_parts", "_candidates", "_source", "serial")
@@ -219,7 +219,9 @@ class Tree:
         return {u: child for u in sorted(self.candidates) for child in [self.part(u)[1]] if child is not None}
 
     def is_empty(self) -> bool:
-        return not self.open and not self.children
+        """Whether no part holds anything: parts are made in turn until one does, so a
+        tree that is not empty usually costs one part, not all of them."""
+        return all(self.part(u) is _NO_PART for u in sorted(self.candidates))
 
     def size(self) -> int:
         """Number of (node, terminal, token) entries, for tests and reports (grows the whole tree)."""
@@ -231,15 +233,19 @@ _NO_PART: "tuple[TokenSet | None, Tree | None]" = (None, None)
 
 class _Level:
     """What a tree's parts are made from: the token suffixes ``(rows[i], pos[i])`` that
-    start right after terminal `previous`, and the index that scans them."""
+    start right after terminal `previous`, and the index that scans them.
 
-    __slots__ = ("_index", "previous", "rows", "pos", "_next_byte", "_by_byte")
+    A small level keeps its arrays until every candidate's part is made (most never are).
+    A big one (`BUCKETED_ROWS`) is made whole on its first read, each terminal from the
+    suffixes of its opening bytes (`_ByByte`), and then dropped: a level after whitespace
+    holds most of the vocabulary, and its arrays would outweigh the parts never read."""
+
+    __slots__ = ("_index", "previous", "rows", "pos", "_next_byte")
 
     def __init__(self, index: "TokenIndex", previous: int, rows: np.ndarray, pos: np.ndarray):
         self._index = weakref.ref(index)  # trees are held by their index: no cycle back to it
         self.previous, self.rows, self.pos = previous, rows, pos
         self._next_byte: np.ndarray | None = None
-        self._by_byte: _ByByte | None = None
 
     def next_byte(self, index: "TokenIndex") -> np.ndarray:
         # Each (row, pos) comes once (one scan makes it) and pos < the token's length (a
@@ -252,22 +258,20 @@ class _Level:
         index = self._index()
         return frozenset(index._starting(self.previous, self.next_byte(index)))
 
-    def taking(self, index: "TokenIndex", u: int) -> np.ndarray:
-        """The positions of the suffixes whose next byte opens `u`."""
-        next_byte = self.next_byte(index)
-        if len(next_byte) < BUCKETED_ROWS:
-            return np.flatnonzero(index._openers[u][next_byte])
-        if self._by_byte is None:
-            self._by_byte = _ByByte(next_byte)
-        return self._by_byte.taking(index._openers[u])
-
     def part(self, tree: Tree, u: int) -> "tuple[TokenSet | None, Tree | None]":
         index = self._index()
         with index._build_lock:
             found = tree._parts.get(u)
             if found is None:
-                found = index._tree_part(self, u)
-                tree._publish(u, found)
+                next_byte = self.next_byte(index)
+                if len(next_byte) < BUCKETED_ROWS:
+                    found = index._tree_part(self, u, np.flatnonzero(index._openers[u][next_byte]))
+                    tree._publish(u, found)
+                else:
+                    by_byte = _ByByte(next_byte)
+                    for v in sorted(tree.candidates - tree._parts.keys()):
+                        tree._publish(v, index._tree_part(self, v, by_byte.taking(index._openers[v])))
+                    found = tree._parts[u]
         return found
 
 
@@ -631,10 +635,9 @@ class TokenIndex:
             found.update(starting)
         return sorted(found)
 
-    def _tree_part(self, level: _Level, u: int) -> "tuple[TokenSet | None, Tree | None]":
-        """The part of terminal `u` in the tree over `level`: the suffixes whose next byte
-        opens `u`, scanned from `u`'s start (called under the build lock)."""
-        starts = level.taking(self, u)
+    def _tree_part(self, level: _Level, u: int, starts: np.ndarray) -> "tuple[TokenSet | None, Tree | None]":
+        """The part of terminal `u` in the tree over `level`: its suffixes at `starts` (those
+        whose next byte opens `u`), scanned from `u`'s start (called under the build lock)."""
         end_rows, end_states, split_rows, split_pos = self._scan(u, level.rows[starts], level.pos[starts], 0)
         limit = self.terminals[u].token_limit
         if limit is not None:  # the token spends one of `u`'s budget: the rest must finish it
@@ -645,8 +648,8 @@ class TokenIndex:
         return _NO_PART if tokens is None and child is None else (tokens, child)
 
 
-# A tree level over at least this many token suffixes picks each next terminal's suffixes
-# by their next byte (`_ByByte`) instead of testing every suffix once per terminal.
+# A tree level over at least this many token suffixes is made whole on first read, picking
+# each next terminal's suffixes by their next byte (`_ByByte`), and then let go (`_Level`).
 BUCKETED_ROWS = 1024
 
 
