@@ -16,7 +16,7 @@ import grammarc
 from grammarc import Vocabulary
 from grammarc.engine import Engine
 from grammarc.runtime.recognizer import Recognizer
-from grammarc.tokens.index import _ByByte
+from grammarc.tokens.index import _ByByte, _ranges
 
 JSON = grammarc.stdlib("json")
 MULTI = [b' [],\n', b' [],', b' []', b'[],', b'],\n', b'{},', b' {}]', b'"a":[', b'1,2]', b'], [', b'}]}', b'null,\n']
@@ -61,3 +61,18 @@ def test_picking_a_levels_suffixes_by_next_byte_equals_the_boolean_mask(next_byt
     by_byte = _ByByte(bytes_)
     assert by_byte.taking(mask).tolist() == expected
     assert by_byte.gathered(np.flatnonzero(mask)).tolist() == expected  # the bucket path, whatever the share
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 4)), max_size=12))
+def test_ranges_concatenate_ascending_disjoint_ranges(steps):
+    """`_ranges` (first-byte buckets of a scan, bucket gathers) joins touching ranges before
+    it counts them out: the same integers, in order, as counting each range."""
+    starts, ends, at = [], [], 0
+    for gap, length in steps:
+        starts.append(at + gap)
+        ends.append(at + gap + length)
+        at = ends[-1]
+    expected = [i for a, b in zip(starts, ends) for i in range(a, b)]
+    got = _ranges(np.array(starts, dtype=np.int64), np.array(ends, dtype=np.int64))
+    assert got.dtype == np.int32 and got.tolist() == expected

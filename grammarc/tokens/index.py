@@ -436,13 +436,21 @@ def first_byte_starts(vocab: Vocabulary, tokens: TokenBytes) -> np.ndarray:
 
 
 def _ranges(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """The concatenated integer ranges ``[starts[i], ends[i])``."""
-    lengths = ends - starts
-    total = int(lengths.sum())
-    if not total:
-        return np.zeros(0, dtype=np.int64)
-    offsets = np.repeat(starts - np.concatenate(([0], np.cumsum(lengths)[:-1])), lengths)
-    return np.arange(total, dtype=np.int64) + offsets
+    """The concatenated integer ranges ``[starts[i], ends[i])``, ascending and disjoint (int32:
+    row numbers).
+
+    Ranges that touch are joined first: the first-byte buckets of a state's live bytes
+    are mostly adjacent (a string body takes every byte but a few), so a scan's rows are a
+    handful of runs, each one `np.arange`."""
+    keep = ends > starts
+    starts, ends = starts[keep], ends[keep]
+    if not len(starts):
+        return np.zeros(0, dtype=np.int32)
+    cut = np.flatnonzero(starts[1:] != ends[:-1]) + 1  # where a range does not continue the last
+    firsts, lasts = starts[np.concatenate(([0], cut))], ends[np.concatenate((cut - 1, [len(ends) - 1]))]
+    if len(firsts) == 1:
+        return np.arange(firsts[0], lasts[0], dtype=np.int32)
+    return np.concatenate([np.arange(a, b, dtype=np.int32) for a, b in zip(firsts.tolist(), lasts.tolist())])
 
 
 class TokenIndex:
@@ -563,7 +571,7 @@ class TokenIndex:
             tree = Tree()
         else:
             scan = self._terminal_scan(t, q)
-            inside = TokenSet.of(self.token_ids[scan.inside], self.n_words)
+            inside = _inside_set(scan, self.token_ids, self.n_words)
             tree = self._tree(t, scan.split_rows, scan.split_pos)
         self._inside[(t, q)] = inside
         self._mid[(t, q)] = tree
@@ -679,6 +687,25 @@ class _ByByte:
     def gathered(self, byte: np.ndarray) -> np.ndarray:
         """The positions whose next byte is in `byte` (ascending byte values), ascending."""
         return np.sort(self._order[_ranges(self._bounds[byte], self._bounds[byte + 1])])
+
+
+# The inside set of a scan, made once per scan: a scan from the shared store (a JSON string
+# body, whitespace, a number) is met by every grammar's index, and packing its 100k+ token
+# ids costs more than the rest of the state's build. Lives as long as the scan does.
+_inside_sets: "weakref.WeakKeyDictionary[Scan, TokenSet]" = weakref.WeakKeyDictionary()
+_inside_sets_lock = threading.Lock()
+
+
+def _inside_set(scan: Scan, token_ids: np.ndarray, n_words: int) -> TokenSet:
+    """`scan.inside` (bool over token rows) as a set of token ids (the scan and the ids
+    belong to one vocabulary)."""
+    with _inside_sets_lock:
+        found = _inside_sets.get(scan)
+    if found is None:
+        found = TokenSet.of(token_ids[scan.inside], n_words)
+        with _inside_sets_lock:
+            found = _inside_sets.setdefault(scan, found)
+    return found
 
 
 def _scan_table(dfa) -> tuple:

@@ -46,12 +46,14 @@ MAX_STORES = 4096  # languages kept in memory at once, whatever their size
 _ARRAYS = ("states", "inside", "split_offsets", "split_rows", "split_pos")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Scan:
     """The vocabulary scanned through a terminal from one DFA state.
 
     `inside`: bool over token rows, the tokens whose bytes all stay inside the terminal.
     (`split_rows`, `split_pos`): where the terminal may end strictly inside a token.
+    Compared and hashed by identity (its arrays are not hashable): indexes key what they
+    derive from a shared scan on the scan itself.
     """
 
     inside: np.ndarray
