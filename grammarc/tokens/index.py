@@ -585,7 +585,7 @@ class TokenIndex:
         with that language reuses it; a narrow scan is cheaper to redo than to store."""
         rows = self._first_byte_rows(t, q)
         if len(rows) < PERSIST_MIN_ROWS:
-            return self._scan_from(t, q, rows)
+            return self._scan_from(t, q, rows, keep_ends=True)
         store = terminal_scans(suffix_key(self.terminals[t].dfa, q), self.vocab.key, len(self.token_ids))
         scan = store.get(0)
         if scan is None:
@@ -598,11 +598,11 @@ class TokenIndex:
         live = np.flatnonzero(self.terminals[t].dfa.trans[q] >= 0)
         return _ranges(starts[live], starts[live + 1])
 
-    def _scan_from(self, t: int, q: int, rows: np.ndarray) -> Scan:
+    def _scan_from(self, t: int, q: int, rows: np.ndarray, keep_ends: bool = False) -> Scan:
         end_rows, _, split_rows, split_pos = self._scan(t, rows, np.zeros(len(rows), dtype=np.int32), q)
         inside = np.zeros(len(self.token_ids), dtype=bool)
         inside[end_rows] = True
-        return Scan(inside, split_rows, split_pos)
+        return Scan(inside, split_rows, split_pos, end_rows if keep_ends else None)
 
     def _scan(self, t: int, rows: np.ndarray, pos: np.ndarray, q: int):
         """Walk terminal `t`'s DFA from state `q` over each token row from `pos`.
@@ -702,7 +702,7 @@ def _inside_set(scan: Scan, token_ids: np.ndarray, n_words: int) -> TokenSet:
     with _inside_sets_lock:
         found = _inside_sets.get(scan)
     if found is None:
-        found = TokenSet.of(token_ids[scan.inside], n_words)
+        found = TokenSet.of(token_ids[scan.inside if scan.ends is None else scan.ends], n_words)
         with _inside_sets_lock:
             found = _inside_sets.setdefault(scan, found)
     return found

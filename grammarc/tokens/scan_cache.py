@@ -31,7 +31,7 @@ import os  # noqa: F401  (tests replace os.replace here to simulate a full disk)
 import threading
 import warnings
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -59,6 +59,9 @@ class Scan:
     inside: np.ndarray
     split_rows: np.ndarray
     split_pos: np.ndarray
+    # The rows of `inside`, ascending, as the walk gave them: kept by a narrow scan (never
+    # stored), whose few tokens are cheaper to read from them than from `inside`.
+    ends: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def nbytes(self) -> int:
