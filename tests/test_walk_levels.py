@@ -76,3 +76,17 @@ def test_ranges_concatenate_ascending_disjoint_ranges(steps):
     expected = [i for a, b in zip(starts, ends) for i in range(a, b)]
     got = _ranges(np.array(starts, dtype=np.int64), np.array(ends, dtype=np.int64))
     assert got.dtype == np.int32 and got.tolist() == expected
+
+
+def test_a_tree_lets_its_level_go_once_every_part_is_made_and_still_answers():
+    """A tree makes its parts one terminal at a time; once every candidate's part is made it
+    drops the level's arrays (memory), and a part read after that is the published one."""
+    engine = Engine(JSON.compile(), VOCAB)
+    engine.fill_bitmask(np.zeros(-(-VOCAB.size // 32), dtype=np.int32))
+    trees = [tree for tree in engine.index._mid.values() if tree.candidates]
+    assert trees
+    for tree in trees:
+        made = {u: tree.part(u) for u in sorted(tree.candidates)}
+        assert tree._source is None
+        assert all(tree.part(u) is made[u] for u in made)
+        assert tree.part(max(made) + 1) == (None, None)

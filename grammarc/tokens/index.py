@@ -182,8 +182,8 @@ class Tree:
         """The terminals `part` may find tokens for (a superset of those it does)."""
         found = self._candidates
         if found is None:
-            source = self._source
-            found = self._candidates = frozenset() if source is None else source.candidates()
+            source = self._source  # None only once every part is made, so after candidates were set
+            found = self._candidates = self._candidates if source is None else source.candidates()
         return found
 
     @property
@@ -198,7 +198,9 @@ class Tree:
         found = self._parts.get(u)
         if found is None:
             source = self._source
-            if source is None or u not in self.candidates:
+            if source is None:  # let go after the last part was published: it is there
+                return self._parts.get(u, _NO_PART)
+            if u not in self.candidates:
                 return _NO_PART
             found = source.part(self, u)
         return found
@@ -256,7 +258,8 @@ class _Level:
 
     def candidates(self) -> frozenset[int]:
         index = self._index()
-        return frozenset(index._starting(self.previous, self.next_byte(index)))
+        with index._build_lock:  # `_starting` fills the index's per-byte tables
+            return frozenset(index._starting(self.previous, self.next_byte(index)))
 
     def part(self, tree: Tree, u: int) -> "tuple[TokenSet | None, Tree | None]":
         index = self._index()
