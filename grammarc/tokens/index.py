@@ -412,9 +412,10 @@ def _byte_sets(lengths: np.ndarray, data: np.ndarray) -> np.ndarray:
     """Each row's set of bytes as 256 bits (four little-endian 64-bit words). A scan from a
     state that loops on every byte of a token needs no walk (`grammarc.tokens._scan`):
     inside a JSON string that is most of the vocabulary."""
-    flags = np.zeros((len(lengths), 256), dtype=bool)
-    flags[np.repeat(np.arange(len(lengths)), lengths), data] = True
-    return np.ascontiguousarray(np.packbits(flags, axis=1, bitorder="little").view("<u8")).astype(np.uint64)
+    out = np.zeros((len(lengths), 4), dtype=np.uint64)
+    bit = np.left_shift(np.uint64(1), (data & 63).astype(np.uint64))
+    np.bitwise_or.at(out, (np.repeat(np.arange(len(lengths)), lengths), data >> 6), bit)
+    return out
 
 
 _first_bytes = _Recent(VOCABULARIES_KEPT)
