@@ -241,3 +241,29 @@ def test_the_registry_in_memory_is_bounded_least_recently_used_first(cache, monk
     small = scan_cache.ScanRegistry(max_bytes=0)
     monkeypatch.setattr(scan_cache, "_registry", small)
     assert _same(expected, _visit_all(TokenIndex(compiled, VOCAB))) and len(small) == 1
+
+
+def test_the_registry_counts_its_stores_bytes_as_they_grow_and_as_they_go(tmp_path, monkeypatch):
+    """The byte bound reads a running total, not a sum over every store per new store: it
+    must equal the sum over the stores kept after puts, evictions, and puts into a store
+    already evicted (which no longer count)."""
+    monkeypatch.setenv("GRAMMARC_CACHE_DIR", "off")
+
+    def scan(n: int) -> scan_cache.Scan:
+        return scan_cache.Scan(np.zeros(n, dtype=bool), np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int32))
+
+    registry = scan_cache.ScanRegistry(max_bytes=250, max_stores=100)
+    first = registry.get(("a", "v"), 8)
+    first.put(0, scan(100))
+    first.put(0, scan(100))  # already there: not counted twice
+    second = registry.get(("b", "v"), 8)
+    second.put(0, scan(100))
+    assert registry.nbytes() == 200 == sum(s.nbytes for s in registry.values())
+    second.put(1, scan(100))  # 300 bytes: over the bound, evicted on the next new store
+    third = registry.get(("c", "v"), 8)
+    assert [s.dfa_key for s in registry.values()] == ["b", "c"]
+    first.put(1, scan(50))  # evicted: its growth is its own, not the registry's
+    third.put(0, scan(10))
+    assert first.nbytes == 150 and registry.nbytes() == 210 == sum(s.nbytes for s in registry.values())
+    registry.clear()
+    assert registry.nbytes() == 0 and len(registry) == 0

@@ -71,10 +71,11 @@ class Scan:
 class TerminalScans:
     """The scans of one terminal DFA over one vocabulary, keyed by DFA state."""
 
-    def __init__(self, dfa_key: str, vocab_key: str, rows: int):
+    def __init__(self, dfa_key: str, vocab_key: str, rows: int, registry: "ScanRegistry | None" = None):
         self.dfa_key, self.vocab_key, self.rows = dfa_key, vocab_key, rows
         self._scans: dict[int, Scan] = {}
-        self._nbytes = 0  # running total: the registry sums it on every new store
+        self._nbytes = 0  # running total, reported to the registry as it grows
+        self._registry = registry
         self._dirty = False
         self._lock = threading.Lock()
         directory = cache_dir()
@@ -89,10 +90,15 @@ class TerminalScans:
         """Keep `scan` unless another thread kept one first; returns the one kept."""
         with self._lock:
             kept = self._scans.setdefault(state, scan)
-            if kept is scan:
-                self._dirty = True
+            if kept is not scan:
+                return kept
+            self._dirty = True
+            registry = self._registry
+            if registry is None:
                 self._nbytes += scan.nbytes
-            return kept
+                return kept
+        registry.grew(self, scan.nbytes)  # outside this store's lock: eviction takes it to save
+        return kept
 
     @property
     def nbytes(self) -> int:
@@ -158,6 +164,8 @@ class ScanRegistry:
         self.max_bytes = diskstore.megabytes("GRAMMARC_SCAN_MEMORY_MB", DEFAULT_MEMORY_MB) if max_bytes is None else max_bytes
         self.max_stores = max_stores
         self._stores: OrderedDict[tuple[str, str], TerminalScans] = OrderedDict()
+        self._total = 0  # bytes of the stores kept, kept as they grow (a sum per new store
+        # was O(stores): 4,096 property reads for each new language of a long-lived server)
         self._lock = threading.RLock()
 
     def get(self, key: tuple[str, str], rows: int) -> TerminalScans:
@@ -166,15 +174,24 @@ class ScanRegistry:
             if store is not None:
                 self._stores.move_to_end(key)
                 return store
-            store = self._stores[key] = TerminalScans(key[0], key[1], rows)
+            store = self._stores[key] = TerminalScans(key[0], key[1], rows, registry=self)
+            self._total += store.nbytes  # what it loaded from disk
             self._evict()
             return store
 
+    def grew(self, store: TerminalScans, nbytes: int) -> None:
+        """`store` took `nbytes` more: counted here while the store is this registry's (its
+        size changes under this lock, so an eviction meanwhile subtracts what it added)."""
+        with self._lock:
+            store._nbytes += nbytes
+            if store._registry is self:
+                self._total += nbytes
+
     def _evict(self) -> None:
-        total = sum(s.nbytes for s in self._stores.values())
-        while len(self._stores) > 1 and (len(self._stores) > self.max_stores or total > self.max_bytes):
+        while len(self._stores) > 1 and (len(self._stores) > self.max_stores or self._total > self.max_bytes):
             _, oldest = self._stores.popitem(last=False)
-            total -= oldest.nbytes
+            oldest._registry = None  # its later growth is no longer this registry's
+            self._total -= oldest.nbytes
             oldest.save()
 
     def values(self) -> list[TerminalScans]:
@@ -182,14 +199,18 @@ class ScanRegistry:
             return list(self._stores.values())
 
     def nbytes(self) -> int:
-        return sum(s.nbytes for s in self.values())
+        with self._lock:
+            return self._total
 
     def __len__(self) -> int:
         return len(self._stores)
 
     def clear(self) -> None:
         with self._lock:
+            for store in self._stores.values():
+                store._registry = None
             self._stores.clear()
+            self._total = 0
 
 
 _registry = ScanRegistry()
