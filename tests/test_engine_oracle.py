@@ -85,7 +85,8 @@ def brute_force_mask(recognizer: Recognizer, vocab: Vocabulary) -> np.ndarray:
 def test_mask_equals_brute_force_along_random_walks(alphabet, data):
     grammar = _without_token_limits(data.draw(strategies.grammars(alphabet, any_token=False), label="grammar"))
     vocab = data.draw(vocabularies(alphabet), label="vocab")
-    # tree levels pick suffixes by next byte past BUCKETED_ROWS (real vocabularies): here, at 0, half the time
+    # a level of BUCKETED_ROWS suffixes or more is made whole from byte buckets (real
+    # vocabularies); with 0, half the time, every level is
     with mock.patch.object(index, "BUCKETED_ROWS", data.draw(st.sampled_from([index.BUCKETED_ROWS, 0]))):
         _walk_against_brute_force(grammar, vocab, data)
 
