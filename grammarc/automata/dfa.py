@@ -64,8 +64,8 @@ class DFA:
         languages give equal keys, whatever the storage. Built in C from a dense table; from
         the edges of a compact one (too big for Python lists of runs), read in state order,
         which for a canonical DFA is the code's breadth-first order."""
-        if isinstance(self.trans, np.ndarray) and self.trans.dtype == np.int32 and self.trans.flags.c_contiguous:
-            code = _core.suffix_code(self.trans, self.accept.view(np.uint8), 0)
+        if self.dense_table is not None:
+            code = _core.suffix_code(self.dense_table, self.accept.view(np.uint8), 0)
         else:
             code = _code_of_edges(self.n_states, *self._edges(), self.accept)
         return hashlib.blake2b(code, digest_size=20).hexdigest()
@@ -119,6 +119,15 @@ class DFA:
     def accepting(self) -> list[int]:
         """The accepting states, ascending."""
         return np.flatnonzero(self.accept).tolist()
+
+    @property
+    def dense_table(self) -> np.ndarray | None:
+        """`trans` when the C core can read it as it is (a C-contiguous ``int32 [n, 256]``
+        array), else None (a compact table, or a dense one in another layout)."""
+        trans = self.trans
+        if isinstance(trans, np.ndarray) and trans.dtype == np.int32 and trans.flags.c_contiguous:
+            return trans
+        return None
 
     @cached_property
     def _runs(self) -> list[list[tuple[int, int, int]]]:

@@ -27,7 +27,6 @@ def suffix_key(dfa: DFA, state: int) -> str:
 
     A dense table is read as it is; only a compact one goes through the DFA's runs, whose
     Python lists cost more than the code (and, made on a cold state, a garbage collection)."""
-    trans = dfa.trans
-    dense = isinstance(trans, np.ndarray) and trans.dtype == np.int32 and trans.flags.c_contiguous
-    code = _core.suffix_code(trans if dense else dfa._runs, dfa.accept.view(np.uint8), state)
+    table = dfa.dense_table
+    code = _core.suffix_code(dfa._runs if table is None else table, dfa.accept.view(np.uint8), state)
     return hashlib.blake2b(code, digest_size=20).hexdigest()

@@ -45,7 +45,6 @@ def _remembers_its_hash(cls):
     return cls
 
 
-
 @dataclass(frozen=True)
 class Literal:
     """Exactly this text (UTF-8 encoded). The empty literal denotes the empty string."""

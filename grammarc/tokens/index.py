@@ -25,7 +25,6 @@ import threading
 import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
