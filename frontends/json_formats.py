@@ -196,6 +196,12 @@ def char_regex(ranges: Ranges, *, escapes: bool = True) -> str | None:
     return parts[0] if len(parts) == 1 else "(?:" + "|".join(parts) + ")"
 
 
+@lru_cache(maxsize=4096)
+def _char_regex_of(ranges: Ranges, escapes: bool) -> str | None:
+    """`char_regex` of a pattern's character class, cached: \\d, \\w and [a-z] recur."""
+    return char_regex(ranges, escapes=escapes)
+
+
 UNIT = char_regex(ALL)
 """One JSON string character: a raw character, a short escape, \\uXXXX, or a surrogate pair."""
 
@@ -227,7 +233,7 @@ def _render(node, escapes: bool, plain: bool) -> str | None:
     if isinstance(node, Chars):
         if plain:
             return class_regex(node.ranges)
-        return char_regex(node.ranges, escapes=escapes)
+        return _char_regex_of(node.ranges, escapes)
     if isinstance(node, Seq):
         parts = []
         for item in node.items:
@@ -277,10 +283,12 @@ def _strip_anchors(branch) -> tuple[bool, object, bool]:
     return start, Seq(tuple(items)), end
 
 
+@lru_cache(maxsize=1024)
 def search_regex(pattern: str, *, escapes: bool = True, plain: bool = False) -> str | None:
     """Regex of string *contents* in which `pattern` finds a match (ECMA search semantics).
 
-    None if no string matches. Raises PatternError for untranslatable constructs.
+    None if no string matches. Raises PatternError for untranslatable constructs. Cached:
+    schemas repeat their patterns, and every format is one (a server renders each once).
     """
     tree = parse_pattern(pattern)
     unit = "(?:[^\\n]|\\n)" if plain else f"(?:{UNIT})"
@@ -420,6 +428,7 @@ FORMATS: dict[str, str] = {
 """ECMA-style patterns (implicitly anchored) of the string contents each format allows."""
 
 
+@lru_cache(maxsize=None)  # one entry per known format
 def format_regex(name: str) -> str | None:
     """Regex of the complete JSON string (quotes included) for a format; None if unknown.
 
@@ -483,8 +492,10 @@ class Hard(Exception):
     """`restrict_length` cannot push the length range into this tree (use the automaton)."""
 
 
+@lru_cache(maxsize=1024)
 def search_tree(pattern: str):
-    """The tree of the strings in which `pattern` finds a match (ECMA search semantics)."""
+    """The tree of the strings in which `pattern` finds a match (ECMA search semantics;
+    cached, the tree is immutable)."""
     branches = []
     for branch in _branches(parse_pattern(pattern)):
         start, body, end = _strip_anchors(branch)

@@ -65,6 +65,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from grammarc.allocation import gc_paused
 from grammarc.errors import SchemaError
 from grammarc.ir import Grammar
 
@@ -116,8 +117,18 @@ def schema_to_grammar(
         raise ValueError(f"property_order must be 'schema' or 'any', not {property_order!r}")
     if formats not in POLICIES:
         raise ValueError(f"formats must be one of {', '.join(map(repr, POLICIES))}, not {formats!r}")
-    builder = Builder(schema, lenient=lenient, layout=Layout.make(whitespace, indent, separators),
-                       close_objects=close_objects, draft=draft, registry=registry or {},
-                       integer_fraction=integer_fraction, formats=formats,
-                      property_order=property_order)
-    return builder.build(start)
+    options = dict(lenient=lenient, layout=Layout.make(whitespace, indent, separators), close_objects=close_objects,
+                   draft=draft, registry=registry or {}, integer_fraction=integer_fraction, formats=formats,
+                   property_order=property_order)
+    with gc_paused():  # see grammarc.allocation; the builder is gone before the collector resumes
+        return _build(schema, options, start)
+
+
+def _build(schema: dict | bool, options: dict[str, Any], start: str) -> Grammar:
+    builder = Builder(schema, **options)
+    try:
+        return builder.build(start)
+    finally:
+        # its memos hold bound methods of it (reference cycles): emptied, refcounting frees
+        # the builder and its working state now, not the next full collection
+        vars(builder).clear()

@@ -201,6 +201,7 @@ class Arrays:
             content = Seq((rest, more)) if rhi != 0 else rest
         else:
             content = None
+        del tail  # a recursive closure is a reference cycle: unbound, refcounting frees it
         return self.layout.container("[]", depth, lo == 0, content)
 
 

@@ -550,4 +550,5 @@ def _inline_single_use(rules: dict, internal: set, start: str, max_nesting: int 
         if name not in out:
             out[name] = subst(rules[name], 0)
             pending.extend(n for n in references(out[name]) if n in inline)
+    del subst  # a recursive closure is a reference cycle (holding `rules`): unbound, refcounting frees it
     return {name: out[name] for name in rules if name in out}

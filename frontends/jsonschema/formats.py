@@ -24,6 +24,8 @@ What the asserted formats compile to (string formats match raw characters, see j
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from grammarc.frontends import json_formats as jf
 
 POLICIES = ("known", "strict", "ignore")
@@ -53,6 +55,7 @@ def is_string_format(name: str) -> bool:
 
 # -- the string formats as json_formats renders them ------------------------------------------
 
+@lru_cache(maxsize=None)  # one entry per asserted format
 def string_regex(name: str) -> str:
     """Regex of the complete JSON string (quotes included) of an asserted string format."""
     if name in JSON_FORMATS:

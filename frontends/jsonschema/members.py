@@ -96,6 +96,7 @@ class Members:
             return res
 
         body = state(0, 0)
+        del state  # a recursive closure is a reference cycle: unbound, refcounting frees it and `memo`
         allow_empty = body == "eps" or (isinstance(body, tuple) and body[0] == "opt")
         content = None
         if isinstance(body, tuple) and body[0] == "opt":

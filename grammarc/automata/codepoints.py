@@ -77,6 +77,7 @@ def code_point_dfa(d: DFA) -> CharDFA:
                 order.append(target)
             by_target.setdefault(ids[target], []).append((lo, hi))
         edges.append(tuple((_merge(rs), t) for t, rs in sorted(by_target.items())))
+    del tails  # a recursive closure is a reference cycle: unbound, refcounting frees it and its memo
     return CharDFA(tuple(edges), tuple(bool(d.accept[q]) for q in order))
 
 

@@ -138,26 +138,38 @@ class Except:
 
 Expr = Union[Literal, Regex, Substrings, Ref, Seq, Alt, Repeat, AnyToken, Except]
 EXPR_TYPES = (Literal, Regex, Substrings, Ref, Seq, Alt, Repeat, AnyToken, Except)
+_LEAVES = frozenset((Literal, Regex, Substrings, Ref, AnyToken))
 
 
 def children(expr: Expr) -> tuple[Expr, ...]:
-    """The direct sub-expressions of `expr`."""
-    if isinstance(expr, (Seq, Alt)):
+    """The direct sub-expressions of `expr` (dispatch on the exact class: IR nodes are
+    final, and every pass over a grammar asks this of every node)."""
+    kind = type(expr)
+    if kind is Seq or kind is Alt:
         return expr.items
-    if isinstance(expr, Repeat):
+    if kind is Repeat or kind is Except:
         return (expr.item,)
-    if isinstance(expr, Except):
-        return (expr.item,)
-    return ()
+    if kind in _LEAVES:
+        return ()
+    if isinstance(expr, (Seq, Alt)):  # a subclass
+        return expr.items
+    return (expr.item,) if isinstance(expr, (Repeat, Except)) else ()
 
 
 def walk(expr: Expr) -> Iterator[Expr]:
     """`expr` and all its sub-expressions, depth first, parents before children."""
     stack = [expr]
+    pop, push = stack.pop, stack.extend
     while stack:
-        node = stack.pop()
+        node = pop()
         yield node
-        stack.extend(reversed(children(node)))
+        kind = type(node)
+        if kind is Seq or kind is Alt:
+            push(reversed(node.items))
+        elif kind is Repeat or kind is Except:
+            stack.append(node.item)
+        elif kind not in _LEAVES:
+            push(reversed(children(node)))
 
 
 @dataclass(frozen=True, eq=False)

@@ -32,7 +32,7 @@ from grammarc import automata
 from grammarc.automata import DFA
 from grammarc.errors import GrammarError, RegexError, StateBudgetExceeded
 from grammarc.ir.check import check_depth, check_grammar, warn_unreachable
-from grammarc.ir.nodes import AnyToken, Alt, Except, Expr, Grammar, Literal, Ref, Regex, Repeat, Seq, Substrings, walk
+from grammarc.ir.nodes import AnyToken, Alt, Except, Expr, Grammar, Literal, Ref, Regex, Repeat, Seq, Substrings, children, walk
 from grammarc.ir.printer import expr_to_ebnf
 from grammarc.lowering import compiled_cache
 from grammarc.lowering.lr import Bnf, LRTables, Production, build_tables
@@ -103,17 +103,25 @@ def _compile_cached(grammar: Grammar, max_states: int, merge_max_states: int) ->
             return CompiledGrammar(grammar, tuple(Terminal(*t) for t in parts.terminals), parts.bnf, parts.tables,
                                    parts.accepts_empty)
         started = time.perf_counter()
-        check_grammar(grammar)
-        lowering = _Lowering(grammar, max_states, merge_max_states)
-        start_symbols = lowering.lower_all()
-        bnf, terminals, accepts_empty = _normalize(lowering, start_symbols)
-        compiled = CompiledGrammar(grammar, terminals, bnf, build_tables(bnf), accepts_empty)
+        compiled = _compile_new(grammar, max_states, merge_max_states)
         if stored is not None and compiled_cache.worth_storing(time.perf_counter() - started):
             stored.save(compiled_cache.Parts(
-                tuple((t.name, t.dfa, t.any_token, t.token_limit) for t in terminals), bnf, compiled.tables,
-                accepts_empty))
+                tuple((t.name, t.dfa, t.any_token, t.token_limit) for t in compiled.terminals), compiled.bnf,
+                compiled.tables, compiled.accepts_empty))
         return compiled
 
+
+
+def _compile_new(grammar: Grammar, max_states: int, merge_max_states: int) -> CompiledGrammar:
+    """Check, lower, normalize and build the tables. A function of its own so that the
+    lowering's working state (hundreds of thousands of objects) is freed on return, before
+    the caller resumes the garbage collector: alive then, the first collection would
+    traverse all of it (~50 ms after a Kubernetes schema)."""
+    check_grammar(grammar)
+    lowering = _Lowering(grammar, max_states, merge_max_states)
+    start_symbols = lowering.lower_all()
+    bnf, terminals, accepts_empty = _normalize(lowering, start_symbols)
+    return CompiledGrammar(grammar, terminals, bnf, build_tables(bnf), accepts_empty)
 
 
 # Symbols during lowering: a terminal is its index t >= 0; a nonterminal j is ~j (< 0).
@@ -410,8 +418,9 @@ class _Lowering:
         """Whether `expr` denotes a regular byte language we may build a DFA for (memoized:
         a sequence asks of each item, then of the runs and groups they are part of)."""
         known = self._regular.get(expr)
-        if known is None:
-            known = self._regular[expr] = all(self._regular_node(node) for node in walk(expr))
+        if known is None:  # from the children's answers: linear in the tree, not in its depth times size
+            known = self._regular_node(expr) and all(self.is_regular(child) for child in children(expr))
+            self._regular[expr] = known
         return known
 
     def _regular_node(self, node: Expr) -> bool:
@@ -596,12 +605,15 @@ def _alternatives(expr: Expr) -> tuple[Expr, ...]:
 
 def _regular_rules(grammar: Grammar) -> list[str]:
     """Rules that are not (mutually) recursive and use only regular constructs, callees first."""
-    refs = {name: {n.name for n in walk(expr) if isinstance(n, Ref)} for name, expr in grammar.rules}
-    token_level = {
-        name
-        for name, expr in grammar.rules
-        if any(isinstance(n, AnyToken) or (isinstance(n, Except) and n.limit is not None) for n in walk(expr))
-    }
+    refs: dict[str, set[str]] = {}
+    token_level: set[str] = set()
+    for name, expr in grammar.rules:  # one walk per rule
+        refs[name] = names = set()
+        for n in walk(expr):
+            if isinstance(n, Ref):
+                names.add(n.name)
+            elif isinstance(n, AnyToken) or (isinstance(n, Except) and n.limit is not None):
+                token_level.add(name)
     regular: set[str] = set()
     order: list[str] = []
     for component in _sccs(list(refs), lambda n: refs[n]):  # reverse topological order
