@@ -9,7 +9,7 @@ from grammarc.lowering.lr import Bnf, LRTables, _closure, _lr0_automaton, _produ
 def reference_tables(bnf: Bnf) -> LRTables:
     by_lhs = _productions_by_lhs(bnf)
     first = _first_sets(bnf, by_lhs)
-    states, transitions = _lr0_automaton(bnf, by_lhs)
+    states, _, transitions = _lr0_automaton(bnf, by_lhs)
     lookaheads = _lalr_lookaheads(bnf, by_lhs, first, states, transitions)
     # Only the lookaheads are under test: the tables are assembled as lr.py assembles them.
     as_sets = [{item: set(_bits(bits)) for item, bits in row.items()} for row in lookaheads]

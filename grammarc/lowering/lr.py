@@ -75,8 +75,8 @@ def build_tables(bnf: Bnf) -> LRTables:
     """LALR(1) tables: the LR(0) automaton, with lookaheads computed to a fixed point."""
     by_lhs = _productions_by_lhs(bnf)
     first = _first_sets(bnf, by_lhs)
-    states, transitions = _lr0_automaton(bnf, by_lhs)
-    lookaheads = _lalr_lookaheads(bnf, by_lhs, first, states, transitions)
+    states, closures, transitions = _lr0_automaton(bnf, by_lhs)
+    lookaheads = _lalr_lookaheads(bnf, by_lhs, first, closures, transitions)
     return _tables(bnf, states, transitions, lookaheads)
 
 
@@ -136,9 +136,11 @@ def _lr0_automaton(bnf: Bnf, by_lhs: list[list[int]]):
     states: list[frozenset[Item]] = [start]
     index = {start: 0}
     transitions: list[dict[int, int]] = []
+    closures: list[list[Item]] = []
     for kernel in states:  # grows while iterating
         moves: dict[int, set[Item]] = {}
-        for prod, dot in _closure(bnf, by_lhs, kernel):
+        closures.append(closure := _closure(bnf, by_lhs, kernel))
+        for prod, dot in closure:
             rhs = bnf.productions[prod].rhs
             if dot < len(rhs):
                 moves.setdefault(rhs[dot], set()).add((prod, dot + 1))
@@ -150,10 +152,10 @@ def _lr0_automaton(bnf: Bnf, by_lhs: list[list[int]]):
                 states.append(target)
             row[symbol] = index[target]
         transitions.append(row)
-    return states, transitions
+    return states, closures, transitions
 
 
-def _lalr_lookaheads(bnf, by_lhs, first, states, transitions) -> list[dict[Item, set[int]]]:
+def _lalr_lookaheads(bnf, by_lhs, first, closures, transitions) -> list[dict[Item, set[int]]]:
     """Lookahead sets of the items of every state's closure (terminal n_terminals = EOF).
 
     The classic two phases: lookaheads generated spontaneously (FIRST of what follows a
@@ -162,7 +164,6 @@ def _lalr_lookaheads(bnf, by_lhs, first, states, transitions) -> list[dict[Item,
     lookahead sets, and their cost follows their size, not the number of terminals.
     """
     n_terminals, productions = bnf.n_terminals, bnf.productions
-    closures = [_closure(bnf, by_lhs, kernel) for kernel in states]
     la: list[dict[Item, set[int]]] = [{} for _ in closures]
     work: list[tuple[int, Item, set[int]]] = []
 
