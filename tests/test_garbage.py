@@ -31,8 +31,11 @@ SCHEMAS = {
 
 
 @pytest.fixture
-def saved_garbage():
-    """gc.garbage filled with every unreachable object a collection finds (DEBUG_SAVEALL)."""
+def saved_garbage(monkeypatch):
+    """gc.garbage filled with every unreachable object a collection finds (DEBUG_SAVEALL),
+    the disk cache off and the in-process one empty: the grammar is lowered here."""
+    monkeypatch.setenv("GRAMMARC_CACHE_DIR", "off")
+    _compile_cached.cache_clear()  # before the collection below: what it held goes now
     gc.collect()
     gc.set_debug(gc.DEBUG_SAVEALL)
     try:
@@ -43,9 +46,7 @@ def saved_garbage():
 
 
 @pytest.mark.parametrize("name", sorted(SCHEMAS))
-def test_schema_to_compiled_grammar_leaves_no_cycles(name, saved_garbage, monkeypatch):
-    monkeypatch.setenv("GRAMMARC_CACHE_DIR", "off")
-    _compile_cached.cache_clear()  # lowered here, not found in a cache
+def test_schema_to_compiled_grammar_leaves_no_cycles(name, saved_garbage):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         grammar = grammarc.Grammar.from_json_schema(SCHEMAS[name], whitespace="compact")

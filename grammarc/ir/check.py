@@ -14,7 +14,7 @@ import warnings
 from collections import OrderedDict
 
 from grammarc.errors import GrammarError, GrammarWarning, Span
-from grammarc.ir.nodes import EXPR_TYPES, Alt, Except, Expr, Grammar, Literal, Ref, Regex, Repeat, Substrings, children
+from grammarc.ir.nodes import EXPR_TYPES, Alt, Except, Expr, Grammar, Literal, Ref, Regex, Repeat, Seq, Substrings, children, walk
 
 __all__ = ["MAX_DEPTH", "check_depth", "check_grammar", "literal_alternatives"]
 
@@ -100,15 +100,24 @@ def _check_start(grammar: Grammar, rules: dict[str, Expr]) -> None:
 
 def _check_rule(name: str, expr: Expr, rules: dict[str, Expr], grammar: Grammar) -> None:
     stack = [(expr, 1)]
+    pop, push = stack.pop, stack.extend
     while stack:
-        node, depth = stack.pop()
-        if not isinstance(node, EXPR_TYPES):
+        node, depth = pop()
+        kind = type(node)
+        if kind not in _NODE_CLASSES and not isinstance(node, EXPR_TYPES):
             raise GrammarError(f"rule '{name}' contains {_short_repr(node)}, which is not an IR expression",
                                grammar.rule_spans.get(name))
         if depth > MAX_DEPTH:
             raise _too_deep(name, node, grammar)
-        _check_node(name, node, rules)
-        stack.extend((child, depth + 1) for child in reversed(children(node)))
+        if kind is not Seq:  # a sequence has nothing of its own to check
+            _check_node(name, node, rules)
+        below = children(node)
+        if below:
+            depth += 1
+            push([(child, depth) for child in reversed(below)])
+
+
+_NODE_CLASSES = frozenset(EXPR_TYPES)
 
 
 def _short_repr(value: object) -> str:
@@ -247,13 +256,10 @@ def _warn_unreachable(grammar: Grammar, rules: dict[str, Expr]) -> None:
     reached = {grammar.start}
     stack = [grammar.start]
     while stack:
-        todo = [rules[stack.pop()]]
-        while todo:
-            node = todo.pop()
+        for node in walk(rules[stack.pop()]):
             if isinstance(node, Ref) and node.name not in reached:
                 reached.add(node.name)
                 stack.append(node.name)
-            todo.extend(children(node))
     unreached = [name for name in rules if name not in reached]
     if not unreached or not _first_time(grammar):
         return

@@ -26,6 +26,7 @@ import json
 import time
 from collections import deque
 from dataclasses import dataclass
+from typing import Callable
 
 from grammarc.allocation import gc_paused
 from grammarc import automata
@@ -720,17 +721,8 @@ def _normalize(lowering: _Lowering, start_symbols: tuple[Sym, ...]) -> tuple[Bnf
 
 
 def _productive(productions, terminals) -> set[int]:
-    productive: set[int] = set()
-    changed = True
-    while changed:
-        changed = False
-        for lhs, rhs in productions:
-            if lhs in productive:
-                continue
-            if all((~s in productive) if _is_nt(s) else not terminals[s].dfa.is_empty for s in rhs):
-                productive.add(lhs)
-                changed = True
-    return productive
+    """Nonterminals that derive some string (every terminal but the empty language's does)."""
+    return _derivers(productions, lambda t: not terminals[t].dfa.is_empty)
 
 
 def _report_unproductive(lowering: _Lowering, productive: set[int], start: int) -> None:
@@ -750,15 +742,42 @@ def _report_unproductive(lowering: _Lowering, productive: set[int], start: int) 
 
 
 def _nullable(productions) -> set[int]:
-    nullable: set[int] = set()
-    changed = True
-    while changed:
-        changed = False
-        for lhs, rhs in productions:
-            if lhs not in nullable and all(_is_nt(s) and ~s in nullable for s in rhs):
-                nullable.add(lhs)
-                changed = True
-    return nullable
+    """Nonterminals that derive the empty string."""
+    return _derivers(productions, lambda t: False)
+
+
+def _derivers(productions, usable: Callable[[int], bool]) -> set[int]:
+    """The nonterminals with a production whose terminals are all `usable` and whose
+    nonterminals are all found (the least fixed point). A worklist: each production counts
+    the nonterminal occurrences still unknown, so the work is linear in the grammar's size
+    however long its chains of rules are."""
+    found: set[int] = set()
+    waiting: dict[int, list[int]] = {}  # nonterminal -> the productions using it, once per use
+    unknown: list[int] = []  # per production: occurrences not found yet (-1: a terminal is not usable)
+    queue: list[int] = []
+    for i, (lhs, rhs) in enumerate(productions):
+        count = 0
+        for s in rhs:
+            if _is_nt(s):
+                count += 1
+                waiting.setdefault(~s, []).append(i)
+            elif not usable(s):
+                count = -1
+                break
+        unknown.append(count)
+        if count == 0:
+            queue.append(lhs)
+    while queue:
+        nt = queue.pop()
+        if nt in found:
+            continue
+        found.add(nt)
+        for i in waiting.get(nt, ()):
+            if unknown[i] > 0:
+                unknown[i] -= 1
+                if unknown[i] == 0:
+                    queue.append(productions[i][0])
+    return found
 
 
 def _remove_epsilon(productions, nullable: set[int], names: list[str]):
