@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from grammarc import automata as A
-from grammarc.automata import dfa
+from grammarc.automata import dfa, operations
 from grammarc.errors import RegexError, StateBudgetExceeded
 
 ALPHABET = ["a", "b", "1", " ", "\n", "é", "😀"]
@@ -548,17 +548,17 @@ _PIECES = ["a", "ab", "b*", "[ab]c?", "é", "(ab)+"]
 
 
 @st.composite
-def _trees(draw, depth: int = 2):
+def _trees(draw, depth: int = 2, pieces: tuple[str, ...] = tuple(_PIECES)):
     """A tree for `combine` and the same language written with the one-operation functions."""
     if depth == 0 or draw(st.booleans()):
-        d = A.from_regex(draw(st.sampled_from(_PIECES)))
+        d = A.from_regex(draw(st.sampled_from(pieces)))
         return d, d
     kind = draw(st.sampled_from(["seq", "alt", "repeat"]))
     if kind == "repeat":
-        (tree, lang), lo = draw(_trees(depth - 1)), draw(st.integers(0, 2))
+        (tree, lang), lo = draw(_trees(depth - 1, pieces)), draw(st.integers(0, 2))
         hi = draw(st.one_of(st.none(), st.integers(lo, 3)))
         return ("repeat", tree, lo, hi), A.repeat(lang, lo, hi)
-    parts = [draw(_trees(depth - 1)) for _ in range(draw(st.integers(1, 3)))]
+    parts = [draw(_trees(depth - 1, pieces)) for _ in range(draw(st.integers(1, 3)))]
     langs = [lang for _, lang in parts]
     return (kind, [tree for tree, _ in parts]), A.concat(langs) if kind == "seq" else A.union(langs)
 
@@ -568,6 +568,40 @@ def _trees(draw, depth: int = 2):
 def test_combine_is_the_nested_operations(pair):
     tree, expected = pair
     assert A.combine(tree) == expected
+
+
+@settings(max_examples=150, deadline=None)
+@given(_trees(depth=4, pieces=("a", "b*", "ab")))
+def test_combine_with_shared_tails_is_the_nested_operations(pair):
+    """Few pieces and deep trees: sequences that end alike, in the same alternation or in
+    nested ones, are frequent, so `_Embedding` shares their tails (and must not when they
+    are followed by different things, or repeated)."""
+    tree, expected = pair
+    assert A.combine(tree) == expected
+
+
+def test_a_key_trie_shares_its_tail():
+    """'"' ('"' | [^p] t | p ('"' | [^q] t | q '"')) ':' with t = [a-z]* '"': the trie's exit
+    tail t is embedded once, not once per level, and the language is the regex's."""
+    letters = A.from_regex("[a-z]")
+    quote, colon, t = A.literal(b'"'), A.literal(b":"), ("seq", [("repeat", letters, 0, None), A.literal(b'"')])
+    level2 = ("alt", [quote, ("seq", [A.from_regex("[^q]"), t]), ("seq", [A.literal(b"q"), quote])])
+    trie = ("seq", [quote, ("alt", [quote, ("seq", [A.from_regex("[^p]"), t]), ("seq", [A.literal(b"p"), level2])]), colon])
+    assert A.combine(trie) == A.from_regex('"(?:"|[^p][a-z]*"|p(?:"|[^q][a-z]*"|q")):')
+
+    class Counting(operations._NFA):
+        __slots__ = ("embeds",)
+
+        def embed(self, d, s):
+            self.embeds.append(d.key)
+            return super().embed(d, s)
+
+    keys: dict = {}
+    operations._tree_key(trie, keys)
+    nfa = Counting(10_000, "test")
+    nfa.embeds = []
+    operations._Embedding(nfa, keys).tree(trie, nfa.new(), operations._FINAL)
+    assert nfa.embeds.count(letters.key) == 1
 
 
 def test_combine_remembers_a_tree_while_its_result_is_held():
@@ -580,7 +614,7 @@ def test_combine_remembers_a_tree_while_its_result_is_held():
     again = ("seq", [A.literal(b"x"), ("repeat", A.from_regex("[0-9]"), 0, 7), A.literal(b"\xc3\xa9")])
     assert A.combine(again) is first  # equal trees of other DFA objects: the same result
     assert A.combine(again, max_states=500) is not first  # another budget is another entry
-    key = (operations._tree_key(tree), A.DEFAULT_MAX_STATES)
+    key = (operations._tree_key(tree, {}), A.DEFAULT_MAX_STATES)
     del first
     gc.collect()
     assert key not in operations._combined  # nothing held it: the entry went with it

@@ -191,11 +191,12 @@ def combine(tree, *, max_states: int = DEFAULT_MAX_STATES) -> DFA:
     combined already, and its terminals still hold those DFAs.
     """
     _check_budget(max_states)
-    key = (_tree_key(tree), max_states)
+    keys: dict[int, tuple | str] = {}
+    key = (_tree_key(tree, keys), max_states)
     found = _combined.get(key)
     if found is not None:
         return found
-    dfa = _combine(tree, max_states)
+    dfa = _combine(tree, max_states, keys)
     _combined[key] = dfa
     return dfa
 
@@ -205,25 +206,29 @@ def combine(tree, *, max_states: int = DEFAULT_MAX_STATES) -> DFA:
 _combined: "weakref.WeakValueDictionary[tuple, DFA]" = weakref.WeakValueDictionary()
 
 
-def _tree_key(tree) -> tuple | str:
-    """`tree` with each DFA written as its key: equal trees, equal languages."""
+def _tree_key(tree, keys: dict[int, tuple | str]) -> tuple | str:
+    """`tree` with each DFA written as its key: equal trees, equal languages. The key of
+    every composite node is left in `keys` under its id (the tree is alive meanwhile)."""
     if isinstance(tree, DFA):
         return tree.key
     if tree[0] == "repeat":
-        return ("repeat", _tree_key(tree[1]), tree[2], tree[3])
-    return (tree[0], tuple(_tree_key(part) for part in tree[1]))
+        key = ("repeat", _tree_key(tree[1], keys), tree[2], tree[3])
+    else:
+        key = (tree[0], tuple(_tree_key(part, keys) for part in tree[1]))
+    keys[id(tree)] = key
+    return key
 
 
-def _combine(tree, max_states: int) -> DFA:
+def _combine(tree, max_states: int, keys: dict[int, tuple | str]) -> DFA:
     nfa = _nfa_sized(_tree_size(tree), max_states, "combination")
     start = nfa.new()
-    end = _embed_tree(nfa, tree, start)
+    end = _Embedding(nfa, keys).tree(tree, start, _FINAL)
     return _within_budget(_finalize(*_determinize(nfa, start, end, max_states, "combination")), "combination",
                           max_states)
 
 
 def _tree_size(tree) -> int:
-    """An upper bound on the NFA states `_embed_tree` creates."""
+    """An upper bound on the NFA states `_Embedding` creates (sharing only saves states)."""
     if isinstance(tree, DFA):
         return tree.n_states + 1
     if tree[0] == "repeat":
@@ -232,38 +237,91 @@ def _tree_size(tree) -> int:
     return sum(_tree_size(part) for part in tree[1]) + 2
 
 
-def _embed_tree(nfa: _NFA, tree, s: int) -> int:
-    """Thompson's construction over `tree` from state `s`; returns its end state (fresh:
-    every construct below ends in a new state with no edge out, so sequencing is safe)."""
-    if isinstance(tree, DFA):
-        return nfa.embed(tree, s)
-    kind = tree[0]
-    if kind == "seq":
-        for part in tree[1]:
-            s = _embed_tree(nfa, part, s)
-        if not tree[1]:
+_FINAL = -1  # the context of the whole tree: its end is the accepting state
+
+
+class _Embedding:
+    """Thompson's construction over a tree, sharing equal tails.
+
+    A subtree's *context* says where its end leads: two subtrees with the same context
+    reach the same state from their ends by ε moves alone, through nothing else (the last
+    part of a sequence inherits the sequence's context; the branches of an alternation
+    inherit the alternation's, or get the alternation's own end when it has none; nothing
+    under a repetition has one). Within a context, a sequence's suffix is embedded once:
+    another sequence ending the same way enters that copy instead of making its own. A
+    key trie (``"`` then ``"`` | a char other than those the trie continues with, then
+    ``char* "`` | a continuing char, then the next level) leaves at every node for the same
+    tail ``char* "``; one copy of it, not one per node, spares the subset construction
+    thousands of equivalent states that minimization would merge again.
+    """
+
+    def __init__(self, nfa: _NFA, keys: dict[int, tuple | str]):
+        self.nfa = nfa
+        self.keys = keys
+        self.tails: dict[tuple, tuple[int, int]] = {}  # (context, suffix key) -> (entry, end)
+
+    def key(self, tree) -> tuple | str:
+        return tree.key if isinstance(tree, DFA) else self.keys[id(tree)]
+
+    def tree(self, tree, s: int, context: int | None) -> int:
+        """Embed `tree` from state `s`; returns its end state. Without a context the end is
+        a new state with no edge out (sequencing after it is safe); with one, it may be a
+        shared tail's end, whose only edges out are ε moves toward that same context."""
+        nfa = self.nfa
+        if isinstance(tree, DFA):
+            return nfa.embed(tree, s)
+        kind = tree[0]
+        if kind == "seq":
+            return self.sequence(tree[1], s, context)
+        if kind == "alt":
+            e = nfa.new()
+            inner = e if context is None else context
+            for part in tree[1]:
+                nfa.eps[self.tree(part, s, inner)].append(e)
+            return e
+        _, part, lo, hi = tree
+        for _ in range(lo):
+            s = self.tree(part, s, None)
+        if hi is None:
+            return nfa.star_from(s, lambda m: self.tree(part, m, None))
+        ends = []
+        for _ in range(hi - lo):
+            ends.append(s)
+            s = self.tree(part, s, None)
+        e = nfa.new()
+        for x in ends + [s]:
+            nfa.eps[x].append(e)
+        return e
+
+    def sequence(self, parts, s: int, context: int | None) -> int:
+        nfa = self.nfa
+        if not parts:
             e = nfa.new()
             nfa.eps[s].append(e)
             return e
+        last = len(parts) - 1
+        suffixes = self.suffix_keys(parts) if context is not None and last else None
+        entries: list[tuple] = []
+        for i, part in enumerate(parts):
+            if suffixes is not None and i:  # s is the fresh end of parts[i - 1]: the entry of parts[i:]
+                found = self.tails.get((context, suffixes[i]))
+                if found is not None:
+                    nfa.eps[s].append(found[0])
+                    s = found[1]
+                    break
+                entries.append((context, suffixes[i], s))
+            s = self.tree(part, s, context if i == last else None)
+        for ctx, key, entry in entries:
+            self.tails[(ctx, key)] = (entry, s)
         return s
-    if kind == "alt":
-        e = nfa.new()
-        for part in tree[1]:
-            nfa.eps[_embed_tree(nfa, part, s)].append(e)
-        return e
-    _, part, lo, hi = tree
-    for _ in range(lo):
-        s = _embed_tree(nfa, part, s)
-    if hi is None:
-        return nfa.star_from(s, lambda m: _embed_tree(nfa, part, m))
-    ends = []
-    for _ in range(hi - lo):
-        ends.append(s)
-        s = _embed_tree(nfa, part, s)
-    e = nfa.new()
-    for x in ends + [s]:
-        nfa.eps[x].append(e)
-    return e
+
+    def suffix_keys(self, parts) -> list:
+        """keys[i] identifies parts[i:] (nested pairs: linear in the number of parts)."""
+        keys: list = [None] * len(parts)
+        tail = None
+        for i in range(len(parts) - 1, 0, -1):
+            tail = keys[i] = (self.key(parts[i]), tail)
+        return keys
 
 
 def star(d: DFA, *, max_states: int = DEFAULT_MAX_STATES) -> DFA:
