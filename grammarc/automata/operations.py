@@ -247,8 +247,9 @@ class _Embedding:
     reach the same state from their ends by ε moves alone, through nothing else (the last
     part of a sequence inherits the sequence's context; the branches of an alternation
     inherit the alternation's, or get the alternation's own end when it has none; nothing
-    under a repetition has one). Within a context, a sequence's suffix is embedded once:
-    another sequence ending the same way enters that copy instead of making its own. A
+    under a repetition has one). Within a context, a sequence's suffix, or a DFA, is
+    embedded once: another one ending the same way enters that copy instead of making its
+    own. A
     key trie (``"`` then ``"`` | a char other than those the trie continues with, then
     ``char* "`` | a continuing char, then the next level) leaves at every node for the same
     tail ``char* "``; one copy of it, not one per node, spares the subset construction
@@ -269,7 +270,16 @@ class _Embedding:
         shared tail's end, whose only edges out are ε moves toward that same context."""
         nfa = self.nfa
         if isinstance(tree, DFA):
-            return nfa.embed(tree, s)
+            if context is None:
+                return nfa.embed(tree, s)
+            found = self.tails.get((context, tree.key))
+            if found is not None:  # the copy's first state is entered by ε only from outside
+                nfa.eps[s].append(found[0])
+                return found[1]
+            entry = len(nfa.edges)
+            end = nfa.embed(tree, s)
+            self.tails[(context, tree.key)] = (entry, end)
+            return end
         kind = tree[0]
         if kind == "seq":
             return self.sequence(tree[1], s, context)
