@@ -186,7 +186,9 @@ def _rename(rules: list[tuple[str, Expr]]) -> list[tuple[str, Expr]]:
             return Repeat(fix(expr.item), expr.min, expr.max)
         return expr
 
-    return [(mapping.get(name, name), fix(expr)) for name, expr in rules]
+    renamed = [(mapping.get(name, name), fix(expr)) for name, expr in rules]
+    del fix  # a recursive closure is a reference cycle: unbound, refcounting frees it
+    return renamed
 
 
 def _seq(items: list[Expr]) -> Expr:

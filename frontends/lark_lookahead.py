@@ -84,6 +84,7 @@ def _desugar_repeats(rules: Rules, taken: set[str]) -> Rules:
 
     for name, body in rules:
         out.append((name, fix(body, name)))
+    del fix  # a recursive closure is a reference cycle: unbound, refcounting frees it
     return out
 
 
@@ -317,6 +318,7 @@ def productive(rules: dict[str, Expr | None]) -> set[str]:
             if name not in found and live(body):
                 found.add(name)
                 changed = True
+    del live  # a recursive closure is a reference cycle: unbound, refcounting frees it
     return found
 
 
@@ -335,6 +337,7 @@ def _prune(rules: dict[str, Expr | None], start: str) -> Rules:
         return expr
 
     kept = {n: cut(b) for n, b in rules.items() if n in productive_ and b is not None}
+    del cut  # a recursive closure is a reference cycle: unbound, refcounting frees it
     seen, stack = {start}, [start]
     while stack:
         for n in _refs(kept.get(stack.pop())):

@@ -406,6 +406,7 @@ def walk_summary(core: ParserCore, tree: Tree, states: tuple[int, ...], n_words:
                 visit(child, nxt, path + (u,))
 
     visit(tree, states, ())
+    del visit  # a recursive closure is a reference cycle: unbound, refcounting frees it (this runs per mask)
     return WalkSummary(TokenSet.union(parts, n_words), tuple(frontier))
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import gc
 import warnings
 
+import numpy as np
 import pytest
 
 import grammarc
@@ -56,3 +57,26 @@ def test_schema_to_compiled_grammar_leaves_no_cycles(name, saved_garbage):
     gc.collect()
     kinds = sorted({type(o).__qualname__ for o in saved_garbage})
     assert kinds == []
+
+
+def test_masking_a_new_grammar_leaves_no_cycles(saved_garbage):
+    """Every mask on a grammar the engine has not seen builds index states and walks trees
+    (engine.walk_summary: tokens such as ``1,`` and ``]]`` cross terminals of a recursive
+    grammar): none of it may outlive the engine by a cycle."""
+    tokens = [b"[", b"]", b",", b"1", b"12", b"[[", b"1,", b"],", b"]]", b"2]", None]
+    vocab = grammarc.Vocabulary.from_bytes(tokens, eos_token_ids=[len(tokens) - 1])
+    grammar = grammarc.Grammar.from_json_schema(
+        {"anyOf": [{"type": "integer"}, {"type": "array", "items": {"$ref": "#"}}]}, whitespace="compact")
+    walks = []
+    engine = grammarc.Engine(grammar.compile(), vocab)
+    words = np.zeros(1, dtype=np.int32)
+    for token in (5, 6, 4, 7, 0, 3, 8):  # [[1,12],[1]]
+        engine.fill_bitmask(words)
+        walks.append(len(engine.index.walks))
+        engine.advance(token)
+    engine.fill_bitmask(words)
+    assert words[0] >> 10 & 1  # end of text allowed
+    assert walks[-1] > 0  # tree walks did run
+    del engine, grammar
+    gc.collect()
+    assert sorted({type(o).__qualname__ for o in saved_garbage}) == []

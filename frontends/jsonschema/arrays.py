@@ -135,6 +135,7 @@ class Arrays:
                 nxt = state(1, 1 << i)
                 if nxt is not None:
                     first.append(Seq((items[i], nxt)))
+        del state  # a recursive closure is a reference cycle: unbound, refcounting frees it
         body = None if not first else first[0] if len(first) == 1 else Alt(tuple(first))
         return self.layout.container("[]", depth, lo == 0, body)
 

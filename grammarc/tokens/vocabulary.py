@@ -627,6 +627,7 @@ def _infer_decoder(data: dict) -> list[dict]:
 
     pre = walk(data.get("pre_tokenizer"), "pretokenizers")
     norm = walk(data.get("normalizer"), "normalizers")
+    del walk  # a recursive closure is a reference cycle: unbound, refcounting frees it
     if any(n.get("type") == "ByteLevel" for n in pre + norm):
         return [{"type": "ByteLevel"}]
     meta = [n for n in pre if n.get("type") == "Metaspace"]
