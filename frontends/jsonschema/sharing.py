@@ -21,6 +21,7 @@ terminals are those of the grammar before the pass.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Callable, Mapping
 
 from grammarc.ir import Alt, Except, Expr, Ref, Regex, Repeat, Seq, walk
@@ -276,6 +277,7 @@ def _common_suffix(names: list[str]) -> str:
 
 # -- names ----------------------------------------------------------------------------------
 
+@lru_cache(maxsize=8192)  # the builder asks for a name per rule, from hints that recur
 def identifier(text: str, default: str = "value", limit: int = MAX_NAME - 4) -> str:
     """A rule name from free text: runs of other characters become ``_``, no leading digit,
     at most `limit` characters (words dropped from the left, see `shorten`)."""
