@@ -53,28 +53,28 @@ Ranges = tuple[tuple[int, int], ...]
 # --------------------------------------------------------------------------- AST
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # no per-node dict: ASTs are cached, and the collector walks them
 class Chars:
     """One character from a set of code points (sorted, disjoint, non-adjacent ranges)."""
 
     ranges: Ranges
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Seq:
     """Concatenation; ``Seq(())`` is the empty string."""
 
     items: tuple["Node", ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Alt:
     """Alternation of at least two branches."""
 
     items: tuple["Node", ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Repeat:
     """``item{min,max}``; ``max=None`` is unbounded."""
 
@@ -83,7 +83,7 @@ class Repeat:
     max: int | None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Anchor:
     """``^`` (kind "start": only at offset 0 of the text) or ``$`` ("end": only at its end)."""
 
@@ -614,6 +614,6 @@ def parse(pattern: str, ecma: bool = False) -> Node:
     return _parse(pattern, bool(ecma))
 
 
-@lru_cache(maxsize=1024)
+@lru_cache(maxsize=256)  # few patterns are parsed twice: automata are cached by pattern (nfa.from_regex)
 def _parse(pattern: str, ecma: bool) -> Node:
     return _Parser(pattern, ecma).parse()
