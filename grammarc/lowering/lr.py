@@ -156,48 +156,72 @@ def _lr0_automaton(bnf: Bnf, by_lhs: list[list[int]]):
 
 
 def _lalr_lookaheads(bnf, by_lhs, first, closures, transitions) -> list[dict[Item, set[int]]]:
-    """Lookahead sets of the items of every state's closure (terminal n_terminals = EOF).
+    """Lookahead sets of the kernel items of every state (terminal n_terminals = EOF): the
+    only items that complete (no production is empty), so the only ones the tables read.
 
     The classic two phases: lookaheads generated spontaneously (FIRST of what follows a
     nonterminal), then propagated along shifts and predictions with a worklist that
-    carries only what is new. Sets, not bitsets: a grammar with 100k terminals has small
-    lookahead sets, and their cost follows their size, not the number of terminals.
+    carries only what is new. The items a state predicts for a nonterminal B, ``B -> .γ``
+    for every production of B, always receive the same sets, so they are kept once per
+    (state, B): a prediction, propagated to each production's shift when it grows. Sets,
+    not bitsets: a grammar with 100k terminals has small lookahead sets, and their cost
+    follows their size, not the number of terminals.
     """
     n_terminals, productions = bnf.n_terminals, bnf.productions
-    la: list[dict[Item, set[int]]] = [{} for _ in closures]
-    work: list[tuple[int, Item, set[int]]] = []
+    kernel_la: list[dict[Item, set[int]]] = [{} for _ in closures]
+    predicted: list[dict[int, set[int]]] = [{} for _ in closures]  # state -> B -> lookaheads
+    work: list[tuple[int, Item | int, set[int]]] = []  # (state, kernel item or predicted B, what is new)
 
-    def add(state: int, item: Item, found: set[int]) -> None:
-        table = la[state]
-        current = table.get(item)
+    def add(state: int, key: Item | int, found: set[int]) -> None:
+        table = kernel_la[state] if type(key) is tuple else predicted[state]
+        current = table.get(key)
         if current is None:
-            table[item] = new = set(found)
+            table[key] = new = set(found)
         else:
             new = found - current
             current |= new
         if new:
-            work.append((state, item, new))
+            work.append((state, key, new))
 
+    # what each production's second symbol brings to the prediction of its first
+    seeds: list[dict[int, set[int]]] = [{} for _ in by_lhs]  # B -> C -> FIRST of what follows C in B's productions
+    for b, prods in enumerate(by_lhs):
+        for p in prods:
+            rhs = productions[p].rhs
+            if len(rhs) > 1 and rhs[0] >= n_terminals:
+                nxt = rhs[1]
+                seeds[b].setdefault(rhs[0], set()).update((nxt,) if nxt < n_terminals else first[nxt - n_terminals])
     add(0, (0, 0), {n_terminals})
     for state, items in enumerate(closures):
         for prod, dot in items:
             rhs = productions[prod].rhs
+            if dot == 0 and (prod, dot) != (0, 0):
+                continue  # a prediction: its spontaneous sets are its nonterminal's seeds, below
             if dot + 1 < len(rhs) and rhs[dot] >= n_terminals:
                 nxt = rhs[dot + 1]
-                follow = {nxt} if nxt < n_terminals else first[nxt - n_terminals]
-                for p in by_lhs[rhs[dot] - n_terminals]:
-                    add(state, (p, 0), follow)
+                add(state, rhs[dot], {nxt} if nxt < n_terminals else first[nxt - n_terminals])
+        for b in {productions[p].lhs for p, dot in items if dot == 0 and p}:
+            for c, found in seeds[b].items():
+                add(state, c, found)
     while work:
-        state, (prod, dot), new = work.pop()
-        rhs = productions[prod].rhs
-        if dot == len(rhs):
-            continue
-        symbol = rhs[dot]
-        add(transitions[state][symbol], (prod, dot + 1), new)
-        if symbol >= n_terminals and dot + 1 == len(rhs):
-            for p in by_lhs[symbol - n_terminals]:
-                add(state, (p, 0), new)
-    return la
+        state, key, new = work.pop()
+        if type(key) is tuple:
+            prod, dot = key
+            rhs = productions[prod].rhs
+            if dot == len(rhs):
+                continue
+            symbol = rhs[dot]
+            add(transitions[state][symbol], (prod, dot + 1), new)
+            if symbol >= n_terminals and dot + 1 == len(rhs):
+                add(state, symbol, new)
+        else:  # every production of the predicted nonterminal, at its start
+            for p in by_lhs[key - n_terminals]:
+                rhs = productions[p].rhs
+                symbol = rhs[0]
+                add(transitions[state][symbol], (p, 1), new)
+                if symbol >= n_terminals and len(rhs) == 1:
+                    add(state, symbol, new)
+    return kernel_la
 
 
 def _tables(bnf, states, transitions, lookaheads) -> LRTables:
