@@ -249,10 +249,9 @@ class _Embedding:
     inherit the alternation's, or get the alternation's own end when it has none; nothing
     under a repetition has one). Within a context, a sequence's suffix, or a DFA, is
     embedded once: another one ending the same way enters that copy instead of making its
-    own. A
-    key trie (``"`` then ``"`` | a char other than those the trie continues with, then
-    ``char* "`` | a continuing char, then the next level) leaves at every node for the same
-    tail ``char* "``; one copy of it, not one per node, spares the subset construction
+    own. A key trie (``"`` then ``"`` | a char other than those the trie continues with,
+    then ``char* "`` | a continuing char, then the next level) leaves at every node for the
+    same tail ``char* "``; one copy of it, not one per node, spares the subset construction
     thousands of equivalent states that minimization would merge again.
     """
 
@@ -273,7 +272,7 @@ class _Embedding:
             if context is None:
                 return nfa.embed(tree, s)
             found = self.tails.get((context, tree.key))
-            if found is not None:  # the copy's first state is entered by ε only from outside
+            if found is not None:  # entered at its start state, the copy runs the same DFA
                 nfa.eps[s].append(found[0])
                 return found[1]
             entry = len(nfa.edges)

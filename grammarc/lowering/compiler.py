@@ -112,7 +112,6 @@ def _compile_cached(grammar: Grammar, max_states: int, merge_max_states: int) ->
         return compiled
 
 
-
 def _compile_new(grammar: Grammar, max_states: int, merge_max_states: int) -> CompiledGrammar:
     """Check, lower, normalize and build the tables. A function of its own so that the
     lowering's working state (hundreds of thousands of objects) is freed on return, before
