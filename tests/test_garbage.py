@@ -1,10 +1,10 @@
-"""Compiling leaves no reference cycles behind.
+"""Compiling and masking leave no reference cycles behind.
 
 The front end and the lowering run with the cyclic collector paused (grammarc.allocation)
-and count on reference counting to free their working state on return. A cycle (a
-recursive closure, a memo that holds a bound method of its owner) keeps that whole state
-alive until the next collection, which then traverses it: tens of milliseconds after a
-large schema, paid by whichever request comes next.
+and count on reference counting to free their working state on return; a mask runs once
+per token. A cycle (a recursive closure, a memo that holds a bound method of its owner)
+keeps everything it reaches alive until the next collection, which then traverses it:
+tens of milliseconds after a large schema, paid by whichever request comes next.
 """
 
 from __future__ import annotations
