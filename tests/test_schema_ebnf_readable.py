@@ -36,7 +36,7 @@ IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 def unshared(monkeypatch) -> None:
     """Build schema grammars without the sharing pass (the grammar of before)."""
-    monkeypatch.setattr(builder_module, "share", lambda rules, start, hints, reserved=(): dict(rules))
+    monkeypatch.setattr(builder_module, "share", lambda rules, start, hints, reserved=(), refs_of=None: dict(rules))
 
 
 def quiet_schema_grammar(schema, **options) -> Grammar:
@@ -238,7 +238,7 @@ def _with_copies(grammar: Grammar, tweak: bool) -> Grammar:
     copy = {name: f"{name}_copy" for name, _ in grammar.rules}
 
     def renamed(expr: Expr, names: dict) -> Expr:
-        return sharing._substitute(expr, lambda e: Ref(names[e.name]) if isinstance(e, Ref) and e.name in names else None)
+        return sharing._replaced(expr, {Ref(old): Ref(new) for old, new in names.items()})
 
     rules = [("start", Alt((Ref("start_0"), Ref("start_copy"))))]
     rules += [(original[name], renamed(body, original)) for name, body in grammar.rules]

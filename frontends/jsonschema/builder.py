@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import warnings
 from functools import lru_cache
+from typing import Callable
 from urllib.parse import unquote
 
 from grammarc.errors import SchemaError, UnsupportedSchemaError
@@ -24,7 +25,7 @@ from .merge import Merged, Merging
 from .negation import Negation
 from .numbers import Numbers
 from .objects import Objects
-from .sharing import identifier, reachable, references, share
+from .sharing import ReferenceCache, identifier, reachable, references, share
 from .strings import Strings
 from .validate import Validation
 from .values import dec, json_kind
@@ -85,12 +86,13 @@ class Builder(Combinators, Merging, Negation, Numbers, Strings, Arrays, Objects,
                 raise SchemaError(*self.empty_reason)
             raise SchemaError("the schema matches no JSON value", root.ptr)
         self.rules = {start: body, **self.rules}
-        if self.layout.ws is not None and any("ws" in references(body) for body in self.rules.values()):
+        refs_of = ReferenceCache()  # the passes below read the same bodies' references again
+        if self.layout.ws is not None and any("ws" in refs_of(body) for body in self.rules.values()):
             self._add_ws_rule()
         if self.ignored and self.lenient:
             warnings.warn("ignored JSON Schema keywords (lenient=True): " + ", ".join(self.ignored), stacklevel=3)
-        rules = _inline_single_use(reachable(self.rules, start), self.internal, start)
-        rules = share(rules, start, self.terminal_names, reserved=("ws",))
+        rules = _inline_single_use(reachable(self.rules, start, refs_of=refs_of), self.internal, start, refs_of=refs_of)
+        rules = share(rules, start, self.terminal_names, reserved=("ws",), refs_of=refs_of)
         return Grammar(rules=tuple(rules.items()), start=start)
 
     def _add_ws_rule(self) -> None:
@@ -497,7 +499,8 @@ def _flat(expr) -> bool:
     return True
 
 
-def _inline_single_use(rules: dict, internal: set, start: str, max_nesting: int = 6) -> dict:
+def _inline_single_use(rules: dict, internal: set, start: str, max_nesting: int = 6,
+                       refs_of: Callable[[Expr], list[str]] = references) -> dict:
     """Inline internal helper rules referenced exactly once (keeps the .ebnf readable).
 
     A chain of such helpers (an object's optional members, one rule each) is inlined at most
@@ -505,7 +508,7 @@ def _inline_single_use(rules: dict, internal: set, start: str, max_nesting: int 
     nests deeper than that however long the chain is. Sequences and alternations come out
     flat; rules with nothing to inline or flatten are kept as they are (the same objects).
     """
-    refs = {name: references(body) for name, body in rules.items()}
+    refs = {name: refs_of(body) for name, body in rules.items()}
     counts: dict[str, int] = {}
     for names in refs.values():
         for name in names:
@@ -544,11 +547,11 @@ def _inline_single_use(rules: dict, internal: set, start: str, max_nesting: int 
         return subst(body, 0)
 
     out = {name: rewrite(name) for name in rules if name not in inline}
-    pending = [n for body in out.values() for n in references(body) if n in inline]
+    pending = [n for body in out.values() for n in refs_of(body) if n in inline]
     while pending:  # helpers where a chain was cut: rules of their own
         name = pending.pop()
         if name not in out:
             out[name] = subst(rules[name], 0)
-            pending.extend(n for n in references(out[name]) if n in inline)
+            pending.extend(n for n in refs_of(out[name]) if n in inline)
     del subst  # a recursive closure is a reference cycle (holding `rules`): unbound, refcounting frees it
     return {name: out[name] for name in rules if name in out}

@@ -26,7 +26,8 @@ from typing import Callable, Mapping
 
 from grammarc.ir import Alt, Except, Expr, Ref, Regex, Repeat, Seq, walk
 
-__all__ = ["share", "hoist_terminals", "merge_equal_rules", "identifier", "references", "shorten", "unique"]
+__all__ = ["share", "hoist_terminals", "merge_equal_rules", "identifier", "references", "ReferenceCache", "shorten",
+           "unique"]
 
 MIN_TERMINAL = 24  # pattern length from which a repeated regex gets a rule (and a named one, once)
 MIN_NAMED_TERMINAL = 12  # pattern length from which a regex the builder names gets a rule, repeated
@@ -35,9 +36,10 @@ MAX_MERGE_ROUNDS = 16  # each round may make bodies that referred to merged rule
 MAX_NAME = 40
 
 
-def share(rules: Mapping[str, Expr], start: str, hints: Mapping[Expr, str], reserved: tuple[str, ...] = ()) -> dict[str, Expr]:
+def share(rules: Mapping[str, Expr], start: str, hints: Mapping[Expr, str], reserved: tuple[str, ...] = (),
+          refs_of: RefsOf | None = None) -> dict[str, Expr]:
     """Merge equal rules, then hoist terminals (see the module docstring)."""
-    return hoist_terminals(merge_equal_rules(rules, start, reserved), hints, reserved)
+    return hoist_terminals(merge_equal_rules(rules, start, reserved, refs_of), hints, reserved)
 
 
 # -- terminals ------------------------------------------------------------------------------
@@ -66,8 +68,8 @@ def hoist_terminals(rules: Mapping[str, Expr], hints: Mapping[Expr, str], reserv
     names: dict[Expr, str] = {}
     for terminal in chosen:
         names[terminal] = unique(hints.get(terminal) or _fallback_name(terminal), taken)
-    hoist = lambda e: Ref(names[e]) if type(e) is Regex and e in names else None  # noqa: E731
-    out = {name: _substitute(body, hoist) if any(t in names for t in holding.get(name, ())) else body
+    hoist = {terminal: Ref(name) for terminal, name in names.items()}
+    out = {name: _replaced(body, hoist) if any(t in names for t in holding.get(name, ())) else body
            for name, body in rules.items()}
     out.update((name, terminal) for terminal, name in names.items())
     return out
@@ -95,7 +97,8 @@ def _fallback_name(terminal: Regex) -> str:
 
 # -- equal rules ----------------------------------------------------------------------------
 
-def merge_equal_rules(rules: Mapping[str, Expr], start: str, reserved: tuple[str, ...] = ()) -> dict[str, Expr]:
+def merge_equal_rules(rules: Mapping[str, Expr], start: str, reserved: tuple[str, ...] = (),
+                      refs_of: RefsOf | None = None) -> dict[str, Expr]:
     """One rule for each set of equal rules of at least MIN_MERGED_NODES nodes.
 
     Rules are equal when their bodies are, up to references to rules already found equal
@@ -103,8 +106,9 @@ def merge_equal_rules(rules: Mapping[str, Expr], start: str, reserved: tuple[str
     ::= string`` and ``y_city ::= string`` are equal too). Only the large ones are merged:
     the start rule keeps its name, the merged rule the place of the first of its set, and the
     small rules left without a reference go away."""
+    refs_of = refs_of or references
     out = dict(rules)
-    refs = {name: _references(body) for name, body in out.items()}
+    refs = {name: frozenset(refs_of(body)) for name, body in out.items()}
     classes = _Classes(out)
     # a key stays true of its rule as more rules are found equal: keys of earlier rounds stay
     groups: dict[_Hashed, str] = {}
@@ -128,13 +132,13 @@ def merge_equal_rules(rules: Mapping[str, Expr], start: str, reserved: tuple[str
             renames.update((name, keep) for name in names if name != keep)
     if not renames:
         return out
-    rename = lambda e: Ref(renames[e.name]) if isinstance(e, Ref) and e.name in renames else None  # noqa: E731
+    rename = {Ref(old): Ref(new) for old, new in renames.items()}
     merged: dict[str, Expr] = {}
     for name, body in out.items():
         new = renames.get(name, name)
         if new not in merged:
-            merged[new] = _substitute(body, rename) if refs[name] & renames.keys() else body
-    return reachable(merged, start, reserved)
+            merged[new] = _replaced(body, rename) if refs[name] & renames.keys() else body
+    return reachable(merged, start, reserved, refs_of)
 
 
 class _Hashed:
@@ -188,22 +192,40 @@ class _Classes:
         return [sorted(members, key=self.order.__getitem__) for _, members in sorted(self._members.items(), key=lambda kv: self.order[kv[0]])]
 
 
-def reachable(rules: dict[str, Expr], start: str, reserved: tuple[str, ...] = ()) -> dict[str, Expr]:
+def reachable(rules: dict[str, Expr], start: str, reserved: tuple[str, ...] = (),
+              refs_of: RefsOf | None = None) -> dict[str, Expr]:
     """The rules that the start rule (or a `reserved` one) can reach, in their order: helpers
     built for dead branches go away."""
+    refs_of = refs_of or references
     seen = {start, *(name for name in reserved if name in rules)}
     todo = list(seen)
     while todo:
-        for name in _references(rules[todo.pop()]):
+        for name in refs_of(rules[todo.pop()]):
             if name not in seen and name in rules:
                 seen.add(name)
                 todo.append(name)
     return {name: body for name, body in rules.items() if name in seen}
 
 
-def _references(expr: Expr) -> frozenset[str]:
-    """The names `expr` refers to."""
-    return frozenset(references(expr))
+class ReferenceCache:
+    """`references` of rule bodies, each body object walked once across the passes of one
+    build: reachability, inlining and sharing read the same bodies again and again (most
+    pass through a pass unchanged). An entry keeps its body alive, so no id is reused while
+    it is cached; a cache lives as long as the build that made it."""
+
+    def __init__(self) -> None:
+        self._known: dict[int, tuple[Expr, list[str]]] = {}
+
+    def __call__(self, body: Expr) -> list[str]:
+        hit = self._known.get(id(body))
+        if hit is not None and hit[0] is body:
+            return hit[1]
+        found = references(body)
+        self._known[id(body)] = (body, found)
+        return found
+
+
+RefsOf = Callable[[Expr], list[str]]
 
 
 def references(expr: Expr) -> list[str]:
@@ -237,16 +259,10 @@ def _key(name: str, body: Expr, refs: frozenset[str], find: Callable[[str], str]
     and ``b ::= "" | x b``, the same language, compare equal)."""
     if name not in refs and all(find(used) == used for used in refs):
         return body
-
-    def leaf(e: Expr) -> Expr | None:
-        if not isinstance(e, Ref):
-            return None
-        if e.name == name:
-            return _SELF
-        target = find(e.name)
-        return None if target == e.name else Ref(target)
-
-    return _substitute(body, leaf)
+    written = {Ref(used): Ref(target) for used in refs if (target := find(used)) != used}
+    if name in refs:
+        written[Ref(name)] = _SELF
+    return _replaced(body, written)
 
 
 _SELF = Ref("")  # no rule has the empty name
@@ -322,23 +338,24 @@ def unique(base: str, taken: set[str]) -> str:
 
 # -- rewriting ------------------------------------------------------------------------------
 
-def _substitute(expr: Expr, leaf: Callable[[Expr], Expr | None]) -> Expr:
-    """`expr` with each node for which `leaf` gives a replacement replaced (not below it);
-    unchanged subtrees are kept as they are (the same objects)."""
-    new = leaf(expr)
-    if new is not None:
-        return new
+def _replaced(expr: Expr, mapping: Mapping[Expr, Expr]) -> Expr:
+    """`expr` with each reference or regex that `mapping` has a replacement for replaced
+    (looked up by value); unchanged subtrees are kept as they are (the same objects)."""
     kind = type(expr)
     if kind is Seq or kind is Alt:
-        items = [_substitute(item, leaf) for item in expr.items]
-        for a, b in zip(items, expr.items):
-            if a is not b:
-                return kind(tuple(items), expr.span)
+        items = expr.items
+        for i, item in enumerate(items):
+            new = _replaced(item, mapping)
+            if new is not item:
+                rest = tuple(_replaced(later, mapping) for later in items[i + 1:])
+                return kind(items[:i] + (new,) + rest, expr.span)
         return expr
+    if kind is Ref or kind is Regex:
+        return mapping.get(expr, expr)
     if kind is Repeat:
-        item = _substitute(expr.item, leaf)
+        item = _replaced(expr.item, mapping)
         return expr if item is expr.item else Repeat(item, expr.min, expr.max, expr.span)
-    if kind is Except and isinstance(expr.item, Ref):
-        item = leaf(expr.item)
+    if kind is Except and type(expr.item) is Ref:
+        item = mapping.get(expr.item)
         return expr if item is None else Except(item, expr.limit, expr.span)
     return expr
