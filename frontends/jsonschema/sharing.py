@@ -69,7 +69,7 @@ def hoist_terminals(rules: Mapping[str, Expr], hints: Mapping[Expr, str], reserv
     for terminal in chosen:
         names[terminal] = unique(hints.get(terminal) or _fallback_name(terminal), taken)
     hoist = {terminal: Ref(name) for terminal, name in names.items()}
-    out = {name: _replaced(body, hoist) if any(t in names for t in holding.get(name, ())) else body
+    out = {name: _replaced(body, hoist, Regex) if any(t in names for t in holding.get(name, ())) else body
            for name, body in rules.items()}
     out.update((name, terminal) for terminal, name in names.items())
     return out
@@ -338,24 +338,25 @@ def unique(base: str, taken: set[str]) -> str:
 
 # -- rewriting ------------------------------------------------------------------------------
 
-def _replaced(expr: Expr, mapping: Mapping[Expr, Expr]) -> Expr:
-    """`expr` with each reference or regex that `mapping` has a replacement for replaced
-    (looked up by value); unchanged subtrees are kept as they are (the same objects)."""
+def _replaced(expr: Expr, mapping: Mapping[Expr, Expr], leaf: type = Ref) -> Expr:
+    """`expr` with each node of class `leaf` (references, or regexes) that `mapping` has a
+    replacement for replaced (looked up by value); unchanged subtrees are kept as they are
+    (the same objects)."""
     kind = type(expr)
+    if kind is leaf:
+        return mapping.get(expr, expr)
     if kind is Seq or kind is Alt:
         items = expr.items
         for i, item in enumerate(items):
-            new = _replaced(item, mapping)
+            new = _replaced(item, mapping, leaf)
             if new is not item:
-                rest = tuple(_replaced(later, mapping) for later in items[i + 1:])
+                rest = tuple(_replaced(later, mapping, leaf) for later in items[i + 1:])
                 return kind(items[:i] + (new,) + rest, expr.span)
         return expr
-    if kind is Ref or kind is Regex:
-        return mapping.get(expr, expr)
     if kind is Repeat:
-        item = _replaced(expr.item, mapping)
+        item = _replaced(expr.item, mapping, leaf)
         return expr if item is expr.item else Repeat(item, expr.min, expr.max, expr.span)
-    if kind is Except and type(expr.item) is Ref:
+    if kind is Except and leaf is Ref and type(expr.item) is Ref:
         item = mapping.get(expr.item)
         return expr if item is None else Except(item, expr.limit, expr.span)
     return expr
