@@ -35,6 +35,8 @@ MIN_MERGED_NODES = 5  # IR nodes from which equal rule bodies are merged
 MAX_MERGE_ROUNDS = 16  # each round may make bodies that referred to merged rules equal
 MAX_NAME = 40
 
+RefsOf = Callable[[Expr], list[str]]  # a rule body -> the names it refers to (`references`)
+
 
 def share(rules: Mapping[str, Expr], start: str, hints: Mapping[Expr, str], reserved: tuple[str, ...] = (),
           refs_of: RefsOf | None = None) -> dict[str, Expr]:
@@ -223,9 +225,6 @@ class ReferenceCache:
         found = references(body)
         self._known[id(body)] = (body, found)
         return found
-
-
-RefsOf = Callable[[Expr], list[str]]
 
 
 def references(expr: Expr) -> list[str]:
