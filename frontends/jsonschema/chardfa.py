@@ -17,7 +17,6 @@ from functools import lru_cache
 from grammarc import automata
 from grammarc.automata import DFA, CharDFA
 from grammarc.automata.regex import ANY, negate, normalize
-from grammarc.automata.utf8 import MAX_CODE_POINT, SURROGATE_HI, SURROGATE_LO
 from grammarc.errors import StateBudgetExceeded
 from grammarc.frontends import json_formats as jf
 
@@ -105,7 +104,8 @@ def _excluding(words: tuple[str, ...]) -> CharDFA:
             edges.append(((ANY, ids[sink]),))
             continue
         chars = sorted(children[q])
-        steps = [(ch, ch, same[children[q][ch]]) for ch in chars] + [(lo, hi, sink) for lo, hi in _gaps(chars)]
+        steps = [(ch, ch, same[children[q][ch]]) for ch in chars]
+        steps += [(lo, hi, sink) for lo, hi in negate([(ch, ch) for ch in chars])]
         steps.sort()  # by first code point (no two steps start at the same one)
         by_target: dict[int, list[tuple[int, int]]] = {}
         for lo, hi, t in steps:
@@ -113,38 +113,8 @@ def _excluding(words: tuple[str, ...]) -> CharDFA:
                 ids[t] = len(order)
                 order.append(t)
             by_target.setdefault(ids[t], []).append((lo, hi))
-        edges.append(tuple((_joined(rs), t) for t, rs in sorted(by_target.items())))
+        edges.append(tuple((normalize(rs), t) for t, rs in sorted(by_target.items())))
     return CharDFA(tuple(edges), tuple(q == sink or not end[q] for q in order))
-
-
-def _gaps(chars: list[int]) -> list[tuple[int, int]]:
-    """The code points other than the sorted `chars` (none a surrogate), as `negate` gives
-    them: the ranges between, surrogates cut out."""
-    out: list[tuple[int, int]] = []
-    prev = 0
-    for ch in chars + [MAX_CODE_POINT + 1]:
-        if ch > prev:
-            lo, hi = prev, ch - 1
-            if hi < SURROGATE_LO or lo > SURROGATE_HI:
-                out.append((lo, hi))
-            else:
-                if lo < SURROGATE_LO:
-                    out.append((lo, SURROGATE_LO - 1))
-                if hi > SURROGATE_HI:
-                    out.append((SURROGATE_HI + 1, hi))
-        prev = ch + 1
-    return out
-
-
-def _joined(ranges: list[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
-    """Sorted, disjoint ranges with the touching ones joined (`normalize` for them)."""
-    out = [ranges[0]]
-    for lo, hi in ranges[1:]:
-        if lo == out[-1][1] + 1:
-            out[-1] = (out[-1][0], hi)
-        else:
-            out.append((lo, hi))
-    return tuple(out)
 
 
 def excluding(words) -> CharDFA:

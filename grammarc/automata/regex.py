@@ -103,15 +103,21 @@ MAX_GROUP_DEPTH = 100
 
 def normalize(ranges) -> Ranges:
     """Sort and merge ranges; surrogates are removed (they have no UTF-8 encoding)."""
-    items = sorted((lo, hi) for lo, hi in ranges if lo <= hi)
     out: list[tuple[int, int]] = []
-    for lo, hi in items:
-        if out and lo <= out[-1][1] + 1:
-            if hi > out[-1][1]:
+    last = -2  # the end of the last range kept
+    surrogates = False
+    for lo, hi in sorted(ranges):  # one pass: called for every class and label
+        if lo > hi:
+            continue
+        if lo <= last + 1:
+            if hi > last:
                 out[-1] = (out[-1][0], hi)
+                last = hi
         else:
             out.append((lo, hi))
-    return _cut(tuple(out), SURROGATE_LO, SURROGATE_HI)
+            last = hi
+        surrogates = surrogates or (lo <= SURROGATE_HI and hi >= SURROGATE_LO)
+    return _cut(out, SURROGATE_LO, SURROGATE_HI) if surrogates else tuple(out)
 
 
 def _cut(ranges: Ranges, lo: int, hi: int) -> Ranges:
