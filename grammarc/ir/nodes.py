@@ -11,7 +11,7 @@ strings; there is no implicit whitespace and no lexer priority.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Iterator, Literal as TypingLiteral, Mapping, Union
 
 from grammarc.errors import Span
@@ -19,42 +19,51 @@ from grammarc.errors import Span
 RegexMode = TypingLiteral["match", "early", "complement"]
 
 
+class _Node:
+    """Base of the IR nodes: no per-node ``__dict__`` (``slots=True`` on each class).
+
+    Front ends build hundreds of thousands of nodes for a large schema and the compiler's
+    caches keep the grammars they compiled, so a dict per node would double the objects
+    the garbage collector traverses (a full collection scanned ~0.5 s of them after 200
+    schemas) and slow every construction and attribute read. The ``_hash`` slot is where a
+    composite node remembers its hash (`_remembers_its_hash`); it is not a field, so
+    equality, ``repr`` and `dataclasses.replace` never see it.
+    """
+
+    __slots__ = ("_hash",)
+
+    def __reduce__(self):  # pickled by its fields: the remembered hash is per process
+        return type(self), tuple(getattr(self, f.name) for f in fields(self))
+
+
 def _remembers_its_hash(cls):
     """Keep a composite node's hash once computed: the generated one hashes the whole tree
     under the node on every call, and the compiler keys its memos by subtrees, so an
-    uncached hash makes memo lookups quadratic in the depth of a schema's grammar. The
-    cached value lives in the instance's ``__dict__`` beside the fields (it is not a field:
-    equality, ``repr`` and `dataclasses.replace` never see it)."""
+    uncached hash makes memo lookups quadratic in the depth of a schema's grammar."""
     compute = cls.__hash__
 
     def __hash__(self) -> int:
         try:
-            return self.__dict__["_hash"]
-        except KeyError:
+            return self._hash
+        except AttributeError:
             value = compute(self)
             object.__setattr__(self, "_hash", value)
             return value
 
-    def __getstate__(self) -> dict:  # a hash is per process (string hashing is seeded)
-        state = dict(self.__dict__)
-        state.pop("_hash", None)
-        return state
-
     cls.__hash__ = __hash__
-    cls.__getstate__ = __getstate__
     return cls
 
 
-@dataclass(frozen=True)
-class Literal:
+@dataclass(frozen=True, slots=True)
+class Literal(_Node):
     """Exactly this text (UTF-8 encoded). The empty literal denotes the empty string."""
 
     text: str
     span: Span | None = field(default=None, compare=False, repr=False)
 
 
-@dataclass(frozen=True)
-class Regex:
+@dataclass(frozen=True, slots=True)
+class Regex(_Node):
     """A regular-expression terminal, `pattern` in grammarc's regex syntax (already unescaped).
 
     mode "match" (``#'R'``): every string that R matches in full, of every length.
@@ -67,16 +76,16 @@ class Regex:
     span: Span | None = field(default=None, compare=False, repr=False)
 
 
-@dataclass(frozen=True)
-class Substrings:
+@dataclass(frozen=True, slots=True)
+class Substrings(_Node):
     """Any substring of `text` (the empty string included), cut at character boundaries."""
 
     text: str
     span: Span | None = field(default=None, compare=False, repr=False)
 
 
-@dataclass(frozen=True)
-class Ref:
+@dataclass(frozen=True, slots=True)
+class Ref(_Node):
     """A reference to the rule called `name`."""
 
     name: str
@@ -84,8 +93,8 @@ class Ref:
 
 
 @_remembers_its_hash
-@dataclass(frozen=True)
-class Seq:
+@dataclass(frozen=True, slots=True)
+class Seq(_Node):
     """Concatenation. The empty sequence denotes the empty string."""
 
     items: tuple["Expr", ...]
@@ -93,8 +102,8 @@ class Seq:
 
 
 @_remembers_its_hash
-@dataclass(frozen=True)
-class Alt:
+@dataclass(frozen=True, slots=True)
+class Alt(_Node):
     """Union of at least one alternative."""
 
     items: tuple["Expr", ...]
@@ -102,8 +111,8 @@ class Alt:
 
 
 @_remembers_its_hash
-@dataclass(frozen=True)
-class Repeat:
+@dataclass(frozen=True, slots=True)
+class Repeat(_Node):
     """`item` repeated between `min` and `max` times (`max=None`: unbounded)."""
 
     item: "Expr"
@@ -112,8 +121,8 @@ class Repeat:
     span: Span | None = field(default=None, compare=False, repr=False)
 
 
-@dataclass(frozen=True)
-class AnyToken:
+@dataclass(frozen=True, slots=True)
+class AnyToken(_Node):
     """``any!``: exactly one vocabulary token (special tokens excluded).
 
     Without a vocabulary (``Grammar.accepts``) it stands for any non-empty byte string.
@@ -122,8 +131,8 @@ class AnyToken:
     span: Span | None = field(default=None, compare=False, repr=False)
 
 
-@dataclass(frozen=True)
-class Except:
+@dataclass(frozen=True, slots=True)
+class Except(_Node):
     """``except!(X)`` / ``except!(X, n)``: non-empty text in which no string of X occurs.
 
     `item` is a `Literal` or a `Ref` to a rule that expands to an alternation of literals.
