@@ -1,9 +1,13 @@
-"""Test oracle: LALR(1) tables by the first implementation (lookaheads as integer bitsets,
-computed by a plain fixed-point iteration), kept to check the worklist version against."""
+"""Test oracle: LALR(1) tables by the first implementation: the LR(0) automaton over
+(production, dot) pairs with a closure per state, lookaheads as integer bitsets computed by
+a plain fixed-point iteration, and the tables assembled from them; kept to check
+grammarc.lowering.lr (integer items, predictions per nonterminal, a worklist) against."""
 
 from __future__ import annotations
 
-from grammarc.lowering.lr import Bnf, LRTables, _closure, _lr0_automaton, _productions_by_lhs, _tables
+from grammarc.lowering.lr import EOF, Bnf, LRTables
+
+Item = tuple[int, int]  # (production index, dot position)
 
 
 def reference_tables(bnf: Bnf) -> LRTables:
@@ -11,9 +15,78 @@ def reference_tables(bnf: Bnf) -> LRTables:
     first = _first_sets(bnf, by_lhs)
     states, _, transitions = _lr0_automaton(bnf, by_lhs)
     lookaheads = _lalr_lookaheads(bnf, by_lhs, first, states, transitions)
-    # Only the lookaheads are under test: the tables are assembled as lr.py assembles them.
     as_sets = [{item: set(_bits(bits)) for item, bits in row.items()} for row in lookaheads]
     return _tables(bnf, states, transitions, as_sets)
+
+
+def _productions_by_lhs(bnf: Bnf) -> list[list[int]]:
+    by_lhs: list[list[int]] = [[] for _ in bnf.nonterminals]
+    for index, production in enumerate(bnf.productions):
+        by_lhs[production.lhs].append(index)
+    return by_lhs
+
+
+def _closure(bnf: Bnf, by_lhs: list[list[int]], kernel: frozenset[Item]) -> list[Item]:
+    items = list(kernel)
+    seen = set(kernel)
+    added_lhs: set[int] = set()
+    for prod, dot in items:  # grows while iterating
+        rhs = bnf.productions[prod].rhs
+        if dot < len(rhs) and not bnf.is_terminal(rhs[dot]):
+            nt = rhs[dot] - bnf.n_terminals
+            if nt not in added_lhs:
+                added_lhs.add(nt)
+                for p in by_lhs[nt]:
+                    if (p, 0) not in seen:
+                        seen.add((p, 0))
+                        items.append((p, 0))
+    return items
+
+
+def _lr0_automaton(bnf: Bnf, by_lhs: list[list[int]]):
+    start = frozenset({(0, 0)})
+    states: list[frozenset[Item]] = [start]
+    index = {start: 0}
+    transitions: list[dict[int, int]] = []
+    closures: list[list[Item]] = []
+    for kernel in states:  # grows while iterating
+        moves: dict[int, set[Item]] = {}
+        closures.append(closure := _closure(bnf, by_lhs, kernel))
+        for prod, dot in closure:
+            rhs = bnf.productions[prod].rhs
+            if dot < len(rhs):
+                moves.setdefault(rhs[dot], set()).add((prod, dot + 1))
+        row: dict[int, int] = {}
+        for symbol in sorted(moves):
+            target = frozenset(moves[symbol])
+            if target not in index:
+                index[target] = len(states)
+                states.append(target)
+            row[symbol] = index[target]
+        transitions.append(row)
+    return states, closures, transitions
+
+
+def _tables(bnf, states, transitions, lookaheads) -> LRTables:
+    action: list[dict[int, tuple[int, ...]]] = []
+    goto: list[dict[int, int]] = []
+    for state in range(len(states)):
+        row: dict[int, list[int]] = {}
+        gotos: dict[int, int] = {}
+        for symbol, target in transitions[state].items():
+            if bnf.is_terminal(symbol):
+                row.setdefault(symbol, []).append(target)
+            else:
+                gotos[symbol - bnf.n_terminals] = target
+        for (prod, dot), terminals in lookaheads[state].items():
+            if dot != len(bnf.productions[prod].rhs):
+                continue
+            for terminal in sorted(terminals):
+                key = EOF if terminal == bnf.n_terminals else terminal
+                row.setdefault(key, []).append(~prod)
+        action.append({key: tuple(sorted(set(acts), reverse=True)) for key, acts in row.items()})
+        goto.append(gotos)
+    return LRTables(tuple(action), tuple(goto))
 
 
 def _first_sets(bnf: Bnf, by_lhs: list[list[int]]) -> list[int]:

@@ -68,16 +68,34 @@ class LRTables:
         ]
 
 
-Item = tuple[int, int]  # (production index, dot position)
-
-
 def build_tables(bnf: Bnf) -> LRTables:
     """LALR(1) tables: the LR(0) automaton, with lookaheads computed to a fixed point."""
+    items = _Items(bnf)
     by_lhs = _productions_by_lhs(bnf)
     first = _first_sets(bnf, by_lhs)
-    states, closures, transitions = _lr0_automaton(bnf, by_lhs)
-    lookaheads = _lalr_lookaheads(bnf, by_lhs, first, closures, transitions)
-    return _tables(bnf, states, transitions, lookaheads)
+    kernels, transitions = _lr0_automaton(bnf, items, by_lhs)
+    lookaheads = _lalr_lookaheads(bnf, items, by_lhs, first, kernels, transitions)
+    return _tables(bnf, items, transitions, lookaheads)
+
+
+class _Items:
+    """LR(0) items as integers: production p's items are ``base[p] + dot`` for dot 0..len,
+    so moving the dot past a symbol adds one. `after[i]` is the symbol after item i's dot
+    (-1 once the production is complete), `production[i]` its production. Integers hash
+    and compare faster than (production, dot) pairs; a state's kernel is a frozenset of
+    them."""
+
+    __slots__ = ("base", "after", "production")
+
+    def __init__(self, bnf: Bnf):
+        self.base: list[int] = []
+        self.after: list[int] = []
+        self.production: list[int] = []
+        for p, production in enumerate(bnf.productions):
+            self.base.append(len(self.after))
+            self.after.extend(production.rhs)
+            self.after.append(-1)
+            self.production.extend([p] * (len(production.rhs) + 1))
 
 
 def _productions_by_lhs(bnf: Bnf) -> list[list[int]]:
@@ -114,48 +132,64 @@ def _first_sets(bnf: Bnf, by_lhs: list[list[int]]) -> list[set[int]]:
     return first
 
 
-def _closure(bnf: Bnf, by_lhs: list[list[int]], kernel: frozenset[Item]) -> list[Item]:
-    items = list(kernel)
-    seen = set(kernel)
-    added_lhs: set[int] = set()
-    for prod, dot in items:  # grows while iterating
-        rhs = bnf.productions[prod].rhs
-        if dot < len(rhs) and not bnf.is_terminal(rhs[dot]):
-            nt = rhs[dot] - bnf.n_terminals
-            if nt not in added_lhs:
-                added_lhs.add(nt)
-                for p in by_lhs[nt]:
-                    if (p, 0) not in seen:
-                        seen.add((p, 0))
-                        items.append((p, 0))
-    return items
+def _lr0_automaton(bnf: Bnf, items: _Items, by_lhs: list[list[int]]):
+    """The kernels of the LR(0) states (state 0 first, then in the order they are found,
+    symbols ascending) and each state's transitions, symbol -> state.
 
-
-def _lr0_automaton(bnf: Bnf, by_lhs: list[list[int]]):
-    start = frozenset({(0, 0)})
-    states: list[frozenset[Item]] = [start]
+    A state's closure is its kernel plus the start items of every nonterminal it predicts:
+    one after a kernel item's dot, and every nonterminal that begins one of the predicted
+    productions, transitively. That set depends on the nonterminal alone, so it is found
+    once per nonterminal (`reach`), not once per state."""
+    n_terminals, after, base = bnf.n_terminals, items.after, items.base
+    reach: dict[int, frozenset[int]] = {}
+    start = frozenset((base[0],))
+    kernels: list[frozenset[int]] = [start]
     index = {start: 0}
     transitions: list[dict[int, int]] = []
-    closures: list[list[Item]] = []
-    for kernel in states:  # grows while iterating
-        moves: dict[int, set[Item]] = {}
-        closures.append(closure := _closure(bnf, by_lhs, kernel))
-        for prod, dot in closure:
-            rhs = bnf.productions[prod].rhs
-            if dot < len(rhs):
-                moves.setdefault(rhs[dot], set()).add((prod, dot + 1))
+    for kernel in kernels:  # grows while iterating
+        moves: dict[int, list[int]] = {}
+        predicted: set[int] = set()
+        for i in kernel:
+            symbol = after[i]
+            if symbol >= 0:
+                moves.setdefault(symbol, []).append(i + 1)
+                if symbol >= n_terminals and symbol not in predicted:
+                    found = reach.get(symbol)
+                    if found is None:
+                        found = reach[symbol] = _predicted(symbol, n_terminals, after, base, by_lhs)
+                    predicted |= found
+        for symbol in predicted:
+            for p in by_lhs[symbol - n_terminals]:
+                i = base[p]
+                moves.setdefault(after[i], []).append(i + 1)
         row: dict[int, int] = {}
         for symbol in sorted(moves):
             target = frozenset(moves[symbol])
-            if target not in index:
-                index[target] = len(states)
-                states.append(target)
-            row[symbol] = index[target]
+            state = index.get(target)
+            if state is None:
+                state = index[target] = len(kernels)
+                kernels.append(target)
+            row[symbol] = state
         transitions.append(row)
-    return states, closures, transitions
+    return kernels, transitions
 
 
-def _lalr_lookaheads(bnf, by_lhs, first, closures, transitions) -> list[dict[Item, set[int]]]:
+def _predicted(symbol: int, n_terminals: int, after: list[int], base: list[int],
+               by_lhs: list[list[int]]) -> frozenset[int]:
+    """The nonterminals predicted with `symbol`: itself, and those its productions begin
+    with, transitively."""
+    seen = {symbol}
+    todo = [symbol]
+    while todo:
+        for p in by_lhs[todo.pop() - n_terminals]:
+            head = after[base[p]]
+            if head >= n_terminals and head not in seen:
+                seen.add(head)
+                todo.append(head)
+    return frozenset(seen)
+
+
+def _lalr_lookaheads(bnf, items, by_lhs, first, kernels, transitions) -> list[dict[int, set[int]]]:
     """Lookahead sets of the kernel items of every state (terminal n_terminals = EOF): the
     only items that complete (no production is empty), so the only ones the tables read.
 
@@ -167,13 +201,14 @@ def _lalr_lookaheads(bnf, by_lhs, first, closures, transitions) -> list[dict[Ite
     not bitsets: a grammar with 100k terminals has small lookahead sets, and their cost
     follows their size, not the number of terminals.
     """
-    n_terminals, productions = bnf.n_terminals, bnf.productions
-    kernel_la: list[dict[Item, set[int]]] = [{} for _ in closures]
-    predicted: list[dict[int, set[int]]] = [{} for _ in closures]  # state -> B -> lookaheads
-    work: list[tuple[int, Item | int, set[int]]] = []  # (state, kernel item or predicted B, what is new)
+    n_terminals, after, base = bnf.n_terminals, items.after, items.base
+    kernel_la: list[dict[int, set[int]]] = [{} for _ in kernels]
+    predicted: list[dict[int, set[int]]] = [{} for _ in kernels]  # state -> B -> lookaheads
+    # (state, key, what is new): key >= 0 is a kernel item, key < 0 the prediction of ~key
+    work: list[tuple[int, int, set[int]]] = []
 
-    def add(state: int, key: Item | int, found: set[int]) -> None:
-        table = kernel_la[state] if type(key) is tuple else predicted[state]
+    def add(state: int, key: int, found: set[int]) -> None:
+        table = kernel_la[state] if key >= 0 else predicted[state]
         current = table.get(key)
         if current is None:
             table[key] = new = set(found)
@@ -183,64 +218,77 @@ def _lalr_lookaheads(bnf, by_lhs, first, closures, transitions) -> list[dict[Ite
         if new:
             work.append((state, key, new))
 
-    # what each production's second symbol brings to the prediction of its first
-    seeds: list[dict[int, set[int]]] = [{} for _ in by_lhs]  # B -> C -> FIRST of what follows C in B's productions
+    def follow(symbol: int) -> set[int]:
+        return {symbol} if symbol < n_terminals else first[symbol - n_terminals]
+
+    # per nonterminal B: the nonterminals its productions begin with, and what FIRST of the
+    # next symbol brings to their predictions
+    heads: list[set[int]] = [set() for _ in by_lhs]
+    seeds: list[dict[int, set[int]]] = [{} for _ in by_lhs]
     for b, prods in enumerate(by_lhs):
         for p in prods:
-            rhs = productions[p].rhs
-            if len(rhs) > 1 and rhs[0] >= n_terminals:
-                nxt = rhs[1]
-                seeds[b].setdefault(rhs[0], set()).update((nxt,) if nxt < n_terminals else first[nxt - n_terminals])
-    add(0, (0, 0), {n_terminals})
-    for state, items in enumerate(closures):
-        for prod, dot in items:
-            rhs = productions[prod].rhs
-            if dot == 0 and (prod, dot) != (0, 0):
-                continue  # a prediction: its spontaneous sets are its nonterminal's seeds, below
-            if dot + 1 < len(rhs) and rhs[dot] >= n_terminals:
-                nxt = rhs[dot + 1]
-                add(state, rhs[dot], {nxt} if nxt < n_terminals else first[nxt - n_terminals])
-        for b in {productions[p].lhs for p, dot in items if dot == 0 and p}:
+            head, nxt = after[base[p]], after[base[p] + 1]
+            if head >= n_terminals:
+                heads[b].add(head)
+                if nxt >= 0:
+                    seeds[b].setdefault(head, set()).update(follow(nxt))
+    add(0, base[0], {n_terminals})
+    for state, kernel in enumerate(kernels):
+        predicts: set[int] = set()
+        todo: list[int] = []
+        for i in kernel:
+            symbol = after[i]
+            if symbol >= n_terminals:
+                if after[i + 1] >= 0:
+                    add(state, ~symbol, follow(after[i + 1]))
+                if symbol not in predicts:
+                    predicts.add(symbol)
+                    todo.append(symbol)
+        while todo:  # the nonterminals this state predicts, each with its seeds
+            b = todo.pop() - n_terminals
             for c, found in seeds[b].items():
-                add(state, c, found)
+                add(state, ~c, found)
+            for c in heads[b]:
+                if c not in predicts:
+                    predicts.add(c)
+                    todo.append(c)
     while work:
         state, key, new = work.pop()
-        if type(key) is tuple:
-            prod, dot = key
-            rhs = productions[prod].rhs
-            if dot == len(rhs):
+        if key >= 0:
+            symbol = after[key]
+            if symbol < 0:
                 continue
-            symbol = rhs[dot]
-            add(transitions[state][symbol], (prod, dot + 1), new)
-            if symbol >= n_terminals and dot + 1 == len(rhs):
-                add(state, symbol, new)
+            add(transitions[state][symbol], key + 1, new)
+            if symbol >= n_terminals and after[key + 1] < 0:
+                add(state, ~symbol, new)
         else:  # every production of the predicted nonterminal, at its start
-            for p in by_lhs[key - n_terminals]:
-                rhs = productions[p].rhs
-                symbol = rhs[0]
-                add(transitions[state][symbol], (p, 1), new)
-                if symbol >= n_terminals and len(rhs) == 1:
-                    add(state, symbol, new)
+            for p in by_lhs[~key - n_terminals]:
+                i = base[p]
+                symbol = after[i]
+                add(transitions[state][symbol], i + 1, new)
+                if symbol >= n_terminals and after[i + 1] < 0:
+                    add(state, ~symbol, new)
     return kernel_la
 
 
-def _tables(bnf, states, transitions, lookaheads) -> LRTables:
+def _tables(bnf, items, transitions, lookaheads) -> LRTables:
+    n_terminals, after, production = bnf.n_terminals, items.after, items.production
     action: list[dict[int, tuple[int, ...]]] = []
     goto: list[dict[int, int]] = []
-    for state in range(len(states)):
+    for state, moves in enumerate(transitions):
         row: dict[int, list[int]] = {}
         gotos: dict[int, int] = {}
-        for symbol, target in transitions[state].items():
-            if bnf.is_terminal(symbol):
-                row.setdefault(symbol, []).append(target)
+        for symbol, target in moves.items():
+            if symbol < n_terminals:
+                row[symbol] = [target]
             else:
-                gotos[symbol - bnf.n_terminals] = target
-        for (prod, dot), terminals in lookaheads[state].items():
-            if dot != len(bnf.productions[prod].rhs):
+                gotos[symbol - n_terminals] = target
+        for item, terminals in lookaheads[state].items():
+            if after[item] >= 0:
                 continue
-            for terminal in sorted(terminals):
-                key = EOF if terminal == bnf.n_terminals else terminal
-                row.setdefault(key, []).append(~prod)
+            reduce = ~production[item]
+            for terminal in terminals:
+                row.setdefault(EOF if terminal == n_terminals else terminal, []).append(reduce)
         action.append({key: tuple(sorted(set(acts), reverse=True)) for key, acts in row.items()})
         goto.append(gotos)
     return LRTables(tuple(action), tuple(goto))
