@@ -387,3 +387,38 @@ def test_range_sequences_cover_exactly(lo: int, width: int, offsets) -> None:
             data = bytes(r[pick] for r in seq)
             cp = ord(data.decode("utf-8"))
             assert lo <= cp <= hi
+
+
+# -- the class cache: a class's text parses the same whether or not it was read before ------
+
+_CLASS_PIECES = ["a", "z", "-", "]", "[", "^", "\\]", "\\\\", "\\d", "\\w", "\\x41", "\\u00e9", "é", "0-9", "a-\\d",
+                 ":", "\\-", "\\", "[:", "\\b"]
+
+
+@given(st.lists(st.tuples(st.booleans(), st.lists(st.sampled_from(_CLASS_PIECES), max_size=6), st.sampled_from(["", "x", "]", "*"])),
+                min_size=1, max_size=4))
+@settings(max_examples=400, deadline=None)
+def test_remembered_classes_parse_as_fresh_ones(parts) -> None:
+    """Every pattern made of classes (some malformed, some with ']' or '[' where the two
+    dialects read them differently) gives the same tree or the same error, in each mode
+    (grammarc's dialect, with and without (?i), and ECMA-262), from a parser that never saw
+    its classes and from one that has just read them in every mode."""
+    from grammarc.automata import regex
+
+    body = "".join("[" + ("^" if negated else "") + "".join(pieces) + "]" + after for negated, pieces, after in parts)
+    modes = [(body, False), ("(?i)" + body, False), (body, True)]
+
+    def outcome(pattern: str, ecma: bool):
+        try:
+            return regex._Parser(pattern, ecma).parse()
+        except RegexError as error:
+            return str(error)
+
+    fresh = []
+    for mode in modes:
+        regex._CLASSES.clear()
+        fresh.append(outcome(*mode))
+    for mode in modes:
+        outcome(*mode)
+    assert [outcome(*mode) for mode in modes] == fresh  # now from the remembered classes
+    regex._CLASSES.clear()

@@ -41,6 +41,7 @@ and its offset, because a silently different language is worse than an error. Er
 from __future__ import annotations
 
 import bisect
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -559,6 +560,25 @@ class _Parser:
         return cp
 
     def klass(self, flags: _Flags) -> Node:
+        """A character class at the cursor, from `_CLASSES` when its text was read before:
+        generated patterns repeat the same classes (a JSON string's ``[0-9a-fA-F]`` a dozen
+        times in every key's character label), and a class's meaning depends on its text and
+        the two modes alone. A text is remembered only once the parser has read exactly it."""
+        found = (_CLASS_TEXT_ECMA if self.ecma else _CLASS_TEXT).match(self.p, self.i)
+        key = found and (found.group(), self.ecma, flags.ignore_case)
+        if key:
+            node = _CLASSES.get(key)
+            if node is not None:
+                self.i = found.end()
+                return node
+        node = self.parsed_class(flags)
+        if key and self.i == found.end():
+            if len(_CLASSES) >= _MAX_CLASSES:
+                _CLASSES.clear()
+            _CLASSES[key] = node
+        return node
+
+    def parsed_class(self, flags: _Flags) -> Node:
         at = self.i
         self.i += 1
         negated = self.peek() == "^"
@@ -604,6 +624,15 @@ class _Parser:
         if c == "[" and self.ecma and self.peek(1) and self.peek(1) in ":.=":
             raise self.error(f"POSIX class syntax [{self.peek(1)} is not ECMA-262 (escape the '[' if it is meant)", at)
         return self.raw_char()
+
+
+# A class's text up to the first unescaped ']' that can close it (in grammarc's dialect, as
+# in Python, a ']' right after '[' or '[^' is a literal; in ECMA-262 it closes the class).
+# Only a candidate: `klass` remembers it when the parser consumed exactly this text.
+_CLASS_TEXT = re.compile(r"\[\^?\]?(?:[^\\\]]|\\.)*\]", re.S)
+_CLASS_TEXT_ECMA = re.compile(r"\[\^?(?:[^\\\]]|\\.)*\]", re.S)
+_CLASSES: dict[tuple[str, bool, bool], Node] = {}  # (text, ecma, ignore case) -> Chars
+_MAX_CLASSES = 4096
 
 
 def _is_hex(s: str) -> bool:
