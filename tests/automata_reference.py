@@ -1,10 +1,11 @@
 """The pure-Python automaton loops that grammarc.automata._core replaces: the test oracle.
 
 `finalize` is the old `grammarc.automata.dfa._finalize` (coreachability, Hopcroft's
-algorithm, canonical numbering) and `determinize` the old `nfa._determinize` (subset
-construction; only the reading of embedded DFAs' relative targets is new), kept so that
-tests/test_automata_core.py can check that the C versions give identical arrays and
-identical budget errors.
+algorithm, canonical numbering), `determinize` the old `nfa._determinize` (subset
+construction; only the reading of embedded DFAs' relative targets is new) and
+`byte_classes` the old column merging of `dfa.from_table` and the compiled-grammar cache,
+kept so that tests/test_automata_core.py can check that the C versions give identical
+arrays and identical budget errors.
 """
 
 from __future__ import annotations
@@ -15,6 +16,23 @@ import numpy as np
 
 from grammarc.automata.dfa import DFA, _budget_error, _empty, _make, _unminimized_cap
 from grammarc.automata.nfa import _NFA
+
+
+def byte_classes(trans: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Merge bytes with identical columns into classes: (table [n, k], byte -> class),
+    classes numbered by their first byte; columns compared as raw bytes."""
+    cols = np.ascontiguousarray(np.asarray(trans, dtype=np.int32).T)
+    index: dict[bytes, int] = {}
+    b2c = np.empty(256, dtype=np.uint8)
+    firsts: list[int] = []
+    for b in range(256):
+        key = cols[b].tobytes()
+        c = index.get(key)
+        if c is None:
+            c = index[key] = len(firsts)
+            firsts.append(b)
+        b2c[b] = c
+    return np.ascontiguousarray(cols[firsts].T), b2c
 
 
 def _coreachable(trans: np.ndarray, accept: np.ndarray) -> np.ndarray:

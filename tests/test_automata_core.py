@@ -18,7 +18,7 @@ from hypothesis import given, settings, strategies as st
 import automata_reference as ref
 from strategies import regex_patterns
 from grammarc.automata import _core, dialect, nfa as nfa_module, operations
-from grammarc.automata.dfa import DFA, _finalize
+from grammarc.automata.dfa import DFA, _finalize, byte_classes
 from grammarc.automata.nfa import _NFA, _determinize
 from grammarc.errors import StateBudgetExceeded
 
@@ -314,3 +314,39 @@ def test_runs_refuses_malformed_tables():
         _core.runs(np.full((1, 256), 1, dtype=np.int32))
     with pytest.raises(TypeError, match="items of 4 bytes"):
         _core.runs(np.zeros((1, 256), dtype=np.int64))
+
+
+# ------------------------------------------------------------------ byte_classes
+
+
+@given(class_tables(max_states=10, max_classes=6), st.integers(0, 3), st.integers(0, 2**32 - 1))
+@SETTINGS
+def test_byte_classes_equal_the_oracle(table, collide: int, seed: int):
+    """Byte tables made by unfolding a class table (equal columns in runs and scattered),
+    with some columns made equal to another except in one cell (same hash prefix, not the
+    same column): the same classes, numbered by first byte, and the same merged table."""
+    trans_k, _, b2c = table
+    full = trans_k[:, b2c].astype(np.int32)
+    rng = np.random.default_rng(seed)
+    for _ in range(collide):
+        b, c = rng.integers(0, 256, size=2)
+        full[:, b] = full[:, c]
+        full[rng.integers(0, len(full)), b] = rng.integers(-1, len(full))
+    mine, theirs = byte_classes(full), ref.byte_classes(full)
+    assert np.array_equal(mine[0], theirs[0]) and np.array_equal(mine[1], theirs[1])
+    assert np.array_equal(mine[0][:, mine[1]], full)
+
+
+def test_byte_classes_of_tables_with_no_rows_or_wide_ones():
+    table, b2c = byte_classes(np.zeros((0, 256), dtype=np.int32))
+    assert table.shape == (0, 1) and not b2c.any()
+    ramp = np.tile(np.arange(256, dtype=np.int32), (3, 1))  # every column its own class
+    table, b2c = byte_classes(ramp)
+    assert np.array_equal(table, ramp) and np.array_equal(b2c, np.arange(256))
+
+
+def test_byte_classes_refuses_malformed_tables():
+    with pytest.raises(ValueError, match=r"not \[n, 256\]"):
+        _core.byte_classes(np.zeros(255, dtype=np.int32))
+    with pytest.raises(TypeError, match="items of 4 bytes"):
+        _core.byte_classes(np.zeros((1, 256), dtype=np.int64))

@@ -771,6 +771,10 @@ static PyMethodDef methods[] = {
      "suffix_code(runs, accept, state) -> bytes: the canonical code (breadth-first numbering, runs "
      "in byte order) of the automaton reachable from `state`, given DFA._runs (or the int32 [n, 256] "
      "byte table) and bool accept [n]."},
+    {"byte_classes", py_byte_classes, METH_VARARGS,
+     "byte_classes(trans) -> (table, b2c, k): an int32 [n, 256] byte table's columns merged into "
+     "classes, numbered by their first byte: bytes of int32 [n, k] and uint8 [256] with "
+     "table[:, b2c] == trans."},
     {NULL, NULL, 0, NULL},
 };
 

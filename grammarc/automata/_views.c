@@ -2,7 +2,8 @@
  *
  * runs        - a DFA's transitions as byte runs per state (grammarc.automata.dfa.DFA._runs);
  * suffix_code - the canonical code of the language accepted from one state
- *               (grammarc.automata.suffix.suffix_key).
+ *               (grammarc.automata.suffix.suffix_key);
+ * byte_classes - a byte table's columns merged into classes (grammarc.automata.dfa.byte_classes).
  *
  * Their Python oracles live in tests/ (tests/test_automata_core.py, tests/test_suffix_scans.py).
  */
@@ -169,5 +170,66 @@ done:
     free(number); free(order); free(buf); free(r);
     if (table.obj) PyBuffer_Release(&table);
     if (acc.obj) PyBuffer_Release(&acc);
+    return out;
+}
+
+/* ----------------------------------------------------------- byte_classes */
+
+/* An int32 [n, 256] byte table as (table int32 [n, k], b2c uint8 [256]) with
+ * table[:, b2c] == trans: bytes whose columns are equal share a class, classes numbered by
+ * their first byte. Neighbouring bytes usually have equal columns, so only the first column
+ * of each run of equal ones is hashed and compared. */
+PyObject *py_byte_classes(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *o_trans, *table = NULL, *out = NULL;
+    Py_buffer trans = {0};
+    if (!PyArg_ParseTuple(args, "O", &o_trans))
+        return NULL;
+    if (get_buf(o_trans, &trans, 4, 0, "trans") < 0) return NULL;
+    Py_ssize_t n = buf_len(&trans) / 256;
+    if (buf_len(&trans) != n * 256) {
+        PyErr_SetString(PyExc_ValueError, "byte_classes: the table is not [n, 256]");
+        goto done;
+    }
+    const i32 *t = trans.buf;
+    unsigned char starts[256] = {1}, b2c[256];
+    int run_start[256], run_class[256], first_run[256], k = 0, m = 0;
+    uint64_t hash[256];
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t q = 0; q < n; q++) {
+        const i32 *row = t + q * 256;
+        for (int b = 1; b < 256; b++) starts[b] |= row[b] != row[b - 1];
+    }
+    for (int b = 0; b < 256; b++)
+        if (starts[b]) run_start[m++] = b;
+    for (int i = 0; i < m; i++) {  /* a run joins the first earlier class with its column */
+        const i32 *col = t + run_start[i];
+        uint64_t h = 1469598103934665603ull;
+        for (Py_ssize_t q = 0; q < n; q++) h = (h ^ (uint32_t)col[q * 256]) * 1099511628211ull;
+        hash[i] = h;
+        run_class[i] = -1;
+        for (int c = 0; c < k && run_class[i] < 0; c++) {
+            int j = first_run[c];
+            if (hash[j] != h) continue;
+            const i32 *other = t + run_start[j];
+            Py_ssize_t q = 0;
+            while (q < n && other[q * 256] == col[q * 256]) q++;
+            if (q == n) run_class[i] = c;
+        }
+        if (run_class[i] < 0) { first_run[k] = i; run_class[i] = k++; }
+    }
+    for (int i = 0, b = 0; i < m; i++)
+        for (int end = i + 1 < m ? run_start[i + 1] : 256; b < end; b++) b2c[b] = (unsigned char)run_class[i];
+    Py_END_ALLOW_THREADS
+    table = PyBytes_FromStringAndSize(NULL, n * k * 4);
+    if (!table) goto done;
+    i32 *dst = (i32 *)PyBytes_AS_STRING(table);
+    for (Py_ssize_t q = 0; q < n; q++)
+        for (int c = 0; c < k; c++) dst[q * k + c] = t[q * 256 + run_start[first_run[c]]];
+    out = Py_BuildValue("(Oy#i)", table, (const char *)b2c, (Py_ssize_t)256, k);
+done:
+    Py_XDECREF(table);
+    PyBuffer_Release(&trans);
     return out;
 }

@@ -27,7 +27,7 @@ from grammarc.errors import StateBudgetExceeded
 
 DEFAULT_MAX_STATES = 10_000
 
-__all__ = ["DEFAULT_MAX_STATES", "DFA", "from_table"]
+__all__ = ["DEFAULT_MAX_STATES", "DFA", "byte_classes", "from_table"]
 
 
 # ----------------------------------------------------------------------------- DFA
@@ -247,24 +247,13 @@ def _within_budget(dfa: DFA, what: str, max_states: int) -> DFA:
 # ---------------------------------------------------------------- normalization
 
 
-def _compress_columns(trans: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Merge bytes with identical columns into classes: (table [n, k], byte -> class).
-
-    Classes are numbered by their first byte; columns are compared as raw bytes (a dict of
-    256 keys is much faster than sorting the columns).
-    """
-    cols = np.ascontiguousarray(trans.T)
-    index: dict[bytes, int] = {}
-    b2c = np.empty(256, dtype=np.int64)
-    firsts: list[int] = []
-    for b in range(256):
-        key = cols[b].tobytes()
-        c = index.get(key)
-        if c is None:
-            c = index[key] = len(firsts)
-            firsts.append(b)
-        b2c[b] = c
-    return np.ascontiguousarray(cols[firsts].T), b2c
+def byte_classes(trans: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(table int32 [n, k], byte -> class uint8 [256]) with ``table[:, b2c] == trans``:
+    bytes whose columns are equal share a class, numbered by their first byte. In the
+    compiled core (`_core.byte_classes`); its oracle is tests/automata_reference.py."""
+    trans = np.ascontiguousarray(trans, dtype=np.int32)
+    table, b2c, k = _core.byte_classes(trans)
+    return np.frombuffer(table, dtype=np.int32).reshape(len(trans), k), np.frombuffer(b2c, dtype=np.uint8)
 
 
 def _finalize(trans_k: np.ndarray, accept: np.ndarray, b2c: np.ndarray) -> DFA:
@@ -289,6 +278,8 @@ def from_table(trans: np.ndarray, accept: np.ndarray) -> DFA:
     trans = np.asarray(trans, dtype=np.int64)
     if trans.ndim != 2 or trans.shape[1] != 256 or trans.shape[0] != len(accept):
         raise ValueError("from_table needs trans [n, 256] and accept [n]")
-    tk, b2c = _compress_columns(trans)
+    if trans.size and (trans.max() >= len(trans) or trans.min() < -1):
+        raise ValueError("from_table: a target out of range (targets are states, or -1)")
+    tk, b2c = byte_classes(trans)
     return _finalize(tk, np.asarray(accept, dtype=bool), b2c)
 

@@ -47,7 +47,7 @@ import numpy as np
 
 from grammarc import diskstore
 from grammarc.automata.comb import CombTable
-from grammarc.automata.dfa import DFA
+from grammarc.automata.dfa import DFA, byte_classes
 from grammarc.errors import GrammarWarning
 from grammarc.ir.nodes import Grammar
 from grammarc.lowering.lr import Bnf, LRTables, Production
@@ -215,23 +215,6 @@ def _unpack(lengths: list, stored: dict[str, np.ndarray]) -> dict[str, np.ndarra
     return dict(zip(_PACKED, pieces), **{name: stored[name] for name in _ARRAYS if name != "ints"})
 
 
-def _byte_classes(trans: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(table [n, k], byte -> class) with ``table[:, b2c] == trans``: bytes whose columns
-    are equal share a class, numbered by their first byte. Neighbouring bytes usually have
-    equal columns, so only the columns where a run of equal ones starts are compared."""
-    starts = np.flatnonzero(np.concatenate(([True], (trans[:, 1:] != trans[:, :-1]).any(axis=0))))
-    columns = np.ascontiguousarray(trans[:, starts].T)
-    index: dict[bytes, int] = {}
-    run_class = np.empty(len(starts), dtype=np.uint8)
-    firsts: list[int] = []
-    for i in range(len(starts)):
-        c = run_class[i] = index.setdefault(columns[i].tobytes(), len(firsts))
-        if c == len(firsts):
-            firsts.append(i)
-    b2c = np.repeat(run_class, np.diff(np.append(starts, 256)))
-    return np.ascontiguousarray(columns[firsts].T), b2c
-
-
 def _ints(values, dtype=np.int64) -> np.ndarray:
     return np.asarray(values, dtype=dtype)
 
@@ -256,7 +239,7 @@ def _encode(parts: Parts) -> tuple[dict, dict[str, np.ndarray]]:
             comb_next.append(np.asarray(dfa.trans.next))
         else:
             kinds.append(_DENSE)
-            table, b2c = _byte_classes(np.asarray(dfa.trans, dtype=np.int32))
+            table, b2c = byte_classes(dfa.trans)
             dense_k.append(table.shape[1])
             dense_b2c.append(b2c)
             dense_cells.append(table.reshape(-1))
