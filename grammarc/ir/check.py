@@ -14,7 +14,9 @@ import warnings
 from collections import OrderedDict
 
 from grammarc.errors import GrammarError, GrammarWarning, Span
-from grammarc.ir.nodes import EXPR_TYPES, Alt, Except, Expr, Grammar, Literal, Ref, Regex, Repeat, Seq, Substrings, children, walk
+from grammarc.ir.nodes import (
+    _LEAVES, EXPR_TYPES, Alt, Except, Expr, Grammar, Literal, Ref, Regex, Repeat, Seq, Substrings, children, walk,
+)
 
 __all__ = ["MAX_DEPTH", "check_depth", "check_grammar", "literal_alternatives"]
 
@@ -32,15 +34,15 @@ def check_grammar(grammar: Grammar) -> None:
     """Raise `GrammarError` for a malformed grammar; warn (`GrammarWarning`) for unreachable rules."""
     rules = _check_names(grammar)
     _check_start(grammar, rules)
-    for name, expr in grammar.rules:
-        _check_rule(name, expr, rules, grammar)
-    _warn_unreachable(grammar, rules)
+    refs = {name: _check_rule(name, expr, rules, grammar) for name, expr in grammar.rules}
+    _warn_unreachable(grammar, refs)
 
 
 def warn_unreachable(grammar: Grammar) -> None:
     """The warnings of `check_grammar` without its checks, for a grammar equal to one that
     passed them (a compiled grammar found in the disk cache)."""
-    _warn_unreachable(grammar, grammar.rule_map)
+    _warn_unreachable(grammar, {name: [node.name for node in walk(expr) if isinstance(node, Ref)]
+                                for name, expr in grammar.rules})
 
 
 def check_depth(grammar: Grammar) -> None:
@@ -49,12 +51,32 @@ def check_depth(grammar: Grammar) -> None:
     Iterative, and safe to call before anything else touches (hashes, prints) the grammar.
     """
     for name, expr in grammar.rules:
-        stack = [(expr, 1)]
-        while stack:
-            node, depth = stack.pop()
+        level, depth = [expr], 1  # level by level: a tight loop over each node once
+        while level:
             if depth > MAX_DEPTH:
-                raise _too_deep(name, node, grammar)
-            stack.extend((child, depth + 1) for child in children(node))
+                raise _too_deep(name, _deepest(expr), grammar)
+            below: list[Expr] = []
+            for node in level:
+                kind = type(node)
+                if kind is Seq or kind is Alt:
+                    below.extend(node.items)
+                elif kind is Repeat or kind is Except:
+                    below.append(node.item)
+                elif kind not in _LEAVES:
+                    below.extend(children(node))
+            level, depth = below, depth + 1
+
+
+def _deepest(expr: Expr) -> Expr:
+    """The node the error of a too deep rule points at: the first one past `MAX_DEPTH` in
+    depth-first order, last child first."""
+    stack = [(expr, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return node
+        stack.extend((child, depth + 1) for child in children(node))
+    return expr
 
 
 def _too_deep(name: str, node: Expr, grammar: Grammar) -> GrammarError:
@@ -98,7 +120,9 @@ def _check_start(grammar: Grammar, rules: dict[str, Expr]) -> None:
                        hint=f"did you mean '{close[0]}'?" if close else None)
 
 
-def _check_rule(name: str, expr: Expr, rules: dict[str, Expr], grammar: Grammar) -> None:
+def _check_rule(name: str, expr: Expr, rules: dict[str, Expr], grammar: Grammar) -> list[str]:
+    """Check every node of rule `name`; returns the names it refers to (for reachability)."""
+    refs: list[str] = []
     stack = [(expr, 1)]
     pop, push = stack.pop, stack.extend
     while stack:
@@ -111,10 +135,13 @@ def _check_rule(name: str, expr: Expr, rules: dict[str, Expr], grammar: Grammar)
             raise _too_deep(name, node, grammar)
         if kind is not Seq:  # a sequence has nothing of its own to check
             _check_node(name, node, rules)
+            if kind is Ref or isinstance(node, Ref):
+                refs.append(node.name)
         below = children(node)
         if below:
             depth += 1
             push([(child, depth) for child in reversed(below)])
+    return refs
 
 
 _NODE_CLASSES = frozenset(EXPR_TYPES)
@@ -252,15 +279,16 @@ def _first_time(grammar: Grammar) -> bool:
     return True
 
 
-def _warn_unreachable(grammar: Grammar, rules: dict[str, Expr]) -> None:
+def _warn_unreachable(grammar: Grammar, refs: dict[str, list[str]]) -> None:
+    """Warn about the rules the start rule cannot reach (`refs`: each rule's references)."""
     reached = {grammar.start}
     stack = [grammar.start]
     while stack:
-        for node in walk(rules[stack.pop()]):
-            if isinstance(node, Ref) and node.name not in reached:
-                reached.add(node.name)
-                stack.append(node.name)
-    unreached = [name for name in rules if name not in reached]
+        for name in refs[stack.pop()]:
+            if name not in reached:
+                reached.add(name)
+                stack.append(name)
+    unreached = [name for name in refs if name not in reached]
     if not unreached or not _first_time(grammar):
         return
     for name in unreached:

@@ -45,7 +45,7 @@ WORD_BYTES = 3  # a literal this long in a regular run is a word (see _words_apa
 LARGE_PART = 16  # states: a word next to a part this large is not merged with it
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, slots=True)
 class Terminal:
     """A terminal of the compiled grammar: a byte language given by a minimized DFA.
 

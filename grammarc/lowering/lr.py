@@ -17,7 +17,7 @@ from dataclasses import dataclass
 EOF = -1  # the end-of-text lookahead
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # no per-production dict: compiled grammars keep tens of thousands
 class Production:
     """``lhs -> rhs``; `lhs` is a nonterminal index, `rhs` a non-empty tuple of symbols."""
 
