@@ -200,6 +200,30 @@ def test_a_second_process_loads_instead_of_compiling(cache):
     assert [p.name for p in cache.rglob("*.grammar")] == [f"{first['key']}.grammar"]
 
 
+_COMPILED_DIGEST = """
+import hashlib, json, sys
+from grammarc import Grammar
+compiled = Grammar.from_json_schema(json.load(open(sys.argv[1]))["schema"]).compile()
+parts = ([(t.name, t.dfa.key) for t in compiled.terminals], compiled.bnf,
+         [sorted(row.items()) for row in compiled.tables.action], [sorted(row.items()) for row in compiled.tables.goto])
+print(hashlib.sha1(repr(parts).encode()).hexdigest())
+"""
+
+
+def test_a_compiled_grammar_does_not_depend_on_string_hashing():
+    """The cache stores whatever the first process compiled, so compiling must be a function
+    of the IR alone: the same terminals, BNF and tables under any hash seed. This schema's
+    compiled terminals once followed the iteration order of a set of rule names."""
+    path = MASKBENCH / "Github_ultra---o69206.json"
+    if not path.is_file():
+        pytest.skip(f"MaskBench schema not found at {path}")
+    environment = dict(os.environ, GRAMMARC_CACHE_DIR="off")
+    digests = {subprocess.run([sys.executable, "-c", _COMPILED_DIGEST, str(path)], capture_output=True, text=True,
+                              env=dict(environment, PYTHONHASHSEED=seed), timeout=300, check=True).stdout.strip()
+               for seed in ("1", "2", "3")}
+    assert len(digests) == 1
+
+
 def test_keys_follow_grammar_equality_and_options():
     a = Grammar.from_ebnf("start ::= 'a' b ;\nb ::= #'[0-9]+' ;")
     spaced = Grammar.from_ebnf("\n\nstart ::=   'a'   b;  b ::= #'[0-9]+';")

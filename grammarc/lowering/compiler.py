@@ -33,7 +33,7 @@ from grammarc import automata
 from grammarc.automata import DFA
 from grammarc.errors import GrammarError, RegexError, StateBudgetExceeded
 from grammarc.ir.check import check_depth, check_grammar, warn_unreachable
-from grammarc.ir.nodes import AnyToken, Alt, Except, Expr, Grammar, Literal, Ref, Regex, Repeat, Seq, Substrings, children, walk
+from grammarc.ir.nodes import AnyToken, Alt, Except, Expr, Grammar, Literal, Ref, Regex, Repeat, Seq, Substrings, children
 from grammarc.ir.printer import expr_to_ebnf
 from grammarc.lowering import compiled_cache
 from grammarc.lowering.lr import Bnf, LRTables, Production, build_tables
@@ -603,17 +603,34 @@ def _alternatives(expr: Expr) -> tuple[Expr, ...]:
     return expr.items if isinstance(expr, Alt) else (expr,)
 
 
+_PLAIN_LEAVES = frozenset((Literal, Regex, Substrings))
+
+
 def _regular_rules(grammar: Grammar) -> list[str]:
     """Rules that are not (mutually) recursive and use only regular constructs, callees first."""
-    refs: dict[str, set[str]] = {}
+    # References in order of first use (dicts, not sets: the order rules are merged in decides
+    # what sizes `_merged_size` knows, so a set's order, which string hashing makes vary from
+    # one process to the next, would make the terminals vary too)
+    refs: dict[str, dict[str, None]] = {}
     token_level: set[str] = set()
-    for name, expr in grammar.rules:  # one walk per rule
-        refs[name] = names = set()
-        for n in walk(expr):
-            if isinstance(n, Ref):
-                names.add(n.name)
-            elif isinstance(n, AnyToken) or (isinstance(n, Except) and n.limit is not None):
-                token_level.add(name)
+    for name, expr in grammar.rules:  # one walk per rule, left to right, dispatched on exact classes
+        refs[name] = names = {}
+        stack = [expr]
+        while stack:
+            node = stack.pop()
+            kind = type(node)
+            if kind is Seq or kind is Alt:
+                stack.extend(reversed(node.items))
+            elif kind is Ref:
+                names[node.name] = None
+            elif kind is Repeat:
+                stack.append(node.item)
+            elif kind not in _PLAIN_LEAVES:  # token-level nodes, and subclasses of any node
+                if isinstance(node, Ref):
+                    names[node.name] = None
+                elif isinstance(node, AnyToken) or (isinstance(node, Except) and node.limit is not None):
+                    token_level.add(name)
+                stack.extend(reversed(children(node)))
     regular: set[str] = set()
     order: list[str] = []
     for component in _sccs(list(refs), lambda n: refs[n]):  # reverse topological order
@@ -707,8 +724,9 @@ def _normalize(lowering: _Lowering, start_symbols: tuple[Sym, ...]) -> tuple[Bnf
     productions = list(lowering.productions) + [(start, start_symbols)]
     terminals = lowering.terminals
 
-    productive = _productive(productions, terminals)
-    _report_unproductive(lowering, productive, start)
+    usable = [not t.dfa.is_empty for t in terminals]  # asked per occurrence below: once per terminal here
+    productive = _derivers(productions, usable.__getitem__)
+    _report_unproductive(lowering, productive, usable, start)
     productions = [
         (lhs, rhs) for lhs, rhs in productions if all(not _is_nt(s) or ~s in productive for s in rhs)
     ]
@@ -719,16 +737,13 @@ def _normalize(lowering: _Lowering, start_symbols: tuple[Sym, ...]) -> tuple[Bnf
     return _renumber(productions, names, terminals, start, accepts_empty)
 
 
-def _productive(productions, terminals) -> set[int]:
-    """Nonterminals that derive some string (every terminal but the empty language's does)."""
-    return _derivers(productions, lambda t: not terminals[t].dfa.is_empty)
-
-
-def _report_unproductive(lowering: _Lowering, productive: set[int], start: int) -> None:
+def _report_unproductive(lowering: _Lowering, productive: set[int], usable: list[bool], start: int) -> None:
+    """Raise for the first rule that derives no string (`usable`: the terminals that match
+    something; `productive`: the nonterminals that derive some string)."""
     grammar = lowering.grammar
     for name in grammar.names:
         symbols = lowering.rule_symbols(name)
-        ok = all((~s in productive) if _is_nt(s) else not lowering.terminals[s].dfa.is_empty for s in symbols)
+        ok = all((~s in productive) if _is_nt(s) else usable[s] for s in symbols)
         if not ok:
             span = grammar.rule_spans.get(name)
             raise GrammarError(

@@ -283,11 +283,11 @@ def _tables(bnf, items, transitions, lookaheads) -> LRTables:
                 row[symbol] = [target]
             else:
                 gotos[symbol - n_terminals] = target
-        for item, terminals in lookaheads[state].items():
+        for item in sorted(lookaheads[state]):  # a canonical order: rows are read in it (the disk cache)
             if after[item] >= 0:
                 continue
             reduce = ~production[item]
-            for terminal in terminals:
+            for terminal in sorted(lookaheads[state][item]):
                 row.setdefault(EOF if terminal == n_terminals else terminal, []).append(reduce)
         action.append({key: tuple(sorted(set(acts), reverse=True)) for key, acts in row.items()})
         goto.append(gotos)
