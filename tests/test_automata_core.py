@@ -323,8 +323,8 @@ def test_runs_refuses_malformed_tables():
 @SETTINGS
 def test_byte_classes_equal_the_oracle(table, collide: int, seed: int):
     """Byte tables made by unfolding a class table (equal columns in runs and scattered),
-    with some columns made equal to another except in one cell (same hash prefix, not the
-    same column): the same classes, numbered by first byte, and the same merged table."""
+    with some columns made copies of another but for one cell (near-duplicates stay apart):
+    the same classes, numbered by first byte, and the same merged table."""
     trans_k, _, b2c = table
     full = trans_k[:, b2c].astype(np.int32)
     rng = np.random.default_rng(seed)
