@@ -12,7 +12,7 @@ The steps (DESIGN.md §5):
 4. normalise the BNF so that GLR over it always terminates: a terminal that matches the
    empty string becomes ``(T⁺ | ε)``, ε-productions are removed (the start rule's
    nullability is remembered as `accepts_empty`), and cycles of unit productions are
-   collapsed (the rules on such a cycle derive the same language);
+   collapsed (the rules on such a cycle derive the same language): grammarc.lowering.bnf;
 5. build LALR(1) tables, keeping conflicts.
 
 Everything here is vocabulary-independent; the result is cached per (grammar, options), in
@@ -24,9 +24,7 @@ from __future__ import annotations
 import functools
 import json
 import time
-from collections import deque
 from dataclasses import dataclass
-from typing import Callable
 
 from grammarc.allocation import gc_paused
 from grammarc import automata
@@ -36,7 +34,8 @@ from grammarc.ir.check import check_depth, check_grammar, warn_unreachable
 from grammarc.ir.nodes import AnyToken, Alt, Except, Expr, Grammar, Literal, Ref, Regex, Repeat, Seq, Substrings, children
 from grammarc.ir.printer import expr_to_ebnf
 from grammarc.lowering import compiled_cache
-from grammarc.lowering.lr import Bnf, LRTables, Production, build_tables
+from grammarc.lowering.bnf import Sym, derivers, is_nonterminal, normalize, sccs
+from grammarc.lowering.lr import Bnf, LRTables, build_tables
 
 DEFAULT_MERGE_MAX_STATES = 512
 MAX_EXPANSION = 200_000  # symbols a counted repetition may expand to
@@ -122,14 +121,6 @@ def _compile_new(grammar: Grammar, max_states: int, merge_max_states: int) -> Co
     start_symbols = lowering.lower_all()
     bnf, terminals, accepts_empty = _normalize(lowering, start_symbols)
     return CompiledGrammar(grammar, terminals, bnf, build_tables(bnf), accepts_empty)
-
-
-# Symbols during lowering: a terminal is its index t >= 0; a nonterminal j is ~j (< 0).
-Sym = int
-
-
-def _is_nt(symbol: Sym) -> bool:
-    return symbol < 0
 
 
 class _Lowering:
@@ -269,7 +260,7 @@ class _Lowering:
         by_rest: dict[tuple[Sym, ...], list[int]] = {}  # A -> T1 R | T2 R  ==  A -> (T1|T2) R
         for item in items:
             rhs = self.symbols(item, rule)
-            if rhs and not _is_nt(rhs[0]) and self._plain(rhs[0]):
+            if rhs and not is_nonterminal(rhs[0]) and self._plain(rhs[0]):
                 by_rest.setdefault(rhs[1:], []).append(rhs[0])
             else:
                 self.add(nt, rhs)
@@ -633,7 +624,7 @@ def _regular_rules(grammar: Grammar) -> list[str]:
                 stack.extend(reversed(children(node)))
     regular: set[str] = set()
     order: list[str] = []
-    for component in _sccs(list(refs), lambda n: refs[n]):  # reverse topological order
+    for component in sccs(list(refs), lambda n: refs[n]):  # reverse topological order
         cyclic = len(component) > 1 or component[0] in refs[component[0]]
         if cyclic:
             continue
@@ -642,53 +633,6 @@ def _regular_rules(grammar: Grammar) -> list[str]:
             regular.add(name)
             order.append(name)
     return order
-
-
-def _sccs(nodes, successors) -> list[list]:
-    """Tarjan's strongly connected components, iteratively; sinks come first."""
-    index: dict = {}
-    low: dict = {}
-    on_stack: set = set()
-    stack: list = []
-    result: list[list] = []
-    counter = 0
-    for root in nodes:
-        if root in index:
-            continue
-        work = [(root, iter(successors(root)))]
-        index[root] = low[root] = counter
-        counter += 1
-        stack.append(root)
-        on_stack.add(root)
-        while work:
-            node, it = work[-1]
-            advanced = False
-            for succ in it:
-                if succ not in index:
-                    index[succ] = low[succ] = counter
-                    counter += 1
-                    stack.append(succ)
-                    on_stack.add(succ)
-                    work.append((succ, iter(successors(succ))))
-                    advanced = True
-                    break
-                if succ in on_stack:
-                    low[node] = min(low[node], index[succ])
-            if advanced:
-                continue
-            work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[node])
-            if low[node] == index[node]:
-                component = []
-                while True:
-                    member = stack.pop()
-                    on_stack.discard(member)
-                    component.append(member)
-                    if member == node:
-                        break
-                result.append(component)
-    return result
 
 
 def _describe(expr: Expr, rule: str) -> str:
@@ -717,24 +661,16 @@ def _quote(text: str) -> str:
 
 
 def _normalize(lowering: _Lowering, start_symbols: tuple[Sym, ...]) -> tuple[Bnf, tuple[Terminal, ...], bool]:
-    """ε-free, cycle-free, trimmed BNF with an augmented start production."""
+    """ε-free, cycle-free, trimmed BNF with an augmented start production (`bnf.normalize`),
+    after an error for any rule that derives no string."""
     names = list(lowering.nonterminals)
     start = len(names)
     names.append(lowering.grammar.start)
     productions = list(lowering.productions) + [(start, start_symbols)]
-    terminals = lowering.terminals
-
-    usable = [not t.dfa.is_empty for t in terminals]  # asked per occurrence below: once per terminal here
-    productive = _derivers(productions, usable.__getitem__)
+    usable = [not t.dfa.is_empty for t in lowering.terminals]  # asked per occurrence: once per terminal here
+    productive = derivers(productions, usable.__getitem__)
     _report_unproductive(lowering, productive, usable, start)
-    productions = [
-        (lhs, rhs) for lhs, rhs in productions if all(not _is_nt(s) or ~s in productive for s in rhs)
-    ]
-    nullable = _nullable(productions)
-    accepts_empty = start in nullable
-    productions = _remove_epsilon(productions, nullable, names)
-    productions = _collapse_unit_cycles(productions, len(names))
-    return _renumber(productions, names, terminals, start, accepts_empty)
+    return normalize(productions, names, lowering.terminals, start, productive)
 
 
 def _report_unproductive(lowering: _Lowering, productive: set[int], usable: list[bool], start: int) -> None:
@@ -743,7 +679,7 @@ def _report_unproductive(lowering: _Lowering, productive: set[int], usable: list
     grammar = lowering.grammar
     for name in grammar.names:
         symbols = lowering.rule_symbols(name)
-        ok = all((~s in productive) if _is_nt(s) else usable[s] for s in symbols)
+        ok = all((~s in productive) if is_nonterminal(s) else usable[s] for s in symbols)
         if not ok:
             span = grammar.rule_spans.get(name)
             raise GrammarError(
@@ -755,131 +691,3 @@ def _report_unproductive(lowering: _Lowering, productive: set[int], usable: list
         raise GrammarError(f"the grammar derives no string from its start rule '{grammar.start}'")
 
 
-def _nullable(productions) -> set[int]:
-    """Nonterminals that derive the empty string."""
-    return _derivers(productions, lambda t: False)
-
-
-def _derivers(productions, usable: Callable[[int], bool]) -> set[int]:
-    """The nonterminals with a production whose terminals are all `usable` and whose
-    nonterminals are all found (the least fixed point). A worklist: each production counts
-    the nonterminal occurrences still unknown, so the work is linear in the grammar's size
-    however long its chains of rules are."""
-    found: set[int] = set()
-    waiting: dict[int, list[int]] = {}  # nonterminal -> the productions using it, once per use
-    unknown: list[int] = []  # per production: occurrences not found yet (-1: a terminal is not usable)
-    queue: list[int] = []
-    for i, (lhs, rhs) in enumerate(productions):
-        count = 0
-        for s in rhs:
-            if _is_nt(s):
-                count += 1
-                waiting.setdefault(~s, []).append(i)
-            elif not usable(s):
-                count = -1
-                break
-        unknown.append(count)
-        if count == 0:
-            queue.append(lhs)
-    while queue:
-        nt = queue.pop()
-        if nt in found:
-            continue
-        found.add(nt)
-        for i in waiting.get(nt, ()):
-            if unknown[i] > 0:
-                unknown[i] -= 1
-                if unknown[i] == 0:
-                    queue.append(productions[i][0])
-    return found
-
-
-def _remove_epsilon(productions, nullable: set[int], names: list[str]):
-    """Every production without ε: each nullable occurrence becomes optional.
-
-    A production with more than two nullable symbols is first split into a right-nested
-    chain of binary productions, so the number of variants stays linear, not exponential.
-    """
-    pending = deque(productions)
-    out: set[tuple[int, tuple[Sym, ...]]] = set()
-    ordered: list[tuple[int, tuple[Sym, ...]]] = []
-    while pending:
-        lhs, rhs = pending.popleft()
-        optional = [i for i, s in enumerate(rhs) if _is_nt(s) and ~s in nullable]
-        if len(optional) > 2 and len(rhs) > 2:
-            rest = rhs[1:]
-            nt = len(names)
-            names.append(f"{names[lhs]}#rest")
-            if all(_is_nt(s) and ~s in nullable for s in rest):
-                nullable.add(nt)
-            pending.append((lhs, (rhs[0], ~nt)))
-            pending.append((nt, rest))
-            continue
-        for mask in range(1 << len(optional)):
-            dropped = {optional[i] for i in range(len(optional)) if mask >> i & 1}
-            variant = tuple(s for i, s in enumerate(rhs) if i not in dropped)
-            if variant and (lhs, variant) not in out:
-                out.add((lhs, variant))
-                ordered.append((lhs, variant))
-    return ordered
-
-
-def _collapse_unit_cycles(productions, n_names: int):
-    """Merge nonterminals on a cycle of unit productions (they derive the same language)."""
-    units: dict[int, set[int]] = {}
-    for lhs, rhs in productions:
-        if len(rhs) == 1 and _is_nt(rhs[0]):
-            units.setdefault(lhs, set()).add(~rhs[0])
-    representative = list(range(n_names))
-    for component in _sccs(list(units), lambda n: units.get(n, ())):
-        if len(component) > 1:
-            head = min(component)
-            for member in component:
-                representative[member] = head
-
-    def rename(s: Sym) -> Sym:
-        return ~representative[~s] if _is_nt(s) else s
-
-    seen: set = set()
-    out = []
-    for lhs, rhs in productions:
-        new = (representative[lhs], tuple(rename(s) for s in rhs))
-        if new[1] == (~new[0],) or new in seen:
-            continue
-        seen.add(new)
-        out.append(new)
-    return out
-
-
-def _renumber(productions, names, terminals, start: int, accepts_empty: bool):
-    """Keep what the start reaches; number terminals first, then nonterminals (start first)."""
-    by_lhs: dict[int, list[tuple[Sym, ...]]] = {}
-    for lhs, rhs in productions:
-        by_lhs.setdefault(lhs, []).append(rhs)
-    nt_order = [start]
-    nt_index = {start: 0}
-    used_terminals: list[int] = []
-    t_index: dict[int, int] = {}
-    for nt in nt_order:  # grows while iterating
-        for rhs in by_lhs.get(nt, ()):
-            for s in rhs:
-                if _is_nt(s):
-                    if ~s not in nt_index:
-                        nt_index[~s] = len(nt_order)
-                        nt_order.append(~s)
-                elif s not in t_index:
-                    t_index[s] = len(used_terminals)
-                    used_terminals.append(s)
-    n_t = len(used_terminals)
-    nonterminals = ("<start>",) + tuple(names[nt] for nt in nt_order)
-    prods = [Production(0, (n_t + 1,))]  # S' -> S ; S is nonterminal 1
-    for nt in nt_order:
-        for rhs in by_lhs.get(nt, ()):
-            prods.append(
-                Production(
-                    nt_index[nt] + 1,
-                    tuple(n_t + 1 + nt_index[~s] if _is_nt(s) else t_index[s] for s in rhs),
-                )
-            )
-    bnf = Bnf(n_t, nonterminals, tuple(prods))
-    return bnf, tuple(terminals[t] for t in used_terminals), accepts_empty
