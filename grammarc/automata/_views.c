@@ -10,6 +10,20 @@
 
 #include "_core.h"
 
+/* An int32 [n, 256] byte table: its number of rows, or -1 with an exception set and the
+ * buffer released (`who` names the function in the error). */
+static Py_ssize_t get_byte_table(PyObject *obj, Py_buffer *view, const char *who)
+{
+    if (get_buf(obj, view, 4, 0, "trans") < 0) return -1;
+    Py_ssize_t n = buf_len(view) / 256;
+    if (buf_len(view) != n * 256) {
+        PyErr_Format(PyExc_ValueError, "%s: the table is not [n, 256]", who);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return n;
+}
+
 /* ------------------------------------------------------------------- runs */
 
 /* One state's runs, read from a list of (lo, hi, target) tuples (DFA._runs) or from a row
@@ -43,12 +57,8 @@ PyObject *py_runs(PyObject *self, PyObject *args)
     Runs *r = NULL;
     if (!PyArg_ParseTuple(args, "O", &o_trans))
         return NULL;
-    if (get_buf(o_trans, &trans, 4, 0, "trans") < 0) return NULL;
-    Py_ssize_t n = buf_len(&trans) / 256;
-    if (buf_len(&trans) != n * 256) {
-        PyErr_SetString(PyExc_ValueError, "runs: the table is not [n, 256]");
-        goto done;
-    }
+    Py_ssize_t n = get_byte_table(o_trans, &trans, "runs");
+    if (n < 0) return NULL;
     if (!(r = malloc(sizeof *r))) { PyErr_NoMemory(); goto done; }
     if (!(out = PyList_New(n))) goto done;
     for (Py_ssize_t q = 0; q < n; q++) {
@@ -128,13 +138,9 @@ PyObject *py_suffix_code(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "OOn", &runs, &o_acc, &state))
         return NULL;
     int listed = PyList_Check(runs);
-    if (!listed && get_buf(runs, &table, 4, 0, "trans") < 0) return NULL;
+    Py_ssize_t n = listed ? PyList_GET_SIZE(runs) : get_byte_table(runs, &table, "suffix_code");
+    if (n < 0) return NULL;
     if (get_buf(o_acc, &acc, 1, 0, "accept") < 0) goto done;
-    Py_ssize_t n = listed ? PyList_GET_SIZE(runs) : buf_len(&table) / 256;
-    if (!listed && buf_len(&table) != n * 256) {
-        PyErr_SetString(PyExc_ValueError, "suffix_code: the table is not [n, 256]");
-        goto done;
-    }
     if (buf_len(&acc) != n || state < 0 || state >= n) {
         PyErr_SetString(PyExc_ValueError, "suffix_code: state or accept out of range");
         goto done;
@@ -186,12 +192,8 @@ PyObject *py_byte_classes(PyObject *self, PyObject *args)
     Py_buffer trans = {0};
     if (!PyArg_ParseTuple(args, "O", &o_trans))
         return NULL;
-    if (get_buf(o_trans, &trans, 4, 0, "trans") < 0) return NULL;
-    Py_ssize_t n = buf_len(&trans) / 256;
-    if (buf_len(&trans) != n * 256) {
-        PyErr_SetString(PyExc_ValueError, "byte_classes: the table is not [n, 256]");
-        goto done;
-    }
+    Py_ssize_t n = get_byte_table(o_trans, &trans, "byte_classes");
+    if (n < 0) return NULL;
     const i32 *t = trans.buf;
     unsigned char starts[256] = {1}, b2c[256];
     int run_start[256], run_class[256], first_run[256], k = 0, m = 0;
