@@ -35,3 +35,21 @@ def test_every_node_is_slotted_and_keeps_its_span_through_pickling() -> None:
         hash(node)
         back = pickle.loads(pickle.dumps(node))
         assert back == node and back.span == span and type(back) is type(node)
+
+
+def test_references_counts_each_use_and_sees_through_subclasses() -> None:
+    from dataclasses import dataclass
+
+    from grammarc.ir import references
+
+    @dataclass(frozen=True, slots=True)
+    class Named(Ref):  # a front end's own node kinds are subclasses the walk must still enter
+        pass
+
+    @dataclass(frozen=True, slots=True)
+    class Group(Seq):
+        pass
+
+    expr = Alt((Seq((Ref("a"), Repeat(Ref("b"), 0, None))), Except(Ref("c")), Group((Named("d"), Ref("a"))),
+                Literal("x"), AnyToken()))
+    assert sorted(references(expr)) == ["a", "a", "b", "c", "d"]

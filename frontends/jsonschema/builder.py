@@ -9,7 +9,7 @@ from typing import Callable
 from urllib.parse import unquote
 
 from grammarc.errors import SchemaError, UnsupportedSchemaError
-from grammarc.ir import Alt, Expr, Grammar, Literal, Ref, Regex, Repeat, Seq
+from grammarc.ir import Alt, Expr, Grammar, Literal, Ref, Regex, Repeat, Seq, references
 from grammarc.frontends import json_formats as jf
 
 from .arrays import Arrays
@@ -25,7 +25,7 @@ from .merge import Merged, Merging
 from .negation import Negation
 from .numbers import Numbers
 from .objects import Objects
-from .sharing import ReferenceCache, identifier, reachable, references, share
+from .sharing import ReferenceCache, identifier, reachable, share
 from .strings import Strings
 from .validate import Validation
 from .values import dec, json_kind

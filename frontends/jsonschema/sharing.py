@@ -24,10 +24,9 @@ import re
 from functools import lru_cache
 from typing import Callable, Mapping
 
-from grammarc.ir import Alt, Except, Expr, Ref, Regex, Repeat, Seq, walk
+from grammarc.ir import Alt, Except, Expr, Ref, Regex, Repeat, Seq, references, walk
 
-__all__ = ["share", "hoist_terminals", "merge_equal_rules", "identifier", "references", "ReferenceCache", "shorten",
-           "unique"]
+__all__ = ["share", "hoist_terminals", "merge_equal_rules", "identifier", "ReferenceCache", "shorten", "unique"]
 
 MIN_TERMINAL = 24  # pattern length from which a repeated regex gets a rule (and a named one, once)
 MIN_NAMED_TERMINAL = 12  # pattern length from which a regex the builder names gets a rule, repeated
@@ -35,7 +34,7 @@ MIN_MERGED_NODES = 5  # IR nodes from which equal rule bodies are merged
 MAX_MERGE_ROUNDS = 16  # each round may make bodies that referred to merged rules equal
 MAX_NAME = 40
 
-RefsOf = Callable[[Expr], list[str]]  # a rule body -> the names it refers to (`references`)
+RefsOf = Callable[[Expr], list[str]]  # a rule body -> the names it refers to (`grammarc.ir.references`)
 
 
 def share(rules: Mapping[str, Expr], start: str, hints: Mapping[Expr, str], reserved: tuple[str, ...] = (),
@@ -225,23 +224,6 @@ class ReferenceCache:
         found = references(body)
         self._known[id(body)] = (body, found)
         return found
-
-
-def references(expr: Expr) -> list[str]:
-    """The names `expr` refers to, once per reference (a loop of its own: this runs on every
-    rule, and more than once)."""
-    out = []
-    stack = [expr]
-    while stack:
-        node = stack.pop()
-        kind = type(node)
-        if kind is Ref:
-            out.append(node.name)
-        elif kind is Seq or kind is Alt:
-            stack.extend(node.items)
-        elif kind is Repeat or kind is Except:
-            stack.append(node.item)
-    return out
 
 
 def _has_nodes(expr: Expr, count: int) -> bool:

@@ -20,10 +20,11 @@ from grammarc.ir.nodes import (
     Seq,
     Substrings,
     children,
+    references,
     walk,
 )
 
 __all__ = [
     "EXPR_TYPES", "Alt", "AnyToken", "Except", "Expr", "Grammar", "Literal", "Ref", "Regex",
-    "RegexMode", "Repeat", "Seq", "Substrings", "children", "walk",
+    "RegexMode", "Repeat", "Seq", "Substrings", "children", "references", "walk",
 ]

@@ -15,7 +15,7 @@ from collections import OrderedDict
 
 from grammarc.errors import GrammarError, GrammarWarning, Span
 from grammarc.ir.nodes import (
-    _LEAVES, EXPR_TYPES, Alt, Except, Expr, Grammar, Literal, Ref, Regex, Repeat, Seq, Substrings, children, walk,
+    _LEAVES, EXPR_TYPES, Alt, Except, Expr, Grammar, Literal, Ref, Regex, Repeat, Seq, Substrings, children, references,
 )
 
 __all__ = ["MAX_DEPTH", "check_depth", "check_grammar", "literal_alternatives"]
@@ -41,8 +41,7 @@ def check_grammar(grammar: Grammar) -> None:
 def warn_unreachable(grammar: Grammar) -> None:
     """The warnings of `check_grammar` without its checks, for a grammar equal to one that
     passed them (a compiled grammar found in the disk cache)."""
-    _warn_unreachable(grammar, {name: [node.name for node in walk(expr) if isinstance(node, Ref)]
-                                for name, expr in grammar.rules})
+    _warn_unreachable(grammar, {name: references(expr) for name, expr in grammar.rules})
 
 
 def check_depth(grammar: Grammar) -> None:

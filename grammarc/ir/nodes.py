@@ -181,6 +181,27 @@ def walk(expr: Expr) -> Iterator[Expr]:
             push(reversed(children(node)))
 
 
+def references(expr: Expr) -> list[str]:
+    """The rule names `expr` refers to, once per reference, in no particular order (a loop
+    of its own: front ends and checks ask it of every rule, some of them more than once)."""
+    out = []
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        if kind is Ref:
+            out.append(node.name)
+        elif kind is Seq or kind is Alt:
+            stack.extend(node.items)
+        elif kind is Repeat or kind is Except:
+            stack.append(node.item)
+        elif kind not in _LEAVES:  # a subclass
+            if isinstance(node, Ref):
+                out.append(node.name)
+            stack.extend(children(node))
+    return out
+
+
 @dataclass(frozen=True, eq=False)
 class Grammar:
     """An ordered set of rules and the name of the start rule: the data every front-end builds.
