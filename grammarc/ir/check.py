@@ -15,7 +15,7 @@ from collections import OrderedDict
 
 from grammarc.errors import GrammarError, GrammarWarning, Span
 from grammarc.ir.nodes import (
-    _LEAVES, EXPR_TYPES, Alt, Except, Expr, Grammar, Literal, Ref, Regex, Repeat, Seq, Substrings, children, references,
+    EXPR_TYPES, Alt, Except, Expr, Grammar, Literal, Ref, Regex, Repeat, Seq, Substrings, children, references,
 )
 
 __all__ = ["MAX_DEPTH", "check_depth", "check_grammar", "literal_alternatives"]
@@ -50,19 +50,13 @@ def check_depth(grammar: Grammar) -> None:
     Iterative, and safe to call before anything else touches (hashes, prints) the grammar.
     """
     for name, expr in grammar.rules:
-        level, depth = [expr], 1  # level by level: a tight loop over each node once
+        level, depth = [expr], 1  # level by level: each node once, no (node, depth) pairs
         while level:
             if depth > MAX_DEPTH:
                 raise _too_deep(name, _deepest(expr), grammar)
             below: list[Expr] = []
             for node in level:
-                kind = type(node)
-                if kind is Seq or kind is Alt:
-                    below.extend(node.items)
-                elif kind is Repeat or kind is Except:
-                    below.append(node.item)
-                elif kind not in _LEAVES:
-                    below.extend(children(node))
+                below.extend(children(node))
             level, depth = below, depth + 1
 
 
