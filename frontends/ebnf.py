@@ -38,7 +38,9 @@ from lark.exceptions import UnexpectedToken
 from grammarc.allocation import gc_paused
 from grammarc.ir.check import check_grammar
 from grammarc.errors import GrammarError, Source, Span
-from grammarc.ir import Alt, AnyToken, Except, Expr, Grammar, Literal, Ref, Regex, Repeat, Seq, Substrings
+from grammarc.ir import (
+    Alt, AnyToken, Except, Expr, Grammar, JsonStringExcept, Literal, Ref, Regex, Repeat, Seq, Substrings,
+)
 
 __all__ = ["parse_ebnf"]
 
@@ -46,7 +48,7 @@ __all__ = ["parse_ebnf"]
 # The LALR grammar of the dialect (tokens come from our own lexer, hence %declare).
 
 _LARK_GRAMMAR = r"""
-%declare NAME DEFINE SEMI PIPE COMMA LPAR RPAR LBRACK RBRACK LBRACE RBRACE QMARK STAR PLUS COUNT STRING REGEX NUMBER ANY EXCEPT
+%declare NAME DEFINE SEMI PIPE COMMA LPAR RPAR LBRACK RBRACK LBRACE RBRACE QMARK STAR PLUS COUNT STRING REGEX NUMBER ANY EXCEPT JSON_EXCEPT
 
 start: rule*
 rule: NAME DEFINE alt SEMI
@@ -64,6 +66,7 @@ atom: NAME                              -> ref
     | LBRACK alt RBRACK                 -> optional
     | LBRACE alt RBRACE                 -> star
     | EXCEPT LPAR except_item (COMMA NUMBER)? RPAR -> except_
+    | JSON_EXCEPT LPAR (STRING (COMMA STRING)*)? RPAR -> json_string_except
 
 except_item: STRING | NAME
 """
@@ -97,9 +100,10 @@ _TOKEN_WORDS = {
     "NUMBER": "a number",
     "ANY": "'any!'",
     "EXCEPT": "'except!'",
+    "JSON_EXCEPT": "'json_string_except!'",
     "$END": "the end of the grammar",
 }
-_EXPR_START = frozenset({"NAME", "STRING", "REGEX", "ANY", "EXCEPT", "LPAR", "LBRACK", "LBRACE"})
+_EXPR_START = frozenset({"NAME", "STRING", "REGEX", "ANY", "EXCEPT", "JSON_EXCEPT", "LPAR", "LBRACK", "LBRACE"})
 _POSTFIX = frozenset({"QMARK", "STAR", "PLUS", "COUNT"})
 _ENDS_ALTERNATIVE = frozenset({"SEMI", "PIPE", "RPAR", "RBRACK", "RBRACE", "DEFINE", "$END"})
 _OPENERS = {"LPAR": "(", "LBRACK": "[", "LBRACE": "{"}
@@ -210,9 +214,12 @@ class _Lexer:
                         yield ("ANY", i, end + 1)
                     elif word == "except":
                         yield ("EXCEPT", i, end + 1)
+                    elif word == "json_string_except":
+                        yield ("JSON_EXCEPT", i, end + 1)
                     else:
                         raise self.error(f"unknown special nonterminal '{word}!'", i, end + 1,
-                                         hint="the special nonterminals are 'any!' and 'except!(...)'")
+                                         hint="the special nonterminals are 'any!', 'except!(...)' and "
+                                              "'json_string_except!(...)'")
                     i = end + 1
                 else:
                     yield ("NAME", i, end)
@@ -616,6 +623,9 @@ class _FastParser:
             elif kind == "EXCEPT":
                 i = self.except_(frame, tokens, i)
                 continue
+            elif kind == "JSON_EXCEPT":
+                i = self.json_string_except(frame, tokens, i)
+                continue
             elif kind == "LPAR" and i + 1 < n and tokens[i + 1][0] == "RPAR":
                 end = tokens[i + 1][2]
                 self.item(frame, Seq((), span=self.pos.span(s, end)), s, end)
@@ -682,6 +692,27 @@ class _FastParser:
         end = tokens[close][2]
         self.item(frame, Except(item, limit, span=self.pos.span(s, end)), s, end)
         return close + 1
+
+    def json_string_except(self, frame: _Frame, tokens: list, i: int) -> int:
+        """``json_string_except!( "a", "b" )`` at tokens[i]; returns the index after it."""
+        _, s, _ = tokens[i]
+        if i + 1 >= len(tokens) or tokens[i + 1][0] != "LPAR":
+            raise _Refused()
+        words: list[str] = []
+        j = i + 2
+        while j < len(tokens) and tokens[j][0] == "STRING":
+            words.append(self.lexed.strings[tokens[j][1]])
+            if j + 1 < len(tokens) and tokens[j + 1][0] == "COMMA":
+                j += 2
+                if j >= len(tokens) or tokens[j][0] != "STRING":
+                    raise _Refused()
+            else:
+                j += 1
+        if j >= len(tokens) or tokens[j][0] != "RPAR":
+            raise _Refused()
+        end = tokens[j][2]
+        self.item(frame, JsonStringExcept(tuple(words), span=self.pos.span(s, end)), s, end)
+        return j + 1
 
     def end_sequence(self, frame: _Frame) -> None:
         items = frame.items
@@ -806,6 +837,11 @@ class _Builder:
         numbers = [child for child in node.children if isinstance(child, Token) and child.type == "NUMBER"]
         limit = int(numbers[0]) if numbers else None
         return Except(item, limit, span=self.span_of(node))
+
+    def _json_string_except(self, node: Tree) -> Expr:
+        words = tuple(self.lexed.strings[child.start_pos] for child in node.children
+                      if isinstance(child, Token) and child.type == "STRING")
+        return JsonStringExcept(words, span=self.span_of(node))
 
     def grammar(self, tree: Tree, start: str) -> Grammar:
         bodies: dict[str, list[Expr]] = {}

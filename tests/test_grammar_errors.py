@@ -355,7 +355,7 @@ CASES = [
         "g.ebnf:1:11: unknown special nonterminal 'foo!'\n"
         "start ::= foo!;\n"
         "          ^^^^\n"
-        "hint: the special nonterminals are 'any!' and 'except!(...)'",
+        "hint: the special nonterminals are 'any!', 'except!(...)' and 'json_string_except!(...)'",
         id='unknown_special',
     ),
     pytest.param(

@@ -168,15 +168,19 @@ def test_shorten_keeps_the_end_of_a_name():
 
 # -- kb_838: the Kubernetes schema that motivated this --------------------------------------------
 
-def test_kubernetes_schema_is_a_third_of_its_size(monkeypatch):
+def test_kubernetes_schema_is_small_and_shared(monkeypatch):
+    """kb_838 was 340 KB of EBNF; its keys other than the named properties are one
+    ``json_string_except!`` each (they were tries of rules, ~36 KB of the text), and
+    sharing halves the rest."""
     if not KB_838.exists():
         pytest.skip(f"MaskBench data not found at {KB_838}")
     schema = json.loads(KB_838.read_text())["schema"]
     shared = Grammar.from_json_schema(schema)
     text = shared.to_ebnf()
+    assert len(text) < 15_000 and text.count("json_string_except!(") == 8, len(text)
     unshared(monkeypatch)
     before = Grammar.from_json_schema(schema).to_ebnf()
-    assert len(text) * 3 < len(before), (len(text), len(before))
+    assert len(text) * 1.6 < len(before), (len(text), len(before))
     string = Regex(jf.string_regex())
     assert sum(1 for _, body in shared.rules for node in _nodes(body) if node == string) == 1
     assert dict(shared.rules)["string"] == string

@@ -9,7 +9,7 @@ from typing import Callable
 from urllib.parse import unquote
 
 from grammarc.errors import SchemaError, UnsupportedSchemaError
-from grammarc.ir import Alt, Expr, Grammar, Literal, Ref, Regex, Repeat, Seq, references
+from grammarc.ir import Alt, Expr, Grammar, JsonStringExcept, Literal, Ref, Regex, Repeat, Seq, references
 from grammarc.frontends import json_formats as jf
 
 from .arrays import Arrays
@@ -143,7 +143,7 @@ class Builder(Combinators, Merging, Negation, Numbers, Strings, Arrays, Objects,
 
     # -- names of terminals: what produced them (for sharing.py) -----------------------------
     def _name_terminal(self, expr: Expr | None, name: str) -> None:
-        if isinstance(expr, Regex):
+        if isinstance(expr, (Regex, JsonStringExcept)):
             self.terminal_names.setdefault(expr, name)
 
     def _char_dfa(self, dfa, escapes: bool, hint: str | None = None) -> Expr:

@@ -199,8 +199,8 @@ class Objects:
 
 
     def _keys_except(self, named, hint: str) -> Expr:
-        """A key naming none of `named`: the complement of their trie, as right-linear rules."""
-        return self._char_dfa(chardfa.excluding(named), True, f"{hint}_other_key")
+        """A key naming none of `named` (see `_string_except`)."""
+        return self._string_except(named, f"{hint}_other_key")
 
     def _pattern_extras(self, m, members, pats, adds, adds_closed, named, key_re, depth, hint):
         """Members whose keys match patternProperties, and the keys no pattern matches.

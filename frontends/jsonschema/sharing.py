@@ -9,7 +9,7 @@ built rules without changing any language (it only names and renames parts of th
   ``status_selector``: ``selector``) or else by the shortest. Small bodies stay apart: their
   own names say more than a shared one would. Copies that refer to each other recursively
   are not found;
-- *hoist*: a large regex terminal that occurs twice or more becomes one rule of
+- *hoist*: a large regex (or ``json_string_except!``) terminal that occurs twice or more becomes one rule of
   its own, referenced where it was; so does a terminal the builder has a name for
   (``string``, ``date_time``, ``integer_min0``), even once: the structure then reads like the
   schema, the lexical definitions come last.
@@ -24,7 +24,7 @@ import re
 from functools import lru_cache
 from typing import Callable, Mapping
 
-from grammarc.ir import Alt, Except, Expr, Ref, Regex, Repeat, Seq, references, walk
+from grammarc.ir import Alt, Except, Expr, JsonStringExcept, Ref, Regex, Repeat, Seq, references, walk
 
 __all__ = ["share", "hoist_terminals", "merge_equal_rules", "identifier", "ReferenceCache", "shorten", "unique"]
 
@@ -45,12 +45,17 @@ def share(rules: Mapping[str, Expr], start: str, hints: Mapping[Expr, str], rese
 
 # -- terminals ------------------------------------------------------------------------------
 
-def _size(expr: Regex) -> int:
-    return len(expr.pattern)
+_TERMINALS = frozenset((Regex, JsonStringExcept))  # the leaves hoisted (literals stay: see below)
+
+
+def _size(expr: Regex | JsonStringExcept) -> int:
+    """Characters of the terminal's text, about as printed."""
+    return len(expr.pattern) if type(expr) is Regex else 20 + sum(len(w) + 4 for w in expr.words)
 
 
 def hoist_terminals(rules: Mapping[str, Expr], hints: Mapping[Expr, str], reserved: tuple[str, ...] = ()) -> dict[str, Expr]:
-    """Rules of their own for the large regexes that repeat, or that `hints` names (literals
+    """Rules of their own for the large regexes (and ``json_string_except!`` terminals) that
+    repeat, or that `hints` names (literals
     stay where they are: they read well, and the lowering groups alternatives of literals).
 
     New rules come after the others, in the order their terminals first occur; a name that
@@ -70,7 +75,7 @@ def hoist_terminals(rules: Mapping[str, Expr], hints: Mapping[Expr, str], reserv
     for terminal in chosen:
         names[terminal] = unique(hints.get(terminal) or _fallback_name(terminal), taken)
     hoist = {terminal: Ref(name) for terminal, name in names.items()}
-    out = {name: _replaced(body, hoist, Regex) if any(t in names for t in holding.get(name, ())) else body
+    out = {name: _replaced(body, hoist, _TERMINALS) if any(t in names for t in holding.get(name, ())) else body
            for name, body in rules.items()}
     out.update((name, terminal) for terminal, name in names.items())
     return out
@@ -83,7 +88,7 @@ def _terminals(expr: Expr) -> list[Expr]:
     while stack:
         node = stack.pop()
         kind = type(node)
-        if kind is Regex:
+        if kind in _TERMINALS:
             out.append(node)
         elif kind is Seq or kind is Alt:
             stack.extend(reversed(node.items))
@@ -92,7 +97,9 @@ def _terminals(expr: Expr) -> list[Expr]:
     return out
 
 
-def _fallback_name(terminal: Regex) -> str:
+def _fallback_name(terminal: Regex | JsonStringExcept) -> str:
+    if type(terminal) is JsonStringExcept:
+        return "other_key"
     return "string_pattern" if terminal.pattern.startswith('"') else "regex"
 
 
@@ -319,25 +326,25 @@ def unique(base: str, taken: set[str]) -> str:
 
 # -- rewriting ------------------------------------------------------------------------------
 
-def _replaced(expr: Expr, mapping: Mapping[Expr, Expr], leaf: type = Ref) -> Expr:
-    """`expr` with each node of class `leaf` (references, or regexes) that `mapping` has a
-    replacement for replaced (looked up by value); unchanged subtrees are kept as they are
-    (the same objects)."""
+def _replaced(expr: Expr, mapping: Mapping[Expr, Expr], leaves: frozenset[type] = frozenset((Ref,))) -> Expr:
+    """`expr` with each node of a class in `leaves` (references, or terminals) that `mapping`
+    has a replacement for replaced (looked up by value); unchanged subtrees are kept as they
+    are (the same objects)."""
     kind = type(expr)
-    if kind is leaf:
+    if kind in leaves:
         return mapping.get(expr, expr)
     if kind is Seq or kind is Alt:
         items = expr.items
         for i, item in enumerate(items):
-            new = _replaced(item, mapping, leaf)
+            new = _replaced(item, mapping, leaves)
             if new is not item:
-                rest = tuple(_replaced(later, mapping, leaf) for later in items[i + 1:])
+                rest = tuple(_replaced(later, mapping, leaves) for later in items[i + 1:])
                 return kind(items[:i] + (new,) + rest, expr.span)
         return expr
     if kind is Repeat:
-        item = _replaced(expr.item, mapping, leaf)
+        item = _replaced(expr.item, mapping, leaves)
         return expr if item is expr.item else Repeat(item, expr.min, expr.max, expr.span)
-    if kind is Except and leaf is Ref and type(expr.item) is Ref:
+    if kind is Except and Ref in leaves and type(expr.item) is Ref:
         item = mapping.get(expr.item)
         return expr if item is None else Except(item, expr.limit, expr.span)
     return expr

@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+import re
 from typing import Callable
 
 from grammarc import automata
 from grammarc.automata import regex as rx
 from grammarc.errors import StateBudgetExceeded
-from grammarc.ir import Alt, Expr, Literal, Ref, Regex, Seq, Repeat
+from grammarc.ir import Alt, Expr, JsonStringExcept, Literal, Ref, Regex, Seq, Repeat
 from grammarc.frontends import json_formats as jf
 
 from . import chardfa
 from . import formats as fmt
 from .long_strings import MAX_LENGTH, LongStrings, plain_fits
 from .merge import Merged
+from .sharing import identifier
 MAX_STRING_STATES = 1500  # character automaton for pattern & format & length
+EXCEPT_WORDS_CHARS = 4096  # words of a json_string_except!: ~10 automaton states per character
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class Strings:
@@ -27,7 +31,7 @@ class Strings:
         formats = sorted({f for f, _ in m.formats or []})
         length_limited = m.min_len > 0 or m.max_len is not None
         if m.not_strings and not (patterns or formats or length_limited or m.not_patterns):
-            return self._char_dfa(chardfa.excluding(m.not_strings), True)
+            return self._string_except(m.not_strings, None)
         if m.not_strings or m.not_patterns:
             return self._string_complements(m, patterns, formats)
         if formats and not patterns and len(formats) == 1 and not length_limited:
@@ -45,6 +49,20 @@ class Strings:
         if patterns or formats:
             return self._string_intersection(m)
         return self._plain_string(m)
+
+    def _string_except(self, words, hint: str | None) -> Expr:
+        """A JSON string, in any spelling, that is none of `words`: ``json_string_except!``,
+        whose automaton the lowering builds directly from the words' trie (a word with a lone
+        surrogate excludes nothing: no text holds it). Past `EXCEPT_WORDS_CHARS` characters
+        of words, the trie's complement as right-linear rules instead (`_char_dfa`), which the
+        lowering may cut into several terminals rather than build one large automaton."""
+        words = sorted({w for w in words if not _SURROGATE.search(w)})
+        if sum(map(len, words)) <= EXCEPT_WORDS_CHARS:
+            expr = JsonStringExcept(tuple(words))
+            if hint is not None:
+                self._name_terminal(expr, identifier(hint))
+            return expr
+        return self._char_dfa(chardfa.excluding(words), True, hint)
 
     def _plain_string(self, m: Merged) -> Expr:
         """Any string of m.min_len..m.max_len characters: one terminal while it fits the state

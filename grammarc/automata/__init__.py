@@ -5,7 +5,8 @@ over code points; `utf8` splits code point ranges into byte-range sequences; `df
 DFA artifact and its canonical minimized form; `nfa` builds DFAs from ASTs (Thompson NFA,
 subset construction); `operations` is the regular algebra (literal, union, concatenation,
 repetition, intersection, length windows); `codepoints` reads a DFA over UTF-8 as one over
-code points; `dialect` the grammar dialect's special terminals. The lowering
+code points; `dialect` the grammar dialect's special terminals; `json_strings` every JSON
+spelling of a language of decoded texts. The lowering
 turns every terminal of a grammar into one of these DFAs. This package depends only on
 `grammarc.errors`.
 """
@@ -13,6 +14,7 @@ turns every terminal of a grammar into one of these DFAs. This package depends o
 from grammarc.automata.codepoints import CharDFA, code_point_dfa
 from grammarc.automata.dfa import DEFAULT_MAX_STATES, DFA, from_table
 from grammarc.automata.dialect import complement_containing, early_end, except_strings, substrings
+from grammarc.automata.json_strings import json_string, json_string_except
 from grammarc.automata.nfa import from_ast, from_regex
 from grammarc.automata.operations import (
     any_bytes,
@@ -35,6 +37,6 @@ from grammarc.automata.operations import (
 __all__ = [
     "DEFAULT_MAX_STATES", "DFA", "CharDFA", "any_bytes", "code_point_dfa", "combine", "complement", "complement_containing",
     "concat", "early_end", "except_strings", "from_ast", "from_regex", "from_table", "intersect",
-    "length_window", "literal", "literals", "optional",
+    "json_string", "json_string_except", "length_window", "literal", "literals", "optional",
     "plus", "repeat", "star", "substrings", "union", "utf8_text", "without_empty",
 ]

@@ -775,6 +775,11 @@ static PyMethodDef methods[] = {
      "byte_classes(trans) -> (table, b2c, k): an int32 [n, 256] byte table's columns merged into "
      "classes, numbered by their first byte: bytes of int32 [n, k] and uint8 [256] with "
      "table[:, b2c] == trans."},
+    {"json_string", py_json_string, METH_VARARGS,
+     "json_string(ptr, lo, hi, dst, accept, max_states) -> (trans, accept) | None: the byte table of every "
+     "JSON spelling of the strings a DFA over code points accepts, quotes included (per character state q, "
+     "its runs lo[ptr[q]:ptr[q+1]] .. hi, to dst: int64 arrays, sorted and disjoint; accept uint8 [n]): "
+     "bytes of int32 [m, 256] and bool [m], unminimized, state 0 the start; None past max_states states."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -35,5 +35,6 @@ static inline Py_ssize_t buf_len(const Py_buffer *view) { return view->len / vie
 PyObject *py_runs(PyObject *self, PyObject *args);
 PyObject *py_suffix_code(PyObject *self, PyObject *args);
 PyObject *py_byte_classes(PyObject *self, PyObject *args);
+PyObject *py_json_string(PyObject *self, PyObject *args);
 
 #endif

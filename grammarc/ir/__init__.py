@@ -12,6 +12,7 @@ from grammarc.ir.nodes import (
     Except,
     Expr,
     Grammar,
+    JsonStringExcept,
     Literal,
     Ref,
     Regex,
@@ -25,6 +26,6 @@ from grammarc.ir.nodes import (
 )
 
 __all__ = [
-    "EXPR_TYPES", "Alt", "AnyToken", "Except", "Expr", "Grammar", "Literal", "Ref", "Regex",
+    "EXPR_TYPES", "Alt", "AnyToken", "Except", "Expr", "Grammar", "JsonStringExcept", "Literal", "Ref", "Regex",
     "RegexMode", "Repeat", "Seq", "Substrings", "children", "references", "walk",
 ]

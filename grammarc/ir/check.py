@@ -15,7 +15,7 @@ from collections import OrderedDict
 
 from grammarc.errors import GrammarError, GrammarWarning, Span
 from grammarc.ir.nodes import (
-    EXPR_TYPES, Alt, Except, Expr, Grammar, Literal, Ref, Regex, Repeat, Seq, Substrings, children, references,
+    EXPR_TYPES, Alt, Except, Expr, Grammar, JsonStringExcept, Literal, Ref, Regex, Repeat, Seq, Substrings, children, references,
 )
 
 __all__ = ["MAX_DEPTH", "check_depth", "check_grammar", "literal_alternatives"]
@@ -162,6 +162,12 @@ def _check_node(rule: str, node: Expr, rules: dict[str, Expr]) -> None:
             raise GrammarError(f"rule '{rule}': unknown regex mode {node.mode!r} (expected one of "
                                f"{', '.join(_MODES)})", span)
         _check_text(rule, node.pattern, "regex", span)
+    elif isinstance(node, JsonStringExcept):
+        if not isinstance(node.words, tuple):
+            raise GrammarError(f"rule '{rule}': json_string_except! words must be a tuple, not "
+                               f"{type(node.words).__name__}", span)
+        for word in node.words:
+            _check_text(rule, word, "json_string_except!", span)
     elif isinstance(node, Alt):
         if not node.items:
             raise GrammarError(f"rule '{rule}' contains an alternation with no alternatives", span)
@@ -246,7 +252,8 @@ def _collect_literals(expr: Expr, rules: dict[str, Expr], found: list[str], seen
             stack.extend((item, current) for item in reversed(expr.items))
         elif rule is not None:
             what = {"Seq": "a sequence", "Repeat": "a repetition", "Regex": "a regex", "Substrings":
-                    "#substrs", "AnyToken": "any!", "Except": "except!"}.get(type(expr).__name__, "a non-literal")
+                    "#substrs", "AnyToken": "any!", "Except": "except!",
+                    "JsonStringExcept": "json_string_except!"}.get(type(expr).__name__, "a non-literal")
             name = at.item.name
             via = f"'{name}'" if current == name else f"'{name}' expands to rule '{current}', which"
             raise GrammarError(f"rule '{rule}': except!({name}) needs a literal or a rule that expands to an "

@@ -85,6 +85,18 @@ class Substrings(_Node):
 
 
 @dataclass(frozen=True, slots=True)
+class JsonStringExcept(_Node):
+    """``json_string_except!('a', ...)``: a JSON string literal, quotes included, in any of its
+    JSON spellings (raw characters, short escapes, ``\\uXXXX`` in either case, surrogate
+    pairs), whose decoded text is none of `words`. A JSON object's keys other than its named
+    properties: as rules over characters this is a trie with every spelling of every
+    character, which the lowering builds directly instead (`automata.json_string_except`)."""
+
+    words: tuple[str, ...]
+    span: Span | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
 class Ref(_Node):
     """A reference to the rule called `name`."""
 
@@ -145,9 +157,9 @@ class Except(_Node):
     span: Span | None = field(default=None, compare=False, repr=False)
 
 
-Expr = Union[Literal, Regex, Substrings, Ref, Seq, Alt, Repeat, AnyToken, Except]
-EXPR_TYPES = (Literal, Regex, Substrings, Ref, Seq, Alt, Repeat, AnyToken, Except)
-_LEAVES = frozenset((Literal, Regex, Substrings, Ref, AnyToken))
+Expr = Union[Literal, Regex, Substrings, JsonStringExcept, Ref, Seq, Alt, Repeat, AnyToken, Except]
+EXPR_TYPES = (Literal, Regex, Substrings, JsonStringExcept, Ref, Seq, Alt, Repeat, AnyToken, Except)
+_LEAVES = frozenset((Literal, Regex, Substrings, JsonStringExcept, Ref, AnyToken))
 
 
 def children(expr: Expr) -> tuple[Expr, ...]:

@@ -22,7 +22,8 @@ Canonical forms:
 * regexes as ``#/R/`` (``#e/R/``, ``#ex/R/``) when R has no ``/``, no unprintable
   character and does not end in an odd run of backslashes, else in the quoted form
   ``#"R"`` with R escaped like a literal; the empty pattern is ``#""``;
-* ``#substrs"S"``, ``any!``, ``except!("x")``, ``except!(name, 3)``;
+* ``#substrs"S"``, ``any!``, ``except!("x")``, ``except!(name, 3)``,
+  ``json_string_except!("a", "b")``;
 * repetitions as ``?`` ``*`` ``+`` ``{m}`` ``{m,}`` ``{m,n}`` (``[x]`` and ``{x}`` read
   back as ``x?`` and ``x*``).
 """
@@ -30,7 +31,9 @@ Canonical forms:
 from __future__ import annotations
 
 from grammarc.ir.check import check_depth
-from grammarc.ir.nodes import Alt, AnyToken, Except, Expr, Grammar, Literal, Ref, Regex, Repeat, Seq, Substrings
+from grammarc.ir.nodes import (
+    Alt, AnyToken, Except, Expr, Grammar, JsonStringExcept, Literal, Ref, Regex, Repeat, Seq, Substrings,
+)
 
 __all__ = ["to_ebnf", "expr_to_ebnf", "quote"]
 
@@ -125,6 +128,8 @@ def _atom(expr: Expr) -> str:
         return "#substrs" + quote(expr.text)
     if isinstance(expr, AnyToken):
         return "any!"
+    if isinstance(expr, JsonStringExcept):
+        return "json_string_except!(" + ", ".join(quote(word) for word in expr.words) + ")"
     if isinstance(expr, Except):
         item = _atom(expr.item)
         return f"except!({item})" if expr.limit is None else f"except!({item}, {expr.limit})"

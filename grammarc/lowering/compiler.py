@@ -31,7 +31,9 @@ from grammarc import automata
 from grammarc.automata import DFA
 from grammarc.errors import GrammarError, RegexError, StateBudgetExceeded
 from grammarc.ir.check import check_depth, check_grammar, warn_unreachable
-from grammarc.ir.nodes import AnyToken, Alt, Except, Expr, Grammar, Literal, Ref, Regex, Repeat, Seq, Substrings, children
+from grammarc.ir.nodes import (
+    AnyToken, Alt, Except, Expr, Grammar, JsonStringExcept, Literal, Ref, Regex, Repeat, Seq, Substrings, children,
+)
 from grammarc.ir.printer import expr_to_ebnf
 from grammarc.lowering import compiled_cache
 from grammarc.lowering.bnf import Sym, derivers, is_nonterminal, normalize, sccs
@@ -171,9 +173,9 @@ class _Lowering:
             return self._rule_symbols[name]
         dfa = self._rule_dfa.get(name)
         body = self.rules[name]
-        if isinstance(body, Ref) and isinstance(self.rules.get(body.name), (Literal, Regex, Substrings)):
+        if isinstance(body, Ref) and isinstance(self.rules.get(body.name), _TEXT_LEAVES):
             body = self.rules[body.name]
-        if dfa is None and isinstance(body, (Literal, Regex, Substrings)):
+        if dfa is None and isinstance(body, _TEXT_LEAVES):
             dfa = self.atomic(body)  # a rule that is (or names) one terminal, past the merge budget too
         if dfa is not None:
             symbols = self.terminal_symbols(dfa, name)
@@ -230,10 +232,10 @@ class _Lowering:
     # -- expressions ------------------------------------------------------------------
     def symbols(self, expr: Expr, rule: str) -> tuple[Sym, ...]:
         """A sequence of symbols deriving exactly the language of `expr`."""
-        if self.is_regular(expr) and not isinstance(expr, (Literal, Regex, Substrings, Except)):
+        if self.is_regular(expr) and not isinstance(expr, (*_TEXT_LEAVES, Except)):
             if (dfa := self.merged(expr)) is not None:
                 return self.terminal_symbols(dfa, _describe(expr, rule))
-        if isinstance(expr, (Literal, Regex, Substrings)) or (isinstance(expr, Except) and expr.limit is None):
+        if isinstance(expr, _TEXT_LEAVES) or (isinstance(expr, Except) and expr.limit is None):
             return self.terminal_symbols(self.atomic(expr), _describe(expr, rule))
         if isinstance(expr, Except):
             return (self.terminal(_describe(expr, rule), self.atomic(expr), token_limit=expr.limit),)
@@ -338,7 +340,8 @@ class _Lowering:
     def _cut(self, run: tuple[Expr, ...], sizes: list[int]) -> list[tuple[Expr, ...]]:
         """`run` whole when its parts' automata fit the merge budget together, else cut
         before and after each reference to a rule (a value: its terminal is shared by every
-        use, as in the sequences of a rule that is not regular) and, where the glue between
+        use, as in the sequences of a rule that is not regular) or ``json_string_except!``
+        (the keys of an object, as the JSON Schema front end's rule for them would be) and, where the glue between
         two references is still too large, wherever the next part would overflow the budget.
 
         The size of a concatenation is estimated as the sum of its parts' sizes: rarely far
@@ -350,11 +353,12 @@ class _Lowering:
         current: list[Expr] = []
         total = 0
         for item, size in zip(run, sizes):
-            cut = isinstance(item, Ref) or (current and not _fits([total, size], self.merge_max_states))
+            alone = isinstance(item, (Ref, JsonStringExcept))
+            cut = alone or (current and not _fits([total, size], self.merge_max_states))
             if cut and current:
                 chunks.append(tuple(current))
                 current, total = [], 0
-            if isinstance(item, Ref):
+            if alone:
                 chunks.append((item,))
                 continue
             current.append(item)
@@ -370,7 +374,7 @@ class _Lowering:
             return self._merged_size(expr.item) * max(1, expr.min)
         if isinstance(expr, Literal):
             return len(expr.text.encode("utf-8")) + 1
-        if isinstance(expr, (Regex, Substrings, Except)):
+        if isinstance(expr, (Regex, Substrings, JsonStringExcept, Except)):
             return self.atomic(expr).n_states
         known = self._rule_dfa.get(expr.name, 0) if isinstance(expr, Ref) else self._merged.get(expr, 0)
         return 1 if known == 0 else self.merge_max_states + 1 if known is None else known.n_states
@@ -434,6 +438,8 @@ class _Lowering:
                     dfa = automata.complement_containing(dfa, max_states=self.max_states)
             elif isinstance(expr, Substrings):
                 dfa = automata.substrings(expr.text)
+            elif isinstance(expr, JsonStringExcept):
+                dfa = automata.json_string_except(expr.words)
             elif isinstance(expr, Except):
                 dfa = automata.except_strings(self.except_literals(expr), max_states=self.max_states)
             else:
@@ -496,7 +502,7 @@ class _Lowering:
 
     def _build_new(self, expr: Expr) -> DFA:
         budget = self.merge_max_states
-        if isinstance(expr, (Literal, Regex, Substrings, Except)):
+        if isinstance(expr, (*_TEXT_LEAVES, Except)):
             dfa = self.atomic(expr)
             if dfa.n_states > budget:
                 raise StateBudgetExceeded(f"{dfa.n_states} states")
@@ -594,7 +600,8 @@ def _alternatives(expr: Expr) -> tuple[Expr, ...]:
     return expr.items if isinstance(expr, Alt) else (expr,)
 
 
-_PLAIN_LEAVES = frozenset((Literal, Regex, Substrings))
+_TEXT_LEAVES = (Literal, Regex, Substrings, JsonStringExcept)  # terminals of text, no vocabulary
+_PLAIN_LEAVES = frozenset(_TEXT_LEAVES)
 
 
 def _regular_rules(grammar: Grammar) -> list[str]:
@@ -644,6 +651,9 @@ def _describe(expr: Expr, rule: str) -> str:
         return f"{prefix}/{expr.pattern}/"
     if isinstance(expr, Substrings):
         return f"#substrs{_quote(expr.text)}"
+    if isinstance(expr, JsonStringExcept):
+        words = ", ".join(map(_quote, expr.words[:3])) + (", …" if len(expr.words) > 3 else "")
+        return f"json_string_except!({words})"
     if isinstance(expr, Except):
         inner = _describe(expr.item, rule) if isinstance(expr.item, Literal) else expr.item.name
         return f"except!({inner})" if expr.limit is None else f"except!({inner}, {expr.limit})"

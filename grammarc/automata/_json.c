@@ -1,0 +1,344 @@
+/* grammarc.automata._core, part 3: JSON string literals over a character automaton.
+ *
+ * json_string - the byte table of every JSON spelling ('"', the characters raw or escaped,
+ *               '"') of the strings a DFA over code points accepts
+ *               (grammarc.automata.json_strings.json_string).
+ *
+ * A character may be written raw (its UTF-8 bytes; controls, '"' and '\' excepted), as a short
+ * escape (\" \\ \/ \b \f \n \r \t), as \uXXXX in either hex case, or, above U+FFFF, as a
+ * surrogate pair \uD8XX\uDCXX; a lone surrogate escape decodes to no character and is never
+ * accepted. Reading part of a character (a UTF-8 lead byte and some continuation bytes, or
+ * some hex digits) narrows the code point to an interval; the state there is "the character
+ * automaton's state, and what each code point of the interval leads to". Where that is one
+ * target for the whole interval, the state is shared by every character state (a memo keyed
+ * by reader kind, digits left and target); elsewhere it is a fresh state. The table is
+ * trimmed, minimized and numbered by the caller (dfa.from_table); its oracle is the regex
+ * route of the JSON Schema front end (tests/test_json_strings.py).
+ */
+
+#include "_core.h"
+
+enum { START = 0, FINAL = 1, FIRST_CHAR = 2 };
+enum { HEX = 0, UTF8 = 1, PAIR = 2 };
+
+/* An outcome function: values -> byte states (-1 dead), as sorted disjoint runs of
+ * live outcomes; values outside [clip_lo, clip_hi] are dead; a value v is looked up
+ * at v + offset. */
+typedef struct { const i64 *lo, *hi; const i32 *out; i64 n, clip_lo, clip_hi, offset; } Fn;
+
+typedef struct {
+    i32 *rows;      /* [cap, 256] */
+    uint8_t *acc;
+    i64 n, cap, max_states;
+    i64 *memo_key;  /* open addressing, 0 = empty */
+    i32 *memo_val;
+    i64 memo_cap, memo_count;
+    int overflow;   /* set when more than max_states states were needed */
+} Ctx;
+
+static i32 new_state(Ctx *x)
+{
+    if (x->n >= x->max_states) { x->overflow = 1; return -2; }
+    if (x->n == x->cap) {
+        i64 cap = x->cap ? 2 * x->cap : 1024;
+        i32 *rows = realloc(x->rows, (size_t)cap * 256 * sizeof(i32));
+        if (!rows) { PyErr_NoMemory(); return -2; }
+        x->rows = rows;
+        uint8_t *acc = realloc(x->acc, (size_t)cap);
+        if (!acc) { PyErr_NoMemory(); return -2; }
+        x->acc = acc;
+        x->cap = cap;
+    }
+    i32 s = (i32)x->n++;
+    for (int b = 0; b < 256; b++) x->rows[(i64)s * 256 + b] = -1;
+    x->acc[s] = 0;
+    return s;
+}
+
+static i32 *memo_slot(Ctx *x, i64 key, int *found)
+{
+    if (2 * (x->memo_count + 1) > x->memo_cap) {
+        i64 cap = x->memo_cap ? 2 * x->memo_cap : 1024;
+        i64 *keys = calloc((size_t)cap, sizeof(i64));
+        i32 *vals = malloc((size_t)cap * sizeof(i32));
+        if (!keys || !vals) { free(keys); free(vals); PyErr_NoMemory(); return NULL; }
+        for (i64 i = 0; i < x->memo_cap; i++) {
+            if (!x->memo_key[i]) continue;
+            uint64_t j = ((uint64_t)x->memo_key[i] * 0x9E3779B97F4A7C15ull) & (uint64_t)(cap - 1);
+            while (keys[j]) j = (j + 1) & (uint64_t)(cap - 1);
+            keys[j] = x->memo_key[i]; vals[j] = x->memo_val[i];
+        }
+        free(x->memo_key); free(x->memo_val);
+        x->memo_key = keys; x->memo_val = vals; x->memo_cap = cap;
+    }
+    uint64_t j = ((uint64_t)key * 0x9E3779B97F4A7C15ull) & (uint64_t)(x->memo_cap - 1);
+    while (x->memo_key[j] && x->memo_key[j] != key) j = (j + 1) & (uint64_t)(x->memo_cap - 1);
+    *found = x->memo_key[j] != 0;
+    if (!*found) { x->memo_key[j] = key; x->memo_count++; }
+    return &x->memo_val[j];
+}
+
+/* The outcome of value a (with clip [0, max] and no offset: a character state's function)
+ * and the last value up to which it stays the same. */
+static i32 same_until(const Fn *f, i64 a, i64 *end)
+{
+    i64 lo = 0, hi = f->n;  /* first run with hi >= a */
+    while (lo < hi) {
+        i64 mid = (lo + hi) / 2;
+        if (f->hi[mid] < a) lo = mid + 1; else hi = mid;
+    }
+    if (lo < f->n && f->lo[lo] <= a) { *end = f->hi[lo]; return f->out[lo]; }
+    *end = lo < f->n ? f->lo[lo] - 1 : f->clip_hi;
+    return -1;
+}
+
+/* Whether f is one outcome over [a, b]; if so, *c is it. */
+static int fn_const(const Fn *f, i64 a, i64 b, i32 *c)
+{
+    if (b < f->clip_lo || a > f->clip_hi) { *c = -1; return 1; }
+    int partial = a < f->clip_lo || b > f->clip_hi;
+    i64 a2 = (a < f->clip_lo ? f->clip_lo : a) + f->offset, b2 = (b > f->clip_hi ? f->clip_hi : b) + f->offset;
+    i64 lo = 0, hi = f->n;  /* first run with hi >= a2 */
+    while (lo < hi) {
+        i64 mid = (lo + hi) / 2;
+        if (f->hi[mid] < a2) lo = mid + 1; else hi = mid;
+    }
+    i32 v;
+    if (lo < f->n && f->lo[lo] <= a2) {
+        if (f->hi[lo] < b2) return 0;
+        v = f->out[lo];
+    } else {
+        if (lo < f->n && f->lo[lo] <= b2) return 0;
+        v = -1;
+    }
+    if (partial && v != -1) return 0;
+    *c = v;
+    return 1;
+}
+
+static void set_digit(Ctx *x, i32 s, int kind, int d, i32 t)
+{
+    i32 *row = x->rows + (i64)s * 256;
+    if (kind == UTF8) { row[0x80 + d] = t; return; }
+    if (d < 10) { row['0' + d] = t; return; }
+    row['a' + d - 10] = t;
+    row['A' + d - 10] = t;
+}
+
+/* The state reading k more digits (hex or UTF-8 continuation bytes) of a value that leads
+ * to c whatever they are; -1 for c dead, -2 on error. */
+static i32 const_reader(Ctx *x, int kind, int k, i32 c)
+{
+    if (c < 0 || k == 0) return c;
+    int found;
+    i32 *slot = memo_slot(x, ((i64)(c + 1) << 8) | (kind << 4) | k, &found);
+    if (!slot) return -2;
+    if (found) return *slot;
+    i32 t = const_reader(x, kind, k - 1, c);
+    if (t == -2) return -2;
+    i32 s = new_state(x);
+    if (s == -2) return -2;
+    for (int d = 0; d < (kind == UTF8 ? 64 : 16); d++) set_digit(x, s, kind, d, t);
+    slot = memo_slot(x, ((i64)(c + 1) << 8) | (kind << 4) | k, &found);  /* the table may have grown */
+    *slot = s;
+    return s;
+}
+
+/* The state reading k more digits of a value in [lo, lo + base**k - 1] whose outcome is f. */
+static i32 reader(Ctx *x, int kind, int k, i64 lo, const Fn *f)
+{
+    int base = kind == UTF8 ? 64 : 16;
+    i64 width = 1;
+    for (int i = 0; i < k; i++) width *= base;
+    i32 c;
+    if (fn_const(f, lo, lo + width - 1, &c)) return const_reader(x, kind, k, c);
+    i32 s = new_state(x);
+    if (s == -2) return -2;
+    for (int d = 0; d < base; d++) {
+        i32 t = reader(x, kind, k - 1, lo + d * (width / base), f);
+        if (t == -2) return -2;
+        set_digit(x, s, kind, d, t);
+    }
+    return s;
+}
+
+/* The state after a high surrogate escape: "\u" and a low surrogate, whose value leads
+ * (through f, over DC00..DFFF) to the next state. */
+static i32 pair_state(Ctx *x, const Fn *f)
+{
+    i32 p = new_state(x), p2 = new_state(x);
+    if (p == -2 || p2 == -2) return -2;
+    i32 t = reader(x, HEX, 4, 0, f);
+    if (t == -2) return -2;
+    x->rows[(i64)p * 256 + '\\'] = p2;
+    x->rows[(i64)p2 * 256 + 'u'] = t;
+    return p;
+}
+
+static i32 const_pair(Ctx *x, i32 c)
+{
+    if (c < 0) return c;
+    int found;
+    i32 *slot = memo_slot(x, ((i64)(c + 1) << 8) | (PAIR << 4), &found);
+    if (!slot) return -2;
+    if (found) return *slot;
+    i64 lo = 0xDC00, hi = 0xDFFF;
+    Fn f = {&lo, &hi, &c, 1, 0xDC00, 0xDFFF, 0};
+    i32 s = pair_state(x, &f);
+    if (s == -2) return -2;
+    slot = memo_slot(x, ((i64)(c + 1) << 8) | (PAIR << 4), &found);
+    *slot = s;
+    return s;
+}
+
+typedef struct { i64 *lo, *hi; i32 *out; i64 n, cap; } RunBuf;
+
+static int push_run(RunBuf *r, i64 lo, i64 hi, i32 out)
+{
+    if (out < 0 || lo > hi) return 0;
+    if (r->n && r->out[r->n - 1] == out && r->hi[r->n - 1] + 1 == lo) { r->hi[r->n - 1] = hi; return 0; }
+    if (r->n == r->cap) {
+        i64 cap = r->cap ? 2 * r->cap : 64;
+        i64 *l = realloc(r->lo, (size_t)cap * sizeof(i64)), *h = l ? realloc(r->hi, (size_t)cap * sizeof(i64)) : NULL;
+        if (l) r->lo = l;
+        if (h) r->hi = h;
+        i32 *o = h ? realloc(r->out, (size_t)cap * sizeof(i32)) : NULL;
+        if (!o) { PyErr_NoMemory(); return -1; }
+        r->out = o; r->cap = cap;
+    }
+    r->lo[r->n] = lo; r->hi[r->n] = hi; r->out[r->n++] = out;
+    return 0;
+}
+
+/* The outcomes of a state's characters, M(target), over [a, b], minus the surrogates. */
+static int push_chars(RunBuf *r, const i64 *lo, const i64 *hi, const i64 *dst, i64 m, i64 a, i64 b)
+{
+    for (i64 i = 0; i < m; i++) {
+        i64 l = lo[i] < a ? a : lo[i], h = hi[i] > b ? b : hi[i];
+        if (l > h) continue;
+        i32 out = FIRST_CHAR + (i32)dst[i];
+        if (l < 0xD800 && h > 0xDFFF) {
+            if (push_run(r, l, 0xD7FF, out) < 0 || push_run(r, 0xE000, h, out) < 0) return -1;
+        } else if (!(l >= 0xD800 && h <= 0xDFFF)) {
+            if (l >= 0xD800 && l <= 0xDFFF) l = 0xE000;
+            if (h >= 0xD800 && h <= 0xDFFF) h = 0xD7FF;
+            if (push_run(r, l, h, out) < 0) return -1;
+        }
+    }
+    return 0;
+}
+
+/* One character state's rows: M(q), its escape state and the readers below them. */
+static int build_char(Ctx *x, i64 q, const i64 *lo, const i64 *hi, const i64 *dst, i64 m, int accept,
+                      RunBuf *chars, RunBuf *hex)
+{
+    i32 s = FIRST_CHAR + (i32)q;
+    chars->n = hex->n = 0;
+    if (push_chars(chars, lo, hi, dst, m, 0, 0x10FFFF) < 0) return -1;
+    Fn all = {chars->lo, chars->hi, chars->out, chars->n, 0, 0x10FFFF, 0};
+    for (int b = 0x20; b < 0x80; b++) {
+        if (b == '"' || b == '\\') continue;
+        i32 t;
+        fn_const(&all, b, b, &t);
+        x->rows[(i64)s * 256 + b] = t;
+    }
+    if (accept) x->rows[(i64)s * 256 + '"'] = FINAL;
+    static const int leads[3][5] = {  /* first lead, last lead, continuations, min, max code point */
+        {0xC2, 0xDF, 1, 0x80, 0x7FF}, {0xE0, 0xEF, 2, 0x800, 0xFFFF}, {0xF0, 0xF4, 3, 0x10000, 0x10FFFF}};
+    for (int i = 0; i < 3; i++) {
+        Fn f = all;
+        f.clip_lo = leads[i][3]; f.clip_hi = leads[i][4];
+        for (int b = leads[i][0]; b <= leads[i][1]; b++) {
+            i64 first = (i64)(b & (0x3F >> leads[i][2])) << (6 * leads[i][2]);
+            i32 t = reader(x, UTF8, leads[i][2], first, &f);
+            if (t == -2) return -1;
+            x->rows[(i64)s * 256 + b] = t;
+        }
+    }
+    /* escapes */
+    i32 e = new_state(x);
+    if (e == -2) return -1;
+    x->rows[(i64)s * 256 + '\\'] = e;
+    static const int shorts[8][2] = {{'"', '"'}, {'\\', '\\'}, {'/', '/'}, {'b', 8}, {'f', 12}, {'n', 10}, {'r', 13}, {'t', 9}};
+    for (int i = 0; i < 8; i++) {
+        i32 t;
+        fn_const(&all, shorts[i][1], shorts[i][1], &t);
+        x->rows[(i64)e * 256 + shorts[i][0]] = t;
+    }
+    /* \uXXXX: BMP characters, and high surrogates leading to the pair's second half */
+    if (push_chars(hex, lo, hi, dst, m, 0, 0xD7FF) < 0) return -1;
+    for (i64 h = 0xD800; h <= 0xDBFF;) {  /* blocks of 1024 astral characters, one per high surrogate */
+        i64 base = 0x10000 + ((h - 0xD800) << 10), end, last = h;
+        i32 c = same_until(&all, base, &end), p;
+        if (end >= base + 0x3FF) {  /* one outcome for this block and the next ones up to `end` */
+            last = 0xD800 + (end + 1 - 0x10000) / 0x400 - 1;
+            p = const_pair(x, c);
+        } else {
+            Fn low = all;
+            low.clip_lo = 0xDC00; low.clip_hi = 0xDFFF; low.offset = base - 0xDC00;
+            p = pair_state(x, &low);
+        }
+        if (p == -2 || push_run(hex, h, last, p) < 0) return -1;
+        h = last + 1;
+    }
+    if (push_chars(hex, lo, hi, dst, m, 0xE000, 0xFFFF) < 0) return -1;
+    Fn bmp = {hex->lo, hex->hi, hex->out, hex->n, 0, 0xFFFF, 0};
+    i32 t = reader(x, HEX, 4, 0, &bmp);
+    if (t == -2) return -1;
+    x->rows[(i64)e * 256 + 'u'] = t;
+    return 0;
+}
+
+/* json_string(ptr, lo, hi, dst, accept, max_states) -> (trans, accept) | None */
+PyObject *py_json_string(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *o[5], *result = NULL;
+    Py_buffer b[5] = {{0}};
+    Py_ssize_t max_states;
+    if (!PyArg_ParseTuple(args, "OOOOOn", &o[0], &o[1], &o[2], &o[3], &o[4], &max_states))
+        return NULL;
+    const Py_ssize_t size[5] = {8, 8, 8, 8, 1};
+    static const char *names[5] = {"ptr", "lo", "hi", "dst", "accept"};
+    for (int i = 0; i < 5; i++)
+        if (get_buf(o[i], &b[i], size[i], 0, names[i]) < 0) goto release;
+    i64 nc = buf_len(&b[4]), runs = buf_len(&b[1]);
+    const i64 *ptr = b[0].buf, *lo = b[1].buf, *hi = b[2].buf, *dst = b[3].buf;
+    const uint8_t *acc = b[4].buf;
+    if (buf_len(&b[0]) != nc + 1 || buf_len(&b[2]) != runs || buf_len(&b[3]) != runs || nc < 1 || ptr[0] != 0
+        || ptr[nc] != runs) {
+        PyErr_SetString(PyExc_ValueError, "json_string: malformed runs");
+        goto release;
+    }
+    for (i64 q = 0; q < nc; q++) {
+        if (ptr[q + 1] < ptr[q]) { PyErr_SetString(PyExc_ValueError, "json_string: malformed runs"); goto release; }
+        for (i64 i = ptr[q]; i < ptr[q + 1]; i++)
+            if (lo[i] < 0 || lo[i] > hi[i] || hi[i] > 0x10FFFF || dst[i] < 0 || dst[i] >= nc
+                || (i > ptr[q] && lo[i] <= hi[i - 1])) {
+                PyErr_SetString(PyExc_ValueError, "json_string: runs must be sorted, disjoint code point ranges with targets in range");
+                goto release;
+            }
+    }
+    Ctx x = {0};
+    x.max_states = max_states;
+    RunBuf chars = {0}, hex = {0};
+    int ok = 1;
+    for (i64 i = 0; i < FIRST_CHAR + nc && ok; i++) ok = new_state(&x) >= 0;
+    if (ok) {
+        x.rows[START * 256 + '"'] = FIRST_CHAR;
+        x.acc[FINAL] = 1;
+        for (i64 q = 0; q < nc && ok; q++)
+            ok = build_char(&x, q, lo + ptr[q], hi + ptr[q], dst + ptr[q], ptr[q + 1] - ptr[q], acc[q], &chars, &hex) == 0;
+    }
+    if (ok)
+        result = Py_BuildValue("(y#y#)", (const char *)x.rows, (Py_ssize_t)(x.n * 256 * 4), (const char *)x.acc,
+                               (Py_ssize_t)x.n);
+    else if (x.overflow && !PyErr_Occurred())
+        result = Py_NewRef(Py_None);
+    free(x.rows); free(x.acc); free(x.memo_key); free(x.memo_val);
+    free(chars.lo); free(chars.hi); free(chars.out); free(hex.lo); free(hex.hi); free(hex.out);
+release:
+    for (int i = 0; i < 5; i++)
+        if (b[i].obj) PyBuffer_Release(&b[i]);
+    return result;
+}

@@ -1,0 +1,94 @@
+"""JSON string literals as byte DFAs: every spelling of some decoded texts.
+
+A JSON document spells one string character in several ways: raw (``é``), as a short escape
+(``\\n``, ``\\/``), as ``\\u00e9`` or ``\\u00E9``, and above U+FFFF as a surrogate pair. A
+language of *decoded* texts (a DFA over code points) therefore stands for a much larger
+language of literals. `json_string` builds that byte DFA directly, in the compiled core,
+in time linear in its size: where a partly read character (some hex digits, a UTF-8 lead
+byte) leads to one state whatever follows, the states reading the rest are shared.
+
+The JSON Schema front end's keys "other than these names" (``additionalProperties`` next
+to ``properties``) are the main use, through the grammar dialect's
+``json_string_except!`` (`json_string_except`). Lone surrogate escapes (``\\ud800`` not
+followed by a low surrogate) decode to no character and are never accepted, as everywhere
+in grammarc's JSON languages.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from grammarc.automata import _core
+from grammarc.automata.codepoints import CharDFA
+from grammarc.automata.dfa import DFA, _finalize, byte_classes
+from grammarc.errors import StateBudgetExceeded
+
+__all__ = ["json_string", "json_string_except"]
+
+MAX_CODE_POINT = 0x10FFFF
+
+# States the unminimized table may hold (1 KiB each): about ten per character state, so a
+# trie of ~25,000 characters of words; past it, StateBudgetExceeded.
+MAX_STATES = 1 << 18
+
+
+def json_string(chars: CharDFA) -> DFA:
+    """The JSON string literals, quotes included, whose decoded text `chars` accepts."""
+    runs = [sorted((lo, hi, target) for ranges, target in edges for lo, hi in ranges) for edges in chars.edges]
+    return _from_runs(runs, list(chars.accept))
+
+
+def json_string_except(words: tuple[str, ...]) -> DFA:
+    """The JSON string literals whose decoded text is none of `words` (a word no text can
+    hold, with a lone surrogate, excludes nothing)."""
+    return _except(tuple(sorted(set(words))))
+
+
+@lru_cache(maxsize=1024)
+def _except(words: tuple[str, ...]) -> DFA:
+    # the trie of the words, plus a last state for "left the trie", where every character loops
+    children: list[dict[int, int]] = [{}]
+    end = [False]
+    for word in words:
+        if any(0xD800 <= ord(ch) <= 0xDFFF for ch in word):
+            continue
+        q = 0
+        for ch in map(ord, word):
+            if ch not in children[q]:
+                children[q][ch] = len(children)
+                children.append({})
+                end.append(False)
+            q = children[q][ch]
+        end[q] = True
+    sink = len(children)
+    runs = []
+    for kids in children:
+        row, lo = [], 0
+        for ch in sorted(kids):
+            if lo < ch:
+                row.append((lo, ch - 1, sink))
+            row.append((ch, ch, kids[ch]))
+            lo = ch + 1
+        if lo <= MAX_CODE_POINT:
+            row.append((lo, MAX_CODE_POINT, sink))
+        runs.append(row)
+    runs.append([(0, MAX_CODE_POINT, sink)])
+    return _from_runs(runs, [not e for e in end] + [True])
+
+
+def _from_runs(runs: list[list[tuple[int, int, int]]], accept: list[bool]) -> DFA:
+    """The minimized DFA of the JSON spellings of a character automaton given by its runs
+    (per state, sorted disjoint (lo, hi, target) code point ranges)."""
+    flat = [run for row in runs for run in row]
+    ptr = np.zeros(len(runs) + 1, dtype=np.int64)
+    np.cumsum([len(row) for row in runs], out=ptr[1:])
+    table = np.array(flat, dtype=np.int64).reshape(-1, 3)
+    done = _core.json_string(ptr, np.ascontiguousarray(table[:, 0]), np.ascontiguousarray(table[:, 1]),
+                             np.ascontiguousarray(table[:, 2]), np.array(accept, dtype=np.uint8), MAX_STATES)
+    if done is None:
+        raise StateBudgetExceeded(f"the JSON string automaton needs more than {MAX_STATES} states before minimization")
+    trans, acc = done  # well formed by construction: from_table's checks are not needed
+    table, b2c = byte_classes(np.frombuffer(trans, dtype=np.int32).reshape(-1, 256))
+    return _finalize(table, np.frombuffer(acc, dtype=bool), b2c)

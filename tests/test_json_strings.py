@@ -1,0 +1,183 @@
+"""``json_string_except!`` and `automata.json_strings`: JSON string literals, in every
+spelling, whose decoded text a character automaton accepts, built directly in C.
+
+Two oracles: the regex route (the JSON Schema front end's right-linear rules over
+`json_formats.char_label` regexes, lowered through regex parsing, subset construction and
+minimization: the same minimal automaton, compared by key), and Python's own JSON decoder
+on texts spelled every way a JSON writer may spell them.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from grammarc import Grammar, GrammarError, StateBudgetExceeded
+from grammarc.automata import json_string, json_string_except, json_strings
+from grammarc.frontends.jsonschema import chardfa
+from grammarc.frontends.jsonschema.strings import Strings
+from grammarc.ir import Grammar as IRGrammar, JsonStringExcept
+
+# each class of character the construction treats apart: ASCII raw and short-escaped, the
+# controls, the edges of the 2-, 3- and 4-byte UTF-8 ranges and of the surrogate gap
+_EDGES = "ab/\"\\\n\x00\x1f\x7f\u0080\u07ff\u0800é€\ud7ff\ue000\uffff\U00010000😀\U0010ffff"
+_SURROGATES = frozenset("\ud800\udfff")
+_WORDS = st.lists(st.text(alphabet=_EDGES + "\ud800\udfff", max_size=4), max_size=6)
+
+
+class _Rules:
+    """What `Strings._char_dfa` needs of the schema builder: rules, names, a memo."""
+
+    def __init__(self) -> None:
+        self.rules: dict = {}
+        self.memo: dict = {}
+        self.internal: set = set()
+        self.count = itertools.count()
+
+    def fresh(self, hint: str) -> str:
+        return f"{hint}_{next(self.count)}"
+
+
+def _regex_route(chars) -> str:
+    """The key of the automaton of `chars`' JSON spellings, lowered from right-linear rules."""
+    builder = _Rules()
+    expr = Strings._char_dfa(builder, chars, True, "k")
+    grammar = IRGrammar(rules=(("start", expr),) + tuple(builder.rules.items()), start="start")
+    compiled = Grammar.of(grammar).compile(merge_max_states=100_000)
+    assert len(compiled.terminals) == 1
+    return compiled.terminals[0].dfa.key
+
+
+@settings(max_examples=150, deadline=None)
+@given(_WORDS)
+def test_keys_other_than_names_equal_the_regex_route(words):
+    assert json_string_except(tuple(words)).key == _regex_route(chardfa.excluding(words))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(["^a+$", "^a[^a]*$", "^(?:é|😀){1,3}$", "^[\\u0000-\\u001f\"\\\\/]x?$", "^.{2}", "^(?:\\uffff|\\ue000\\u0800)$"]),
+       st.integers(0, 3), st.sampled_from([None, 0, 3]))
+def test_any_character_automaton_equals_the_regex_route(pattern, low, extra):
+    """`json_string` of other character automata (anchored: their only cycles are loops, so
+    the regex route lowers to one terminal)."""
+    high = None if extra is None else low + extra
+    dfa = chardfa.strings([chardfa.jf.search_tree(pattern)], low, high, 1500)
+    if dfa is None:
+        return
+    chars = chardfa.chars(dfa, 1500)
+    assert json_string(chars).key == _regex_route(chars)
+
+
+def _spell(text: str, rng: random.Random) -> str:
+    """`text` as a JSON string literal, each character spelled one of the ways JSON allows."""
+    short = {'"': '\\"', "\\": "\\\\", "/": "\\/", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+    out = []
+    for ch in text:
+        cp = ord(ch)
+        ways = [] if cp < 0x20 or ch in '"\\' else [ch]
+        if ch in short:
+            ways.append(short[ch])
+        if cp < 0x10000:
+            ways += [f"\\u{cp:04x}", f"\\u{cp:04X}"]
+        else:
+            v = cp - 0x10000
+            hi, lo = 0xD800 + (v >> 10), 0xDC00 + (v & 0x3FF)
+            ways += [f"\\u{hi:04x}\\u{lo:04X}", f"\\u{hi:04X}\\u{lo:04x}"]
+        out.append(rng.choice(ways))
+    return '"' + "".join(out) + '"'
+
+
+@settings(max_examples=300, deadline=None)
+@given(_WORDS, st.text(alphabet=_EDGES, max_size=4), st.randoms(use_true_random=False))
+def test_json_decoding_is_the_oracle(words, text, rng):
+    dfa = json_string_except(tuple(words))
+    for candidate in [text] + [w for w in words if w and not _SURROGATES.intersection(w)]:
+        spelled = _spell(candidate, rng)
+        assert json.loads(spelled) == candidate
+        excluded = candidate in words
+        assert dfa.matches(spelled.encode("utf-8", "surrogatepass")) == (not excluded), spelled
+
+
+@pytest.mark.parametrize("text", [
+    '"\\ud800"', '"\\udc00"', '"\\ud800\\u0041"', '"\\ud800x"', '"\\x41"', '"\\u00g0"', '"\\u00e"',
+    '"a', 'a"', '""x', '"\x00"', '"\x1f"', '"\\"', "\"\xc3\"",
+])
+def test_what_is_no_json_string_is_refused(text):
+    dfa = json_string_except(("a",))
+    data = text.encode("utf-8", "surrogatepass") if "\xc3" not in text else b'"\xc3"'
+    assert not dfa.matches(data)
+
+
+def test_the_excluded_names_and_nothing_else():
+    dfa = json_string_except(("name", "", "é"))
+    yes = ['"nam"', '"names"', '"Name"', '"\\u00e9\\u00e9"', '"x"', '"\\ud83d\\ude00"', '"\\/"']
+    no = ['"name"', '"\\u006eame"', '"n\\u0061me"', '""', '"é"', '"\\u00e9"', '"\\u00E9"']
+    assert [dfa.matches(t.encode()) for t in yes] == [True] * len(yes)
+    assert [dfa.matches(t.encode()) for t in no] == [False] * len(no)
+
+
+def test_a_word_with_a_lone_surrogate_excludes_nothing():
+    assert json_string_except(("a\ud800",)).key == json_string_except(()).key
+
+
+def test_too_many_states_is_a_budget_error(monkeypatch):
+    monkeypatch.setattr(json_strings, "MAX_STATES", 100)
+    json_strings._except.cache_clear()
+    try:
+        with pytest.raises(StateBudgetExceeded, match="needs more than 100 states before minimization"):
+            json_string_except(("abcdefghijklmnopqrstuvwxyz",))
+        grammar = Grammar.from_ebnf('start ::= "{" json_string_except!("abcdefghijklmnopqrstuvwxyz") "}";', name="g.ebnf")
+        with pytest.raises(StateBudgetExceeded) as caught:
+            grammar.compile()
+        assert str(caught.value).startswith("g.ebnf:1:15: the JSON string automaton needs more than 100 states")
+    finally:
+        json_strings._except.cache_clear()
+
+
+# -- the dialect -------------------------------------------------------------------------------
+
+def test_dialect_parses_prints_and_round_trips():
+    text = 'start ::= "{" json_string_except!("a", "b\\n", "é") ":" json_string_except!() "}";'
+    g = Grammar.from_ebnf(text)
+    assert dict(g.rules)["start"].items[1] == JsonStringExcept(("a", "b\n", "é"))
+    assert dict(g.rules)["start"].items[3] == JsonStringExcept(())
+    assert g.to_ebnf() == text + "\n"
+    assert Grammar.from_ebnf(g.to_ebnf()) == g
+    assert [g.accepts(t) for t in ['{"x":"y"}', '{"a":"y"}', '{"\\u0061b":""}', '{"b\\n":"z"}', '{"B\\n":"z"}']] == \
+        [True, False, True, False, True]
+
+
+@pytest.mark.parametrize("text, message", [
+    ('start ::= json_string_except!("a",);', "g.ebnf:1:35: expected a string literal, found ')'"),
+    ("start ::= json_string_except!(a);", "g.ebnf:1:31: expected ')' or a string literal, found rule name 'a'"),
+    ("start ::= json_string_except!;", "g.ebnf:1:30: expected '(', found ';'"),
+    ('start ::= json_string_except!("\\ud800");',
+     "g.ebnf:1:32: lone surrogate in escape '\\ud800': a high surrogate must be followed by a low surrogate escape"),
+])
+def test_dialect_errors(text, message):
+    with pytest.raises(GrammarError) as caught:
+        Grammar.from_ebnf(text, name="g.ebnf")
+    assert str(caught.value).splitlines()[0] == message
+
+
+def test_words_are_checked_like_literals():
+    grammar = IRGrammar(rules=(("start", JsonStringExcept(("a", "b\ud800"))),), start="start")
+    with pytest.raises(GrammarError, match="^rule 'start': json_string_except! contains a lone surrogate U\\+D800, "):
+        Grammar.of(grammar).compile()
+    with pytest.raises(GrammarError, match="^rule 'start': json_string_except! text must be a str, not int"):
+        Grammar.of(IRGrammar(rules=(("start", JsonStringExcept((1,))),), start="start")).compile()
+
+
+def test_schema_keys_are_one_terminal_per_object():
+    """``additionalProperties`` next to ``properties``: the other keys print as one
+    ``json_string_except!`` of the names, in a rule named for the object."""
+    schema = {"title": "Pod", "type": "object", "properties": {"kind": {"type": "string"}, "spec": {"type": "integer"}},
+              "additionalProperties": {"type": "null"}}
+    g = Grammar.from_json_schema(schema, whitespace="compact")
+    assert 'json_string_except!("kind", "spec")' in g.to_ebnf()
+    assert [g.accepts(t) for t in ['{"kind":"x","spec":1,"x":null}', '{"kin":null}', '{"kind":null}', '{"\\u006bind":null}']] == \
+        [True, True, False, False]
