@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from grammarc import Grammar, GrammarWarning
-from grammarc.ir import Alt, AnyToken, Except, Literal, Ref, Regex, Repeat, Seq, Substrings
+from grammarc.ir import Alt, AnyToken, Except, JsonStringExcept, Literal, Ref, Regex, Repeat, Seq, Substrings
 from grammarc.ir.printer import expr_to_ebnf, quote
 
 
@@ -96,7 +96,7 @@ def test_every_construct_round_trips_from_ir():
             Seq((Seq((Literal("a"), Literal("b"))), Seq(()))), Repeat(Repeat(Literal("a"), 0, 1), 2, None),
             Repeat(Seq(()), 0, 0), Repeat(Alt((Literal("a"),)), 1, 1), Regex("a/b", "early"), Regex("[/]\n"),
             Regex("\\", "complement"), Regex("\\\\"), Substrings("s/'\""), AnyToken(),
-            Except(Literal("\n\n"), 7), Except(Ref("lits")),
+            Except(Literal("\n\n"), 7), Except(Ref("lits")), JsonStringExcept(()), JsonStringExcept(("a\"", "", "\n")),
         ))),
         ("lits", lits),
     )
