@@ -8,12 +8,12 @@
  * escape (\" \\ \/ \b \f \n \r \t), as \uXXXX in either hex case, or, above U+FFFF, as a
  * surrogate pair \uD8XX\uDCXX; a lone surrogate escape decodes to no character and is never
  * accepted. Reading part of a character (a UTF-8 lead byte and some continuation bytes, or
- * some hex digits) narrows the code point to an interval; the state there is "the character
- * automaton's state, and what each code point of the interval leads to". Where that is one
- * target for the whole interval, the state is shared by every character state (a memo keyed
- * by reader kind, digits left and target); elsewhere it is a fresh state. The table is
- * trimmed, minimized and numbered by the caller (dfa.from_table); its oracle is the regex
- * route of the JSON Schema front end (tests/test_json_strings.py).
+ * some hex digits) narrows the code point to an interval; the state there is a reader: "so
+ * many digits left, and what each value of the interval leads to". Readers are hash-consed
+ * by exactly that, so the table comes out nearly minimal (the readers of every character
+ * state that sends all of non-ASCII to the same place are one set of states). The table is
+ * trimmed, minimized and numbered by the caller (dfa.byte_classes and dfa._finalize); its
+ * oracle is the regex route of the JSON Schema front end (tests/test_json_strings.py).
  */
 
 #include "_core.h"
@@ -33,6 +33,10 @@ typedef struct {
     i64 *memo_key;  /* open addressing, 0 = empty */
     i32 *memo_val;
     i64 memo_cap, memo_count;
+    uint64_t *sig_hashes;  /* readers by signature (sig_slot): open addressing, 0 = empty */
+    i64 *sig_at;           /* where each one's signature starts in sig_data: its length, then it */
+    i32 *sig_vals;
+    i64 sig_cap, sig_count, *sig_data, sig_len, sig_data_cap, *scratch, scratch_cap;
     int overflow;   /* set when more than max_states states were needed */
 } Ctx;
 
@@ -125,35 +129,96 @@ static void set_digit(Ctx *x, i32 s, int kind, int d, i32 t)
     row['A' + d - 10] = t;
 }
 
-/* The state reading k more digits (hex or UTF-8 continuation bytes) of a value that leads
- * to c whatever they are; -1 for c dead, -2 on error. */
-static i32 const_reader(Ctx *x, int kind, int k, i32 c)
+/* Readers are hash-consed: a reader's language is its kind, the digits it has left and
+ * the outcome of each value of its interval, relative to the interval's start (its
+ * signature), so equal readers are one state whichever character state asked for them. */
+static uint64_t sig_hash(const i64 *sig, i64 n)
 {
-    if (c < 0 || k == 0) return c;
-    int found;
-    i32 *slot = memo_slot(x, ((i64)(c + 1) << 8) | (kind << 4) | k, &found);
-    if (!slot) return -2;
-    if (found) return *slot;
-    i32 t = const_reader(x, kind, k - 1, c);
-    if (t == -2) return -2;
-    i32 s = new_state(x);
-    if (s == -2) return -2;
-    for (int d = 0; d < (kind == UTF8 ? 64 : 16); d++) set_digit(x, s, kind, d, t);
-    slot = memo_slot(x, ((i64)(c + 1) << 8) | (kind << 4) | k, &found);  /* the table may have grown */
-    *slot = s;
-    return s;
+    uint64_t h = 1469598103934665603ull;
+    for (i64 i = 0; i < n; i++) h = (h ^ (uint64_t)sig[i]) * 1099511628211ull;
+    return h ? h : 1;
 }
 
-/* The state reading k more digits of a value in [lo, lo + base**k - 1] whose outcome is f. */
+/* The state of signature sig[0:n]: *found says whether it was there; if not, it is added
+ * with the value `s`. NULL on error. */
+static i32 *sig_slot(Ctx *x, const i64 *sig, i64 n, i32 s, int *found)
+{
+    if (2 * (x->sig_count + 1) > x->sig_cap) {
+        i64 cap = x->sig_cap ? 2 * x->sig_cap : 1024;
+        uint64_t *hashes = calloc((size_t)cap, sizeof(uint64_t));
+        i64 *at = malloc((size_t)cap * sizeof(i64));
+        i32 *vals = malloc((size_t)cap * sizeof(i32));
+        if (!hashes || !at || !vals) { free(hashes); free(at); free(vals); PyErr_NoMemory(); return NULL; }
+        for (i64 i = 0; i < x->sig_cap; i++) {
+            if (!x->sig_hashes[i]) continue;
+            uint64_t j = x->sig_hashes[i] & (uint64_t)(cap - 1);
+            while (hashes[j]) j = (j + 1) & (uint64_t)(cap - 1);
+            hashes[j] = x->sig_hashes[i]; at[j] = x->sig_at[i]; vals[j] = x->sig_vals[i];
+        }
+        free(x->sig_hashes); free(x->sig_at); free(x->sig_vals);
+        x->sig_hashes = hashes; x->sig_at = at; x->sig_vals = vals; x->sig_cap = cap;
+    }
+    uint64_t h = sig_hash(sig, n), j = h & (uint64_t)(x->sig_cap - 1);
+    for (; x->sig_hashes[j]; j = (j + 1) & (uint64_t)(x->sig_cap - 1)) {
+        const i64 *other = x->sig_data + x->sig_at[j];
+        if (x->sig_hashes[j] == h && other[0] == n && !memcmp(other + 1, sig, (size_t)n * sizeof(i64))) {
+            *found = 1;
+            return &x->sig_vals[j];
+        }
+    }
+    if (x->sig_len + n + 1 > x->sig_data_cap) {
+        i64 cap = 2 * (x->sig_len + n + 1) + 1024;
+        i64 *data = realloc(x->sig_data, (size_t)cap * sizeof(i64));
+        if (!data) { PyErr_NoMemory(); return NULL; }
+        x->sig_data = data; x->sig_data_cap = cap;
+    }
+    x->sig_data[x->sig_len] = n;
+    memcpy(x->sig_data + x->sig_len + 1, sig, (size_t)n * sizeof(i64));
+    x->sig_hashes[j] = h; x->sig_at[j] = x->sig_len; x->sig_vals[j] = s;
+    x->sig_len += n + 1;
+    x->sig_count++;
+    *found = 0;
+    return &x->sig_vals[j];
+}
+
+/* The state reading k more digits (hex, or UTF-8 continuation bytes) of a value in
+ * [lo, lo + base**k - 1] that leads through f to the next state; -1 where every value is
+ * dead, -2 on error. */
 static i32 reader(Ctx *x, int kind, int k, i64 lo, const Fn *f)
 {
     int base = kind == UTF8 ? 64 : 16;
     i64 width = 1;
     for (int i = 0; i < k; i++) width *= base;
-    i32 c;
-    if (fn_const(f, lo, lo + width - 1, &c)) return const_reader(x, kind, k, c);
+    i64 a = lo < f->clip_lo ? f->clip_lo : lo, b = lo + width - 1 > f->clip_hi ? f->clip_hi : lo + width - 1;
+    if (a > b) return -1;
+    i64 first = 0, last = f->n;  /* the first run that reaches a */
+    while (first < last) {
+        i64 mid = (first + last) / 2;
+        if (f->hi[mid] - f->offset < a) first = mid + 1; else last = mid;
+    }
+    i64 runs = 0;
+    while (first + runs < f->n && f->lo[first + runs] - f->offset <= b) runs++;
+    if (!runs) return -1;
+    if (k == 0) return f->out[first];
+    if (2 + 3 * runs > x->scratch_cap) {  /* shared by every call: used up before the digits */
+        i64 *scratch = realloc(x->scratch, (size_t)(2 + 3 * runs) * 2 * sizeof(i64));
+        if (!scratch) { PyErr_NoMemory(); return -2; }
+        x->scratch = scratch; x->scratch_cap = (2 + 3 * runs) * 2;
+    }
+    i64 *sig = x->scratch, n = 2;  /* kind, k, then (from, to, outcome) relative to lo */
+    sig[0] = kind; sig[1] = k;
+    for (i64 i = first; i < first + runs; i++) {
+        i64 from = f->lo[i] - f->offset < a ? a : f->lo[i] - f->offset;
+        i64 to = f->hi[i] - f->offset > b ? b : f->hi[i] - f->offset;
+        sig[n++] = from - lo; sig[n++] = to - lo; sig[n++] = f->out[i];
+    }
+    int found;
+    i32 *slot = sig_slot(x, sig, n, -1, &found);
+    if (!slot) return -2;
+    if (found) return *slot;
     i32 s = new_state(x);
     if (s == -2) return -2;
+    *slot = s;  /* now: the digits below may grow (and move) the table */
     for (int d = 0; d < base; d++) {
         i32 t = reader(x, kind, k - 1, lo + d * (width / base), f);
         if (t == -2) return -2;
@@ -163,32 +228,22 @@ static i32 reader(Ctx *x, int kind, int k, i64 lo, const Fn *f)
 }
 
 /* The state after a high surrogate escape: "\u" and a low surrogate, whose value leads
- * (through f, over DC00..DFFF) to the next state. */
+ * (through f, over DC00..DFFF) to the next state; one per low-surrogate reader. */
 static i32 pair_state(Ctx *x, const Fn *f)
 {
-    i32 p = new_state(x), p2 = new_state(x);
-    if (p == -2 || p2 == -2) return -2;
     i32 t = reader(x, HEX, 4, 0, f);
-    if (t == -2) return -2;
-    x->rows[(i64)p * 256 + '\\'] = p2;
-    x->rows[(i64)p2 * 256 + 'u'] = t;
-    return p;
-}
-
-static i32 const_pair(Ctx *x, i32 c)
-{
-    if (c < 0) return c;
+    if (t < 0) return t;
     int found;
-    i32 *slot = memo_slot(x, ((i64)(c + 1) << 8) | (PAIR << 4), &found);
+    i32 *slot = memo_slot(x, ((i64)(t + 1) << 8) | (PAIR << 4), &found);
     if (!slot) return -2;
     if (found) return *slot;
-    i64 lo = 0xDC00, hi = 0xDFFF;
-    Fn f = {&lo, &hi, &c, 1, 0xDC00, 0xDFFF, 0};
-    i32 s = pair_state(x, &f);
-    if (s == -2) return -2;
-    slot = memo_slot(x, ((i64)(c + 1) << 8) | (PAIR << 4), &found);
-    *slot = s;
-    return s;
+    i32 p = new_state(x), p2 = new_state(x);
+    if (p == -2 || p2 == -2) return -2;
+    x->rows[(i64)p * 256 + '\\'] = p2;
+    x->rows[(i64)p2 * 256 + 'u'] = t;
+    slot = memo_slot(x, ((i64)(t + 1) << 8) | (PAIR << 4), &found);
+    *slot = p;
+    return p;
 }
 
 typedef struct { i64 *lo, *hi; i32 *out; i64 n, cap; } RunBuf;
@@ -272,7 +327,9 @@ static int build_char(Ctx *x, i64 q, const i64 *lo, const i64 *hi, const i64 *ds
         i32 c = same_until(&all, base, &end), p;
         if (end >= base + 0x3FF) {  /* one outcome for this block and the next ones up to `end` */
             last = 0xD800 + (end + 1 - 0x10000) / 0x400 - 1;
-            p = const_pair(x, c);
+            i64 from = 0xDC00, to = 0xDFFF;
+            Fn one = {&from, &to, &c, c >= 0, 0xDC00, 0xDFFF, 0};
+            p = pair_state(x, &one);
         } else {
             Fn low = all;
             low.clip_lo = 0xDC00; low.clip_hi = 0xDFFF; low.offset = base - 0xDC00;
@@ -336,6 +393,7 @@ PyObject *py_json_string(PyObject *self, PyObject *args)
     else if (x.overflow && !PyErr_Occurred())
         result = Py_NewRef(Py_None);
     free(x.rows); free(x.acc); free(x.memo_key); free(x.memo_val);
+    free(x.sig_hashes); free(x.sig_at); free(x.sig_vals); free(x.sig_data); free(x.scratch);
     free(chars.lo); free(chars.hi); free(chars.out); free(hex.lo); free(hex.hi); free(hex.out);
 release:
     for (int i = 0; i < 5; i++)

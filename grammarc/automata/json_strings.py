@@ -62,20 +62,29 @@ def _except(words: tuple[str, ...]) -> DFA:
                 end.append(False)
             q = children[q][ch]
         end[q] = True
-    sink = len(children)
+    # equal subtrees are one state (children are numbered after their parents): the
+    # leaves, and every shared ending, are built once instead of once per word
+    same = list(range(len(children)))
+    register: dict[tuple, int] = {}
+    for q in reversed(range(len(children))):
+        signature = (end[q], tuple((ch, same[t]) for ch, t in sorted(children[q].items())))
+        same[q] = register.setdefault(signature, q)
+    kept = sorted(set(same))  # the root first
+    number = {q: i for i, q in enumerate(kept)}
+    sink = len(kept)
     runs = []
-    for kids in children:
+    for q in kept:
         row, lo = [], 0
-        for ch in sorted(kids):
+        for ch in sorted(children[q]):
             if lo < ch:
                 row.append((lo, ch - 1, sink))
-            row.append((ch, ch, kids[ch]))
+            row.append((ch, ch, number[same[children[q][ch]]]))
             lo = ch + 1
         if lo <= MAX_CODE_POINT:
             row.append((lo, MAX_CODE_POINT, sink))
         runs.append(row)
     runs.append([(0, MAX_CODE_POINT, sink)])
-    return _from_runs(runs, [not e for e in end] + [True])
+    return _from_runs(runs, [not end[q] for q in kept] + [True])
 
 
 def _from_runs(runs: list[list[tuple[int, int, int]]], accept: list[bool]) -> DFA:
