@@ -15,8 +15,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from grammarc import automata
-from grammarc.automata import DFA, CharDFA
-from grammarc.automata.regex import ANY, negate, normalize
+from grammarc.automata import DFA, CharDFA, json_strings
 from grammarc.errors import StateBudgetExceeded
 from grammarc.frontends import json_formats as jf
 
@@ -68,62 +67,11 @@ def literals(words) -> DFA | None:
     return _guard(lambda b: automata.union([automata.literal(x) for x in data], max_states=b), 1 << 20)
 
 
-@lru_cache(maxsize=512)
-def _excluding(words: tuple[str, ...]) -> CharDFA:
-    children: list[dict[int, int]] = [{}]  # the trie over code points
-    end = [False]
-    for word in words:
-        try:
-            word.encode("utf-8")
-        except UnicodeEncodeError:  # a lone surrogate: no text holds it
-            continue
-        q = 0
-        for ch in map(ord, word):
-            if ch not in children[q]:
-                children[q][ch] = len(children)
-                children.append({})
-                end.append(False)
-            q = children[q][ch]
-        end[q] = True
-    # equal subtrees are one state (a trie is a tree: children are numbered after parents)
-    same: list[int] = [0] * len(children)
-    register: dict[tuple, int] = {}
-    for q in reversed(range(len(children))):
-        signature = (end[q], tuple((ch, same[t]) for ch, t in sorted(children[q].items())))
-        same[q] = register.setdefault(signature, q)
-    if not any(children) and not end[0]:  # no word at all: every string
-        return CharDFA((((ANY, 0),),), (True,))
-    # breadth first from the root, each target numbered when its smallest character meets it
-    # (as `chars` numbers a byte DFA's states); the sink ("left the trie") is keyed "sink"
-    sink = "sink"
-    ids: dict = {same[0]: 0}
-    order: list = [same[0]]
-    edges: list[tuple] = []
-    for q in order:
-        if q == sink:
-            edges.append(((ANY, ids[sink]),))
-            continue
-        chars = sorted(children[q])
-        steps = [(ch, ch, same[children[q][ch]]) for ch in chars]
-        steps += [(lo, hi, sink) for lo, hi in negate([(ch, ch) for ch in chars])]
-        steps.sort()  # by first code point (no two steps start at the same one)
-        by_target: dict[int, list[tuple[int, int]]] = {}
-        for lo, hi, t in steps:
-            if t not in ids:
-                ids[t] = len(order)
-                order.append(t)
-            by_target.setdefault(ids[t], []).append((lo, hi))
-        edges.append(tuple((normalize(rs), t) for t, rs in sorted(by_target.items())))
-    return CharDFA(tuple(edges), tuple(q == sink or not end[q] for q in order))
-
-
 def excluding(words) -> CharDFA:
-    """The strings that are none of `words`, over characters: their trie (one state per
-    distinct suffix tree: equal subtrees are shared) plus a state for "left the trie", where
-    every character loops. Built directly, in time linear in the words. Rendered with every
-    JSON spelling of each character, this is "a key other than these names" without a regex
-    per spelling."""
-    return _excluding(tuple(sorted(set(words))))
+    """The strings that are none of `words`, over characters (`automata.json_strings.excluding`):
+    rendered with every JSON spelling of each character, "a key other than these names" where
+    the names are too many for one ``json_string_except!``."""
+    return json_strings.excluding(words)
 
 
 def complement(d: DFA | None, max_states: int) -> DFA | None:

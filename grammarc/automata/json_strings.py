@@ -23,9 +23,10 @@ import numpy as np
 from grammarc.automata import _core
 from grammarc.automata.codepoints import CharDFA
 from grammarc.automata.dfa import DFA, _finalize, byte_classes
+from grammarc.automata.regex import normalize
 from grammarc.errors import StateBudgetExceeded
 
-__all__ = ["json_string", "json_string_except"]
+__all__ = ["excluding", "json_string", "json_string_except"]
 
 MAX_CODE_POINT = 0x10FFFF
 
@@ -46,9 +47,38 @@ def json_string_except(words: tuple[str, ...]) -> DFA:
     return _except(tuple(sorted(set(words))))
 
 
+def excluding(words) -> CharDFA:
+    """The decoded texts that are none of `words`, over characters: the trie of `_trie`,
+    numbered breadth first, each target when its smallest character meets it (as
+    `code_point_dfa` numbers a byte DFA's), so it is the minimal automaton, canonically
+    numbered. (The JSON Schema front end renders it as rules where it is too large for
+    `json_string_except`.)"""
+    runs, accept = _trie(tuple(sorted(set(words))))
+    if len(runs) == 2 and accept[0] and all(t == 1 for _, _, t in runs[0]):
+        return CharDFA((((normalize([(0, MAX_CODE_POINT)]), 0),),), (True,))  # no word: every text
+    ids = {0: 0}
+    order = [0]
+    edges = []
+    for q in order:  # grows while iterating
+        by_target: dict[int, list[tuple[int, int]]] = {}
+        for lo, hi, t in runs[q]:  # ascending
+            if t not in ids:
+                ids[t] = len(order)
+                order.append(t)
+            by_target.setdefault(ids[t], []).append((lo, hi))
+        edges.append(tuple((normalize(ranges), t) for t, ranges in sorted(by_target.items())))
+    return CharDFA(tuple(edges), tuple(accept[q] for q in order))
+
+
 @lru_cache(maxsize=1024)
 def _except(words: tuple[str, ...]) -> DFA:
-    # the trie of the words, plus a last state for "left the trie", where every character loops
+    return _from_runs(*_trie(words))
+
+
+def _trie(words: tuple[str, ...]) -> tuple[list[list[tuple[int, int, int]]], list[bool]]:
+    """(runs, accept) of the decoded texts that are none of `words`: their trie, equal
+    subtrees shared (children are numbered after their parents, so one pass from the last
+    finds them), and a last state for "left the trie", where every character loops."""
     children: list[dict[int, int]] = [{}]
     end = [False]
     for word in words:
@@ -62,8 +92,6 @@ def _except(words: tuple[str, ...]) -> DFA:
                 end.append(False)
             q = children[q][ch]
         end[q] = True
-    # equal subtrees are one state (children are numbered after their parents): the
-    # leaves, and every shared ending, are built once instead of once per word
     same = list(range(len(children)))
     register: dict[tuple, int] = {}
     for q in reversed(range(len(children))):
@@ -84,7 +112,7 @@ def _except(words: tuple[str, ...]) -> DFA:
             row.append((lo, MAX_CODE_POINT, sink))
         runs.append(row)
     runs.append([(0, MAX_CODE_POINT, sink)])
-    return _from_runs(runs, [not end[q] for q in kept] + [True])
+    return runs, [not end[q] for q in kept] + [True]
 
 
 def _from_runs(runs: list[list[tuple[int, int, int]]], accept: list[bool]) -> DFA:
