@@ -30,10 +30,7 @@ typedef struct {
     i32 *rows;      /* [cap, 256] */
     uint8_t *acc;
     i64 n, cap, max_states;
-    i64 *memo_key;  /* open addressing, 0 = empty */
-    i32 *memo_val;
-    i64 memo_cap, memo_count;
-    uint64_t *sig_hashes;  /* readers by signature (sig_slot): open addressing, 0 = empty */
+    uint64_t *sig_hashes;  /* states by signature (sig_slot): open addressing, 0 = empty */
     i64 *sig_at;           /* where each one's signature starts in sig_data: its length, then it */
     i32 *sig_vals;
     i64 sig_cap, sig_count, *sig_data, sig_len, sig_data_cap, *scratch, scratch_cap;
@@ -59,29 +56,6 @@ static i32 new_state(Ctx *x)
     return s;
 }
 
-static i32 *memo_slot(Ctx *x, i64 key, int *found)
-{
-    if (2 * (x->memo_count + 1) > x->memo_cap) {
-        i64 cap = x->memo_cap ? 2 * x->memo_cap : 1024;
-        i64 *keys = calloc((size_t)cap, sizeof(i64));
-        i32 *vals = malloc((size_t)cap * sizeof(i32));
-        if (!keys || !vals) { free(keys); free(vals); PyErr_NoMemory(); return NULL; }
-        for (i64 i = 0; i < x->memo_cap; i++) {
-            if (!x->memo_key[i]) continue;
-            uint64_t j = ((uint64_t)x->memo_key[i] * 0x9E3779B97F4A7C15ull) & (uint64_t)(cap - 1);
-            while (keys[j]) j = (j + 1) & (uint64_t)(cap - 1);
-            keys[j] = x->memo_key[i]; vals[j] = x->memo_val[i];
-        }
-        free(x->memo_key); free(x->memo_val);
-        x->memo_key = keys; x->memo_val = vals; x->memo_cap = cap;
-    }
-    uint64_t j = ((uint64_t)key * 0x9E3779B97F4A7C15ull) & (uint64_t)(x->memo_cap - 1);
-    while (x->memo_key[j] && x->memo_key[j] != key) j = (j + 1) & (uint64_t)(x->memo_cap - 1);
-    *found = x->memo_key[j] != 0;
-    if (!*found) { x->memo_key[j] = key; x->memo_count++; }
-    return &x->memo_val[j];
-}
-
 /* The outcome of value a (with clip [0, max] and no offset: a character state's function)
  * and the last value up to which it stays the same. */
 static i32 same_until(const Fn *f, i64 a, i64 *end)
@@ -96,28 +70,11 @@ static i32 same_until(const Fn *f, i64 a, i64 *end)
     return -1;
 }
 
-/* Whether f is one outcome over [a, b]; if so, *c is it. */
-static int fn_const(const Fn *f, i64 a, i64 b, i32 *c)
+/* The outcome of value v (a character state's function: no clip, no offset). */
+static i32 outcome(const Fn *f, i64 v)
 {
-    if (b < f->clip_lo || a > f->clip_hi) { *c = -1; return 1; }
-    int partial = a < f->clip_lo || b > f->clip_hi;
-    i64 a2 = (a < f->clip_lo ? f->clip_lo : a) + f->offset, b2 = (b > f->clip_hi ? f->clip_hi : b) + f->offset;
-    i64 lo = 0, hi = f->n;  /* first run with hi >= a2 */
-    while (lo < hi) {
-        i64 mid = (lo + hi) / 2;
-        if (f->hi[mid] < a2) lo = mid + 1; else hi = mid;
-    }
-    i32 v;
-    if (lo < f->n && f->lo[lo] <= a2) {
-        if (f->hi[lo] < b2) return 0;
-        v = f->out[lo];
-    } else {
-        if (lo < f->n && f->lo[lo] <= b2) return 0;
-        v = -1;
-    }
-    if (partial && v != -1) return 0;
-    *c = v;
-    return 1;
+    i64 end;
+    return same_until(f, v, &end);
 }
 
 static void set_digit(Ctx *x, i32 s, int kind, int d, i32 t)
@@ -129,9 +86,11 @@ static void set_digit(Ctx *x, i32 s, int kind, int d, i32 t)
     row['A' + d - 10] = t;
 }
 
-/* Readers are hash-consed: a reader's language is its kind, the digits it has left and
- * the outcome of each value of its interval, relative to the interval's start (its
- * signature), so equal readers are one state whichever character state asked for them. */
+/* States other than a character state's own are hash-consed by a signature that fixes
+ * their language: a reader's is its kind, the digits it has left and the outcome of each
+ * value of its interval, relative to the interval's start; the state after a high
+ * surrogate's is PAIR and the reader of its low surrogate. Equal ones are one state,
+ * whichever character state asked for them. */
 static uint64_t sig_hash(const i64 *sig, i64 n)
 {
     uint64_t h = 1469598103934665603ull;
@@ -233,16 +192,16 @@ static i32 pair_state(Ctx *x, const Fn *f)
 {
     i32 t = reader(x, HEX, 4, 0, f);
     if (t < 0) return t;
+    const i64 sig[2] = {PAIR, t};
     int found;
-    i32 *slot = memo_slot(x, ((i64)(t + 1) << 8) | (PAIR << 4), &found);
+    i32 *slot = sig_slot(x, sig, 2, -1, &found);
     if (!slot) return -2;
     if (found) return *slot;
     i32 p = new_state(x), p2 = new_state(x);
     if (p == -2 || p2 == -2) return -2;
+    *slot = p;
     x->rows[(i64)p * 256 + '\\'] = p2;
     x->rows[(i64)p2 * 256 + 'u'] = t;
-    slot = memo_slot(x, ((i64)(t + 1) << 8) | (PAIR << 4), &found);
-    *slot = p;
     return p;
 }
 
@@ -293,9 +252,7 @@ static int build_char(Ctx *x, i64 q, const i64 *lo, const i64 *hi, const i64 *ds
     Fn all = {chars->lo, chars->hi, chars->out, chars->n, 0, 0x10FFFF, 0};
     for (int b = 0x20; b < 0x80; b++) {
         if (b == '"' || b == '\\') continue;
-        i32 t;
-        fn_const(&all, b, b, &t);
-        x->rows[(i64)s * 256 + b] = t;
+        x->rows[(i64)s * 256 + b] = outcome(&all, b);
     }
     if (accept) x->rows[(i64)s * 256 + '"'] = FINAL;
     static const int leads[3][5] = {  /* first lead, last lead, continuations, min, max code point */
@@ -315,11 +272,7 @@ static int build_char(Ctx *x, i64 q, const i64 *lo, const i64 *hi, const i64 *ds
     if (e == -2) return -1;
     x->rows[(i64)s * 256 + '\\'] = e;
     static const int shorts[8][2] = {{'"', '"'}, {'\\', '\\'}, {'/', '/'}, {'b', 8}, {'f', 12}, {'n', 10}, {'r', 13}, {'t', 9}};
-    for (int i = 0; i < 8; i++) {
-        i32 t;
-        fn_const(&all, shorts[i][1], shorts[i][1], &t);
-        x->rows[(i64)e * 256 + shorts[i][0]] = t;
-    }
+    for (int i = 0; i < 8; i++) x->rows[(i64)e * 256 + shorts[i][0]] = outcome(&all, shorts[i][1]);
     /* \uXXXX: BMP characters, and high surrogates leading to the pair's second half */
     if (push_chars(hex, lo, hi, dst, m, 0, 0xD7FF) < 0) return -1;
     for (i64 h = 0xD800; h <= 0xDBFF;) {  /* blocks of 1024 astral characters, one per high surrogate */
@@ -392,7 +345,7 @@ PyObject *py_json_string(PyObject *self, PyObject *args)
                                (Py_ssize_t)x.n);
     else if (x.overflow && !PyErr_Occurred())
         result = Py_NewRef(Py_None);
-    free(x.rows); free(x.acc); free(x.memo_key); free(x.memo_val);
+    free(x.rows); free(x.acc);
     free(x.sig_hashes); free(x.sig_at); free(x.sig_vals); free(x.sig_data); free(x.scratch);
     free(chars.lo); free(chars.hi); free(chars.out); free(hex.lo); free(hex.hi); free(hex.out);
 release:
