@@ -187,3 +187,26 @@ def test_schema_keys_are_one_terminal_per_object():
     assert 'json_string_except!("kind", "spec")' in g.to_ebnf()
     assert [g.accepts(t) for t in ['{"kind":"x","spec":1,"x":null}', '{"kin":null}', '{"kind":null}', '{"\\u006bind":null}']] == \
         [True, True, False, False]
+
+
+@pytest.mark.parametrize("limit", [4096, 0])
+def test_schema_keys_past_the_limit_are_rules_of_the_same_language(limit, monkeypatch):
+    """Past `EXCEPT_WORDS_CHARS` characters of names the other keys are the trie's rules
+    (which the lowering may cut into several terminals): the same keys either way."""
+    from grammarc.frontends.jsonschema import strings
+
+    monkeypatch.setattr(strings, "EXCEPT_WORDS_CHARS", limit)
+    names = ["a", "ab", "é", "\U0001F600x", 'a"/', ""]
+    schema = {"type": "object", "properties": {n: {"type": "integer"} for n in names},
+              "additionalProperties": {"type": "null"}}
+    g = Grammar.from_json_schema(schema, whitespace="compact")
+    assert ("json_string_except!(" in g.to_ebnf()) == (limit > 0)
+    rng = random.Random(limit)
+    for text in names + ["b", "abc", "é\n", "\U0001F600", "\U0001F600xy", 'a"', "A"]:
+        for _ in range(4):
+            spelled = _spell(text, rng)
+            value = "1" if text in names else "null"
+            # a named property is written as json.dumps writes it (a documented narrowing)
+            plain = spelled in (json.dumps(text), json.dumps(text, ensure_ascii=False))
+            assert g.accepts("{" + spelled + ":" + value + "}") == (text not in names or plain), spelled
+            assert not g.accepts("{" + spelled + ":" + ("null" if text in names else "1") + "}"), spelled

@@ -9,10 +9,10 @@ built rules without changing any language (it only names and renames parts of th
   ``status_selector``: ``selector``) or else by the shortest. Small bodies stay apart: their
   own names say more than a shared one would. Copies that refer to each other recursively
   are not found;
-- *hoist*: a large regex (or ``json_string_except!``) terminal that occurs twice or more becomes one rule of
-  its own, referenced where it was; so does a terminal the builder has a name for
-  (``string``, ``date_time``, ``integer_min0``), even once: the structure then reads like the
-  schema, the lexical definitions come last.
+- *hoist*: a large regex (or ``json_string_except!``) terminal that occurs twice or more
+  becomes one rule of its own, referenced where it was; so does a terminal the builder has
+  a name for (``string``, ``date_time``, ``integer_min0``, ``ObjectMeta_other_key``), even
+  once: the structure then reads like the schema, the lexical definitions come last.
 
 The lowering merges a referenced regular rule back into the terminal DFAs, so the compiled
 terminals are those of the grammar before the pass.
@@ -55,8 +55,8 @@ def _size(expr: Regex | JsonStringExcept) -> int:
 
 def hoist_terminals(rules: Mapping[str, Expr], hints: Mapping[Expr, str], reserved: tuple[str, ...] = ()) -> dict[str, Expr]:
     """Rules of their own for the large regexes (and ``json_string_except!`` terminals) that
-    repeat, or that `hints` names (literals
-    stay where they are: they read well, and the lowering groups alternatives of literals).
+    repeat, or that `hints` names (literals stay where they are: they read well, and the
+    lowering groups alternatives of literals).
 
     New rules come after the others, in the order their terminals first occur; a name that
     is taken gets a numeric suffix."""
