@@ -157,6 +157,19 @@ def test_dialect_parses_prints_and_round_trips():
         [True, False, True, False, True]
 
 
+def test_a_long_list_of_words_prints_in_filled_lines():
+    words = tuple(f"property{i:02d}" for i in range(12))
+    g = Grammar.of(IRGrammar(rules=(("object_other_key", JsonStringExcept(words)),), start="object_other_key"))
+    assert g.to_ebnf() == (
+        "object_other_key ::= json_string_except!(\n"
+        '    "property00", "property01", "property02", "property03", "property04",\n'
+        '    "property05", "property06", "property07", "property08", "property09",\n'
+        '    "property10", "property11");\n')
+    assert Grammar.from_ebnf(g.to_ebnf(), start="object_other_key") == g
+    one = Grammar.of(IRGrammar(rules=(("k", JsonStringExcept(("x" * 90,))),), start="k"))
+    assert one.to_ebnf() == 'k ::= json_string_except!(\n    "' + "x" * 90 + '");\n'
+
+
 @pytest.mark.parametrize("text, message", [
     ('start ::= json_string_except!("a",);', "g.ebnf:1:35: expected a string literal, found ')'"),
     ("start ::= json_string_except!(a);", "g.ebnf:1:31: expected ')' or a string literal, found rule name 'a'"),

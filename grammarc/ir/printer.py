@@ -23,7 +23,8 @@ Canonical forms:
   character and does not end in an odd run of backslashes, else in the quoted form
   ``#"R"`` with R escaped like a literal; the empty pattern is ``#""``;
 * ``#substrs"S"``, ``any!``, ``except!("x")``, ``except!(name, 3)``,
-  ``json_string_except!("a", "b")``;
+  ``json_string_except!("a", "b")``; a rule that is one ``json_string_except!`` too long for
+  its line lists the strings on indented lines of their own, filled to 80 characters;
 * repetitions as ``?`` ``*`` ``+`` ``{m}`` ``{m,}`` ``{m,n}`` (``[x]`` and ``{x}`` read
   back as ``x?`` and ``x*``).
 """
@@ -74,10 +75,28 @@ def _escape_char(char: str) -> str:
 def _rule(name: str, expr: Expr) -> str:
     head = f"{name} ::= "
     line = head + _expr(expr, _TOP) + ";"
-    if len(line) <= _LINE_WIDTH or not isinstance(expr, Alt) or len(expr.items) < 2:
+    if len(line) <= _LINE_WIDTH:
+        return line
+    if isinstance(expr, JsonStringExcept) and expr.words:
+        return head + "json_string_except!(\n" + _filled([quote(word) for word in expr.words]) + ");"
+    if not isinstance(expr, Alt) or len(expr.items) < 2:
         return line
     joiner = "\n" + " " * (len(name) + 3) + "| "
     return head + joiner.join(_expr(item, _IN_ALT) for item in expr.items) + ";"
+
+
+def _filled(words: list[str]) -> str:
+    """`words` separated by commas, in indented lines of at most `_LINE_WIDTH` characters
+    with the ``);`` that closes the last (a longer word alone on its line)."""
+    lines: list[str] = []
+    line = ""
+    for i, word in enumerate(words):
+        after = 2 if i == len(words) - 1 else 1  # ");" after the last, "," after the others
+        if line and len(line) + 2 + len(word) + after > _LINE_WIDTH:
+            lines.append(line + ",")
+            line = ""
+        line = f"{line}, {word}" if line else f"    {word}"
+    return "\n".join(lines + [line])
 
 
 # Contexts, loosest to tightest.
