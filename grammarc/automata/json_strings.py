@@ -30,9 +30,10 @@ __all__ = ["excluding", "json_string", "json_string_except"]
 
 MAX_CODE_POINT = 0x10FFFF
 
-# States the unminimized table may hold (1 KiB each): about ten per character state, so a
-# trie of ~25,000 characters of words; past it, StateBudgetExceeded.
-MAX_STATES = 1 << 18
+# States the table may hold before minimization (1 KiB each, so 64 MiB): about ten per
+# character of the words, ~6,500 characters; past it, StateBudgetExceeded (the JSON Schema
+# front end writes rules instead from 4,096 characters on).
+MAX_STATES = 1 << 16
 
 
 def json_string(chars: CharDFA) -> DFA:
