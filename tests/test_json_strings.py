@@ -65,7 +65,8 @@ def test_keys_other_than_names_equal_the_regex_route(words):
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.sampled_from(["^a+$", "^a[^a]*$", "^(?:é|😀){1,3}$", "^[\\u0000-\\u001f\"\\\\/]x?$", "^.{2}", "^(?:\\uffff|\\ue000\\u0800)$"]),
+@given(st.sampled_from(["^a+$", "^a[^a]*$", "^(?:é|😀){1,3}$", "^[\\u0000-\\u001f\"\\\\/]x?$", "^.{2}",
+                        "^(?:\\uffff|\\ue000\\u0800)$"]),
        st.integers(0, 3), st.sampled_from([None, 0, 3]))
 def test_any_character_automaton_equals_the_regex_route(pattern, low, extra):
     """`json_string` of other character automata (anchored: their only cycles are loops, so
@@ -136,7 +137,8 @@ def test_too_many_states_is_a_budget_error(monkeypatch):
     try:
         with pytest.raises(StateBudgetExceeded, match="needs more than 100 states before minimization"):
             json_string_except(("abcdefghijklmnopqrstuvwxyz",))
-        grammar = Grammar.from_ebnf('start ::= "{" json_string_except!("abcdefghijklmnopqrstuvwxyz") "}";', name="g.ebnf")
+        grammar = Grammar.from_ebnf('start ::= "{" json_string_except!("abcdefghijklmnopqrstuvwxyz") "}";',
+                                    name="g.ebnf")
         with pytest.raises(StateBudgetExceeded) as caught:
             grammar.compile()
         assert str(caught.value).startswith("g.ebnf:1:15: the JSON string automaton needs more than 100 states")
@@ -198,8 +200,8 @@ def test_schema_keys_are_one_terminal_per_object():
               "additionalProperties": {"type": "null"}}
     g = Grammar.from_json_schema(schema, whitespace="compact")
     assert 'json_string_except!("kind", "spec")' in g.to_ebnf()
-    assert [g.accepts(t) for t in ['{"kind":"x","spec":1,"x":null}', '{"kin":null}', '{"kind":null}', '{"\\u006bind":null}']] == \
-        [True, True, False, False]
+    texts = ['{"kind":"x","spec":1,"x":null}', '{"kin":null}', '{"kind":null}', '{"\\u006bind":null}']
+    assert [g.accepts(t) for t in texts] == [True, True, False, False]
 
 
 @pytest.mark.parametrize("limit", [4096, 0])

@@ -271,7 +271,8 @@ static int build_char(Ctx *x, i64 q, const i64 *lo, const i64 *hi, const i64 *ds
     i32 e = new_state(x);
     if (e == -2) return -1;
     x->rows[(i64)s * 256 + '\\'] = e;
-    static const int shorts[8][2] = {{'"', '"'}, {'\\', '\\'}, {'/', '/'}, {'b', 8}, {'f', 12}, {'n', 10}, {'r', 13}, {'t', 9}};
+    static const int shorts[8][2] = {{'"', '"'}, {'\\', '\\'}, {'/', '/'}, {'b', 8},
+                                     {'f', 12}, {'n', 10}, {'r', 13}, {'t', 9}};
     for (int i = 0; i < 8; i++) x->rows[(i64)e * 256 + shorts[i][0]] = outcome(&all, shorts[i][1]);
     /* \uXXXX: BMP characters, and high surrogates leading to the pair's second half */
     if (push_chars(hex, lo, hi, dst, m, 0, 0xD7FF) < 0) return -1;
@@ -325,7 +326,8 @@ PyObject *py_json_string(PyObject *self, PyObject *args)
         for (i64 i = ptr[q]; i < ptr[q + 1]; i++)
             if (lo[i] < 0 || lo[i] > hi[i] || hi[i] > 0x10FFFF || dst[i] < 0 || dst[i] >= nc
                 || (i > ptr[q] && lo[i] <= hi[i - 1])) {
-                PyErr_SetString(PyExc_ValueError, "json_string: runs must be sorted, disjoint code point ranges with targets in range");
+                PyErr_SetString(PyExc_ValueError, "json_string: runs must be sorted, disjoint code point ranges "
+                                                  "with targets in range");
                 goto release;
             }
     }
@@ -338,7 +340,8 @@ PyObject *py_json_string(PyObject *self, PyObject *args)
         x.rows[START * 256 + '"'] = FIRST_CHAR;
         x.acc[FINAL] = 1;
         for (i64 q = 0; q < nc && ok; q++)
-            ok = build_char(&x, q, lo + ptr[q], hi + ptr[q], dst + ptr[q], ptr[q + 1] - ptr[q], acc[q], &chars, &hex) == 0;
+            ok = build_char(&x, q, lo + ptr[q], hi + ptr[q], dst + ptr[q], ptr[q + 1] - ptr[q], acc[q], &chars,
+                            &hex) == 0;
     }
     if (ok)
         result = Py_BuildValue("(y#y#)", (const char *)x.rows, (Py_ssize_t)(x.n * 256 * 4), (const char *)x.acc,

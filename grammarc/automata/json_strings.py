@@ -3,9 +3,10 @@
 A JSON document spells one string character in several ways: raw (``é``), as a short escape
 (``\\n``, ``\\/``), as ``\\u00e9`` or ``\\u00E9``, and above U+FFFF as a surrogate pair. A
 language of *decoded* texts (a DFA over code points) therefore stands for a much larger
-language of literals. `json_string` builds that byte DFA directly, in the compiled core,
-in time linear in its size: where a partly read character (some hex digits, a UTF-8 lead
-byte) leads to one state whatever follows, the states reading the rest are shared.
+language of literals. `json_string` builds that byte DFA directly, in the compiled core
+(``_json.c``), in time linear in its size: the states reading part of a character (some hex
+digits, a UTF-8 lead byte) are shared wherever what each value leads to is the same, so
+the table comes out nearly minimal.
 
 The JSON Schema front end's keys "other than these names" (``additionalProperties`` next
 to ``properties``) are the main use, through the grammar dialect's

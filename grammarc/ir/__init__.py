@@ -26,6 +26,6 @@ from grammarc.ir.nodes import (
 )
 
 __all__ = [
-    "EXPR_TYPES", "Alt", "AnyToken", "Except", "Expr", "Grammar", "JsonStringExcept", "Literal", "Ref", "Regex",
-    "RegexMode", "Repeat", "Seq", "Substrings", "children", "references", "walk",
+    "EXPR_TYPES", "Alt", "AnyToken", "Except", "Expr", "Grammar", "JsonStringExcept", "Literal", "Ref",
+    "Regex", "RegexMode", "Repeat", "Seq", "Substrings", "children", "references", "walk",
 ]

@@ -15,7 +15,8 @@ from collections import OrderedDict
 
 from grammarc.errors import GrammarError, GrammarWarning, Span
 from grammarc.ir.nodes import (
-    EXPR_TYPES, Alt, Except, Expr, Grammar, JsonStringExcept, Literal, Ref, Regex, Repeat, Seq, Substrings, children, references,
+    EXPR_TYPES, Alt, Except, Expr, Grammar, JsonStringExcept, Literal, Ref, Regex, Repeat, Seq, Substrings,
+    children, references,
 )
 
 __all__ = ["MAX_DEPTH", "check_depth", "check_grammar", "literal_alternatives"]
