@@ -8,7 +8,9 @@ import pickle
 from hypothesis import given, settings
 
 from grammarc.errors import Span
-from grammarc.ir import Alt, AnyToken, Except, Literal, Ref, Regex, Repeat, Seq, Substrings, walk
+from grammarc.ir import (
+    EXPR_TYPES, Alt, AnyToken, Except, JsonStringExcept, Literal, Ref, Regex, Repeat, Seq, Substrings, walk,
+)
 from strategies import grammars
 
 
@@ -29,7 +31,9 @@ def test_every_node_is_slotted_and_keeps_its_span_through_pickling() -> None:
     span = Span(3, 4, 3, 9)
     nodes = [Literal("a", span), Regex("a+", "early", span), Substrings("ab", span), Ref("x", span),
              Seq((Literal("a"), Ref("x")), span), Alt((Literal("a"), Literal("b")), span),
-             Repeat(Literal("a"), 1, 3, span), AnyToken(span), Except(Literal("ab"), 2, span)]
+             Repeat(Literal("a"), 1, 3, span), AnyToken(span), Except(Literal("ab"), 2, span),
+             JsonStringExcept(("a", "b"), span)]
+    assert {type(node) for node in nodes} == set(EXPR_TYPES)
     for node in nodes:
         assert not hasattr(node, "__dict__"), type(node).__name__
         hash(node)
