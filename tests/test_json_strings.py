@@ -21,6 +21,8 @@ from grammarc.automata import json_string, json_string_except, json_strings
 from grammarc.frontends.jsonschema import chardfa
 from grammarc.frontends.jsonschema.strings import Strings
 from grammarc.ir import Grammar as IRGrammar, JsonStringExcept
+from grammarc.tokens.vocabulary import Vocabulary
+from test_engine_oracle import _walk_against_brute_force
 
 # each class of character the construction treats apart: ASCII raw and short-escaped, the
 # controls, the edges of the 2-, 3- and 4-byte UTF-8 ranges and of the surrogate gap
@@ -225,3 +227,27 @@ def test_schema_keys_past_the_limit_are_rules_of_the_same_language(limit, monkey
             plain = spelled in (json.dumps(text), json.dumps(text, ensure_ascii=False))
             assert g.accepts("{" + spelled + ":" + value + "}") == (text not in names or plain), spelled
             assert not g.accepts("{" + spelled + ":" + ("null" if text in names else "1") + "}"), spelled
+
+
+# -- the engine over a json_string_except! terminal ------------------------------------------
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_engine_masks_over_json_keys_equal_brute_force(data):
+    """Masks along random walks, against the byte-level recognizer, with tokens cut from
+    JSON texts whose keys are spelled every way (the terminal's automaton has long escape
+    chains and UTF-8 readers that tokens cross in the middle)."""
+    words = data.draw(st.lists(st.text(alphabet="aé", min_size=1, max_size=2), min_size=1, max_size=3), label="words")
+    grammar = Grammar.from_ebnf("start ::= '{' json_string_except!(" + ", ".join(json.dumps(w) for w in words)
+                                + ") ':' ('1' | '22') '}' ;")
+    rng = data.draw(st.randoms(use_true_random=False), label="rng")
+    texts = [("{" + _spell(data.draw(st.text(alphabet="aéb", max_size=3)), rng) + ":22}").encode() for _ in range(4)]
+    pieces = set()
+    for text in texts:
+        i = 0
+        while i < len(text):
+            n = rng.randint(1, 4)
+            pieces.add(text[i:i + n])
+            i += n
+    tokens = sorted(pieces) + [b""]  # the EOS token carries no text
+    _walk_against_brute_force(Grammar.of(grammar), Vocabulary.from_bytes(tokens, eos_token_ids=[len(tokens) - 1]), data)
