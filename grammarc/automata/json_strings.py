@@ -56,8 +56,6 @@ def excluding(words) -> CharDFA:
     numbered. (The JSON Schema front end renders it as rules where it is too large for
     `json_string_except`.)"""
     runs, accept = _trie(tuple(sorted(set(words))))
-    if len(runs) == 2 and accept[0] and all(t == 1 for _, _, t in runs[0]):
-        return CharDFA((((normalize([(0, MAX_CODE_POINT)]), 0),),), (True,))  # no word: every text
     ids = {0: 0}
     order = [0]
     edges = []
@@ -80,7 +78,8 @@ def _except(words: tuple[str, ...]) -> DFA:
 def _trie(words: tuple[str, ...]) -> tuple[list[list[tuple[int, int, int]]], list[bool]]:
     """(runs, accept) of the decoded texts that are none of `words`: their trie, equal
     subtrees shared (children are numbered after their parents, so one pass from the last
-    finds them), and a last state for "left the trie", where every character loops."""
+    finds them), and a last state for "left the trie", where every character loops. That
+    is the minimal automaton: no trie state can equal the sink once a word is kept."""
     children: list[dict[int, int]] = [{}]
     end = [False]
     for word in words:
@@ -94,6 +93,8 @@ def _trie(words: tuple[str, ...]) -> tuple[list[list[tuple[int, int, int]]], lis
                 end.append(False)
             q = children[q][ch]
         end[q] = True
+    if not any(end):  # no word: every text, one state (the trie's root would equal the sink)
+        return [[(0, MAX_CODE_POINT, 0)]], [True]
     same = list(range(len(children)))
     register: dict[tuple, int] = {}
     for q in reversed(range(len(children))):
