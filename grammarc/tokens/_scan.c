@@ -8,7 +8,7 @@
  * outputs come in input order: a row's split points by position, then its end. The
  * tokens are packed end to end (Llama-3: 0.8 MB, not a 16 MB zero-padded matrix).
  *
- * scan(trans, base, check, next, accept, data, offsets, lengths, sets, rows, pos, q)
+ * scan(trans, base, check, next, accept, data, offsets, lengths, sets, rows, pos, q[, split_at_start])
  *   trans  int32 [n * 256] dense transitions, or None with the comb table (base int64,
  *          check int32, next int32: next[base[s] + b] is the target when check[...] == s)
  *   accept uint8 [n]; data uint8: every token's bytes, end to end; offsets int64 and
@@ -16,9 +16,12 @@
  *          sets uint64 [rows_total * 4]: bit b of row r's words = the token contains byte b
  *          (or empty: none given; see `sweep`)
  *   rows int32, pos int32: the token rows to walk and the byte each starts at; q the state.
+ *   split_at_start (default 0): also report the start itself as a split when q accepts and
+ *   the row goes on (a walk entered mid-token, as if its first bytes had led to q).
  * returns (end_rows, end_states, split_rows, split_pos) as bytes of native int32:
  *   rows whose every byte is taken, with the state they end in; and each (row, position)
- *   strictly after the start and strictly before the token's end where the DFA accepts.
+ *   strictly after the start (at it, with split_at_start) and strictly before the token's
+ *   end where the DFA accepts.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -70,7 +73,7 @@ static inline int32_t step(const Table *t, int32_t s, uint8_t b) {
  * per token instead of a DFA step per byte (NULL: no sets, every row is stepped). */
 static int sweep(const Table *t, const uint8_t *accept, const uint8_t *data, const int64_t *offsets,
                  const int32_t *lengths, const uint64_t *sets, const int32_t *rows, const int32_t *pos, int32_t q,
-                 Py_ssize_t n, Vec *end_rows, Vec *end_states, Vec *split_rows, Vec *split_pos) {
+                 int split_at_start, Py_ssize_t n, Vec *end_rows, Vec *end_states, Vec *split_rows, Vec *split_pos) {
     uint64_t leaves[4] = {0, 0, 0, 0};  /* the bytes that take q elsewhere (or nowhere) */
     for (int b = 0; b < 256; b++)
         if (step(t, q, (uint8_t)b) != q) leaves[b >> 6] |= (uint64_t)1 << (b & 63);
@@ -80,6 +83,7 @@ static int sweep(const Table *t, const uint8_t *accept, const uint8_t *data, con
         const int32_t row = rows[i], length = lengths[row];
         const uint8_t *bytes = data + offsets[row];
         int32_t p = pos[i], s = q;
+        if (split_at_start && accept[q] && p > 0 && p < length && (vec_push(split_rows, row) || vec_push(split_pos, p))) return -1;
         if (sets) {
             const uint64_t *w = sets + 4 * (Py_ssize_t)row;
             if (!((w[0] & leaves[0]) | (w[1] & leaves[1]) | (w[2] & leaves[2]) | (w[3] & leaves[3]))) {
@@ -115,8 +119,9 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     Py_buffer base = {0}, check = {0}, next = {0}, accept = {0}, data = {0}, offsets = {0}, lengths = {0},
               sets = {0}, rows = {0}, pos = {0}, trans = {0};
     Py_ssize_t q;
-    if (!PyArg_ParseTuple(args, "Oy*y*y*y*y*y*y*y*y*y*n", &trans_obj, &base, &check, &next, &accept, &data,
-                          &offsets, &lengths, &sets, &rows, &pos, &q))
+    int split_at_start = 0;
+    if (!PyArg_ParseTuple(args, "Oy*y*y*y*y*y*y*y*y*y*n|p", &trans_obj, &base, &check, &next, &accept, &data,
+                          &offsets, &lengths, &sets, &rows, &pos, &q, &split_at_start))
         return NULL;
     PyObject *result = NULL;
     Vec out[4] = {{0}};
@@ -158,7 +163,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     int failed;
     Py_BEGIN_ALLOW_THREADS
     failed = sweep(&t, accept.buf, data.buf, offsets.buf, lengths.buf, sets.len ? sets.buf : NULL, rows.buf,
-                   pos.buf, (int32_t)q, n, &out[0], &out[1], &out[2], &out[3]);
+                   pos.buf, (int32_t)q, split_at_start, n, &out[0], &out[1], &out[2], &out[3]);
     Py_END_ALLOW_THREADS
     if (failed) {
         PyErr_NoMemory();

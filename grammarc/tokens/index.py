@@ -34,7 +34,7 @@ from grammarc.lowering.compiler import CompiledGrammar
 from grammarc.lowering.lr import Bnf
 from grammarc.tokens import _scan, memo
 from grammarc.tokens.memo import Memo
-from grammarc.tokens.scan_cache import Scan, terminal_scans
+from grammarc.tokens.scan_cache import AFTER_FIRST_BYTE, FROM_START, Scan, TerminalScans, terminal_scans
 from grammarc.tokens.vocabulary import Vocabulary
 
 
@@ -422,6 +422,11 @@ _first_bytes = _Recent(VOCABULARIES_KEPT)
 # A scan that starts from fewer token rows than this is cheaper to redo than to keep in the
 # shared (and on-disk) store.
 PERSIST_MIN_ROWS = 4096
+# A wide scan reads the rows whose first byte leads to state p from p's shared scan after a
+# first byte when they are at least this share of the vocabulary (`_scan_composed`): then
+# p's scan of every token costs little more than the walk it replaces, and p (a string
+# body, whitespace) is one that many grammars reach.
+SHIFTED_MIN_SHARE = 0.03
 
 
 def first_byte_starts(vocab: Vocabulary, tokens: TokenBytes) -> np.ndarray:
@@ -436,6 +441,13 @@ def first_byte_starts(vocab: Vocabulary, tokens: TokenBytes) -> np.ndarray:
         cached.flags.writeable = False
         _first_bytes.put(vocab.key, cached)
     return cached
+
+
+def _runs(byte: np.ndarray, starts: np.ndarray) -> list[tuple[int, int]]:
+    """The row ranges of the first-byte buckets `byte` (ascending), adjacent ones joined."""
+    cut = np.flatnonzero(np.diff(byte) != 1) + 1
+    firsts, lasts = byte[np.concatenate(([0], cut))], byte[np.concatenate((cut - 1, [len(byte) - 1]))]
+    return list(zip(starts[firsts].tolist(), starts[lasts + 1].tolist()))
 
 
 def _ranges(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
@@ -453,7 +465,10 @@ def _ranges(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     firsts, lasts = starts[np.concatenate(([0], cut))], ends[np.concatenate((cut - 1, [len(ends) - 1]))]
     if len(firsts) == 1:
         return np.arange(firsts[0], lasts[0], dtype=np.int32)
-    return np.concatenate([np.arange(a, b, dtype=np.int32) for a, b in zip(firsts.tolist(), lasts.tolist())])
+    # one arange shifted run by run: each run's rows are its offset in the output plus a step
+    sizes = lasts - firsts
+    shift = firsts - np.concatenate(([0], np.cumsum(sizes[:-1])))
+    return (np.arange(int(sizes.sum()), dtype=np.int64) + np.repeat(shift, sizes)).astype(np.int32)
 
 
 class TokenIndex:
@@ -468,6 +483,7 @@ class TokenIndex:
         self._follow_arrays = [np.array(sorted(f), dtype=np.intp) for f in self.follows]
         self._openers = _openers(compiled.terminals)
         self._tables: list[tuple | None] = [None] * len(compiled.terminals)  # _scan.scan's arguments
+        self._suffix_keys: dict[tuple[int, int], str] = {}  # (t, q) -> suffix_key, for the shared store
         self._by_byte: dict[int, dict[int, list[int]]] = {}  # previous -> byte -> following that open with it
         self.tokens = token_bytes(vocab)  # the rows that scans walk
         self.token_ids = self.tokens.ids  # row -> token id
@@ -589,11 +605,78 @@ class TokenIndex:
         rows = self._first_byte_rows(t, q)
         if len(rows) < PERSIST_MIN_ROWS:
             return self._scan_from(t, q, rows, keep_ends=True)
-        store = terminal_scans(suffix_key(self.terminals[t].dfa, q), self.vocab.key, len(self.token_ids))
-        scan = store.get(0)
+        store = self._store(t, q)
+        scan = store.get(FROM_START)
         if scan is None:
-            scan = store.put(0, self._scan_from(t, q, rows))
+            scan = store.put(FROM_START, self._scan_composed(t, q))
         return scan
+
+    def _store(self, t: int, q: int) -> TerminalScans:
+        """The shared scans of the language `t` accepts from `q`."""
+        key = self._suffix_keys.get((t, q))
+        if key is None:
+            key = self._suffix_keys[(t, q)] = suffix_key(self.terminals[t].dfa, q)
+        return terminal_scans(key, self.vocab.key, len(self.token_ids))
+
+    def _scan_composed(self, t: int, q: int) -> Scan:
+        """The scan from `q`, its wide first-byte groups read from shared scans.
+
+        The tokens whose first byte leads `q` to state `p` scan from `q` as they scan from
+        `p` once that byte is read. When many do (`SHIFTED_MIN_SHARE`), `p`'s scan after a
+        first byte (`AFTER_FIRST_BYTE`: every token, in the shared store) answers for them:
+        a state no grammar had before, such as a key's trie state after the opening quote,
+        sends most tokens to states that every grammar has (the body of any string, a
+        UTF-8 character's continuation). Those rows are sliced out of the shared scans, the
+        others walked. A shared scan is made on its language's second request: a state met
+        once (a length counter's) is cheaper to walk in part than to scan whole."""
+        dfa = self.terminals[t].dfa
+        targets = np.asarray(dfa.trans[q])
+        starts = first_byte_starts(self.vocab, self.tokens)
+        live = np.flatnonzero(targets >= 0)
+        sizes = np.bincount(targets[live], weights=starts[live + 1] - starts[live], minlength=dfa.n_states)
+        n_rows = len(self.token_ids)
+        shifted = {p: scan for p in np.flatnonzero((sizes > 0) & (sizes >= SHIFTED_MIN_SHARE * n_rows)).tolist()
+                   for scan in [self._shifted_scan(t, p)] if scan is not None}
+        walked = live[~np.isin(targets[live], list(shifted))]
+        rows = _ranges(starts[walked], starts[walked + 1])
+        end_rows, _, split_rows, split_pos = self._scan(t, rows, np.zeros(len(rows), dtype=np.int32), q)
+        inside = np.zeros(n_rows, dtype=bool)
+        inside[end_rows] = True
+        rows_parts, pos_parts = [split_rows], [split_pos]
+        for p, scan in shifted.items():
+            for lo, hi in _runs(np.flatnonzero(targets == p), starts):
+                inside[lo:hi] = scan.inside[lo:hi]
+                a, b = np.searchsorted(scan.split_rows, (lo, hi))
+                rows_parts.append(scan.split_rows[a:b])
+                pos_parts.append(scan.split_pos[a:b])
+        if len(rows_parts) == 1:
+            return Scan(inside, split_rows, split_pos)
+        split_rows, split_pos = np.concatenate(rows_parts), np.concatenate(pos_parts)
+        order = np.argsort(split_rows, kind="stable")  # by row, as one walk gives them
+        return Scan(inside, split_rows[order], split_pos[order])
+
+    def _shifted_scan(self, t: int, p: int) -> Scan | None:
+        """The shared scan of `p`'s language after a first byte; made on its second request
+        in this process (None on the first)."""
+        store = self._store(t, p)
+        scan = store.get(AFTER_FIRST_BYTE)
+        if scan is None and store.asked(AFTER_FIRST_BYTE):
+            scan = store.put(AFTER_FIRST_BYTE, self._scan_after_first_byte(t, p))
+        return scan
+
+    def _scan_after_first_byte(self, t: int, p: int) -> Scan:
+        """Every token from its second byte through `t` from state `p` (a split right after
+        the first byte when `p` accepts): how a token scans from any state that its first
+        byte takes to `p`."""
+        rows = np.arange(len(self.token_ids), dtype=np.int32)
+        table = self._table(t)
+        tokens = self.tokens
+        out = _scan.scan(*table, tokens.data, tokens.offsets, tokens.lengths, tokens.sets, rows,
+                         np.ones(len(rows), dtype=np.int32), p, True)
+        end_rows, _, split_rows, split_pos = (np.frombuffer(part, dtype=np.int32) for part in out)
+        inside = np.zeros(len(rows), dtype=bool)
+        inside[end_rows] = True
+        return Scan(inside, split_rows, split_pos)
 
     def _first_byte_rows(self, t: int, q: int) -> np.ndarray:
         """The token rows whose first byte terminal `t`'s DFA takes from state `q`."""
@@ -614,13 +697,16 @@ class TokenIndex:
         the (row, position) pairs where the DFA accepts strictly after `pos` and strictly
         before the token's end (int32 arrays; `grammarc.tokens._scan` does the walk).
         """
+        tokens = self.tokens
+        out = _scan.scan(*self._table(t), tokens.data, tokens.offsets, tokens.lengths, tokens.sets,
+                         np.ascontiguousarray(rows, dtype=np.int32), np.ascontiguousarray(pos, dtype=np.int32), q)
+        return tuple(np.frombuffer(part, dtype=np.int32) for part in out)
+
+    def _table(self, t: int) -> tuple:
         table = self._tables[t]
         if table is None:
             table = self._tables[t] = _scan_table(self.terminals[t].dfa)
-        tokens = self.tokens
-        out = _scan.scan(*table, tokens.data, tokens.offsets, tokens.lengths, tokens.sets,
-                         np.ascontiguousarray(rows, dtype=np.int32), np.ascontiguousarray(pos, dtype=np.int32), q)
-        return tuple(np.frombuffer(part, dtype=np.int32) for part in out)
+        return table
 
     def _tree(self, previous: int, rows: np.ndarray, pos: np.ndarray) -> Tree:
         """The subtree of token suffixes ``(row, pos)`` that start right after `previous`

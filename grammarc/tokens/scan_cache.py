@@ -68,12 +68,19 @@ class Scan:
         return self.inside.nbytes + self.split_rows.nbytes + self.split_pos.nbytes
 
 
+# What a store keeps of its language, each under its slot number (on disk as "states"):
+FROM_START = 0  # every token walked from the language's start
+AFTER_FIRST_BYTE = 1  # every token walked from its second byte (see TokenIndex._scan_composed)
+
+
 class TerminalScans:
-    """The scans of one terminal DFA over one vocabulary, keyed by DFA state."""
+    """The scans of one language (a terminal DFA from one state) over one vocabulary, by slot
+    (`FROM_START`, `AFTER_FIRST_BYTE`)."""
 
     def __init__(self, dfa_key: str, vocab_key: str, rows: int, registry: "ScanRegistry | None" = None):
         self.dfa_key, self.vocab_key, self.rows = dfa_key, vocab_key, rows
         self._scans: dict[int, Scan] = {}
+        self._asked: set[int] = set()  # slots asked for (`asked`), never written out
         self._nbytes = 0  # running total, reported to the registry as it grows
         self._registry = registry
         self._dirty = False
@@ -85,6 +92,13 @@ class TerminalScans:
 
     def get(self, state: int) -> Scan | None:
         return self._scans.get(state)
+
+    def asked(self, state: int) -> bool:
+        """Whether `state` was asked of this store before (in this process; this ask counted)."""
+        with self._lock:
+            seen = state in self._asked
+            self._asked.add(state)
+            return seen
 
     def put(self, state: int, scan: Scan) -> Scan:
         """Keep `scan` unless another thread kept one first; returns the one kept."""
