@@ -74,6 +74,58 @@ def test_compiled_walk_equals_the_numpy_walk(case, comb, with_sets):
         assert e.tolist() == g.tolist()
 
 
+@st.composite
+def range_cases(draw):
+    trans, accept, data, offsets, lengths, _, _, q = draw(cases())
+    cuts = sorted(draw(st.lists(st.integers(0, len(lengths)), max_size=6)))
+    lo, hi = np.array(cuts[0::2], dtype=np.int64), np.array(cuts[1::2], dtype=np.int64)
+    lo = lo[:len(hi)]
+    return trans, accept, data, offsets, lengths, lo, hi, q
+
+
+@settings(max_examples=300, deadline=None)
+@given(case=range_cases(), comb=st.booleans(), start=st.integers(0, 1), split_at_start=st.booleans(),
+       flagged=st.booleans())
+def test_walking_ranges_equals_walking_their_rows(case, comb, start, split_at_start, flagged):
+    """`scan_ranges`: every row of the ranges from byte `start` (tokens have a byte at least),
+    the start itself a split when asked; with a flag array the ends are flagged, not returned."""
+    trans, accept, data, offsets, lengths, lo, hi, q = case
+    rows = np.concatenate([np.arange(a, b) for a, b in zip(lo.tolist(), hi.tolist())] + [[]]).astype(np.int32)
+    expected = reference(trans, accept, data, offsets, lengths, rows, np.full(len(rows), start), q, split_at_start)
+    tokens = [bytes(data[o:o + n]) for o, n in zip(offsets.tolist(), lengths.tolist())]
+    table = CombTable.from_dense(trans)
+    tables = (None, table.base, table.check, table.next) if comb else (trans, b"", b"", b"")
+    inside = np.zeros(len(tokens), dtype=np.uint8) if flagged else None
+    got = [np.frombuffer(part, dtype=np.int32) for part in _scan.scan_ranges(
+        *tables, accept, data, offsets, lengths, _sets(tokens), lo, hi, start, q, split_at_start, inside)]
+    assert [g.tolist() for g in got[2:]] == [e.tolist() for e in expected[2:]]
+    if flagged:
+        assert got[0].tolist() == got[1].tolist() == []
+        assert np.flatnonzero(inside).tolist() == sorted(expected[0].tolist())
+    else:
+        assert [g.tolist() for g in got[:2]] == [e.tolist() for e in expected[:2]]
+
+
+@pytest.mark.parametrize("change, message", [
+    (dict(hi=np.array([4], dtype=np.int64)), "scan_ranges: a row or position is out of range"),
+    (dict(lo=np.array([-1], dtype=np.int64)), "scan_ranges: a row or position is out of range"),
+    (dict(start=3), "scan_ranges: a row or position is out of range"),
+    (dict(lo=np.array([0, 1], dtype=np.int64)), "scan_ranges: inconsistent array sizes"),
+    (dict(inside=np.zeros(2, dtype=np.uint8)), "scan_ranges: inside is not one byte per row"),
+    (dict(q=2), "scan: inconsistent array sizes"),
+])
+def test_bad_ranges_are_refused_not_read_out_of_bounds(change, message):
+    trans = np.zeros((2, 256), dtype=np.int32)
+    data, offsets, lengths = _packed([b"ab", b"b", b"aba"])
+    args = dict(lo=np.array([0], dtype=np.int64), hi=np.array([3], dtype=np.int64), start=1, q=0,
+                inside=np.zeros(3, dtype=np.uint8))
+    args.update(change)
+    with pytest.raises(ValueError) as err:
+        _scan.scan_ranges(trans, b"", b"", b"", np.array([True, False]), data, offsets, lengths, b"", args["lo"],
+                          args["hi"], args["start"], args["q"], False, args["inside"])
+    assert str(err.value) == message
+
+
 def test_a_row_the_state_loops_on_is_not_stepped():
     """A state looping on `a` and `b`: a row of those bytes ends in it, with a split at every
     inner position when it accepts, whatever the rest of the table says (it is never read);

@@ -14,7 +14,7 @@
  *   accept uint8 [n]; data uint8: every token's bytes, end to end; offsets int64 and
  *          lengths int32 [rows_total]: row r is data[offsets[r] : offsets[r] + lengths[r]];
  *          sets uint64 [rows_total * 4]: bit b of row r's words = the token contains byte b
- *          (or empty: none given; see `sweep`)
+ *          (or empty: none given; see `loop_test`)
  *   rows int32, pos int32: the token rows to walk and the byte each starts at; q the state.
  *   split_at_start (default 0): also report the start itself as a split when q accepts and
  *   the row goes on (a walk entered mid-token, as if its first bytes had led to q).
@@ -22,6 +22,14 @@
  *   rows whose every byte is taken, with the state they end in; and each (row, position)
  *   strictly after the start (at it, with split_at_start) and strictly before the token's
  *   end where the DFA accepts.
+ *
+ * scan_ranges(trans, base, check, next, accept, data, offsets, lengths, sets, lo, hi, start, q,
+ *             split_at_start, inside)
+ *   the same walk over every row of the ranges [lo[i], hi[i]) (int64), each from byte
+ *   `start`: a scan from a DFA state walks the rows of the first bytes it takes, a few
+ *   runs of the sorted vocabulary, without a 100k-row index array made for it. With
+ *   `inside` (a writable byte per row, or None) the rows that stay inside are flagged there
+ *   and end_rows and end_states come back empty.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -63,47 +71,70 @@ static inline int32_t step(const Table *t, int32_t s, uint8_t b) {
     return t->check[i] == s ? t->next[i] : -1;
 }
 
-/* The walk, one row at a time to its end (the row's bytes stay in cache); 0 on success,
- * -1 when out of memory.
- *
- * A row made only of bytes on which `q` loops to itself never leaves `q`: it ends there,
+/* What a walk needs besides its rows: the table, the tokens, the state and its loop test. */
+typedef struct {
+    Table t;
+    const uint8_t *accept, *data;
+    const int64_t *offsets;
+    const int32_t *lengths;
+    const uint64_t *sets;  /* NULL: every row is stepped */
+    uint64_t leaves[4];    /* the bytes that take q elsewhere (or nowhere) */
+    int32_t q;
+    int split_at_start;
+    uint8_t *inside;  /* NULL: end rows and states are pushed; else end rows are flagged here */
+    Vec out[4];       /* end_rows, end_states, split_rows, split_pos */
+} Walk;
+
+/* A row made only of bytes on which `q` loops to itself never leaves `q`: it ends there,
  * with a split at every position when `q` accepts, and is not stepped. `sets` (four
  * 64-bit words per row: the bytes the token contains) decides that in four operations,
  * so a state inside a JSON string, which loops on every byte of most tokens, costs a test
- * per token instead of a DFA step per byte (NULL: no sets, every row is stepped). */
-static int sweep(const Table *t, const uint8_t *accept, const uint8_t *data, const int64_t *offsets,
-                 const int32_t *lengths, const uint64_t *sets, const int32_t *rows, const int32_t *pos, int32_t q,
-                 int split_at_start, Py_ssize_t n, Vec *end_rows, Vec *end_states, Vec *split_rows, Vec *split_pos) {
-    uint64_t leaves[4] = {0, 0, 0, 0};  /* the bytes that take q elsewhere (or nowhere) */
+ * per token instead of a DFA step per byte. */
+static void loop_test(Walk *w) {
+    memset(w->leaves, 0, sizeof w->leaves);
     for (int b = 0; b < 256; b++)
-        if (step(t, q, (uint8_t)b) != q) leaves[b >> 6] |= (uint64_t)1 << (b & 63);
-    if (leaves[0] == UINT64_MAX && leaves[1] == UINT64_MAX && leaves[2] == UINT64_MAX && leaves[3] == UINT64_MAX)
-        sets = NULL;  /* q loops on nothing */
-    for (Py_ssize_t i = 0; i < n; i++) {
-        const int32_t row = rows[i], length = lengths[row];
-        const uint8_t *bytes = data + offsets[row];
-        int32_t p = pos[i], s = q;
-        if (split_at_start && accept[q] && p > 0 && p < length && (vec_push(split_rows, row) || vec_push(split_pos, p))) return -1;
-        if (sets) {
-            const uint64_t *w = sets + 4 * (Py_ssize_t)row;
-            if (!((w[0] & leaves[0]) | (w[1] & leaves[1]) | (w[2] & leaves[2]) | (w[3] & leaves[3]))) {
-                if (accept[q])
-                    for (int32_t k = p + 1; k < length; k++)
-                        if (vec_push(split_rows, row) || vec_push(split_pos, k)) return -1;
-                if (vec_push(end_rows, row) || vec_push(end_states, q)) return -1;
-                continue;
-            }
-        }
-        if (p < length) {
-            s = step(t, s, bytes[p++]);
-            while (s >= 0 && p < length) {
-                if (accept[s] && (vec_push(split_rows, row) || vec_push(split_pos, p))) return -1;
-                s = step(t, s, bytes[p++]);
-            }
-        }
-        if (s >= 0 && (vec_push(end_rows, row) || vec_push(end_states, s))) return -1;
+        if (step(&w->t, w->q, (uint8_t)b) != w->q) w->leaves[b >> 6] |= (uint64_t)1 << (b & 63);
+    if (w->leaves[0] == UINT64_MAX && w->leaves[1] == UINT64_MAX && w->leaves[2] == UINT64_MAX &&
+        w->leaves[3] == UINT64_MAX)
+        w->sets = NULL; /* q loops on nothing */
+}
+
+static inline int ended(Walk *w, int32_t row, int32_t s) {
+    if (w->inside) {
+        w->inside[row] = 1;
+        return 0;
     }
-    return 0;
+    return vec_push(&w->out[0], row) || vec_push(&w->out[1], s);
+}
+
+/* One row walked from byte `p` to its end (its bytes stay in cache); 0, or -1 when out of
+ * memory. */
+static inline int walk_row(Walk *w, int32_t row, int32_t p) {
+    const int32_t length = w->lengths[row];
+    const uint8_t *bytes = w->data + w->offsets[row];
+    const uint8_t *accept = w->accept;
+    Vec *split_rows = &w->out[2], *split_pos = &w->out[3];
+    int32_t s = w->q;
+    if (w->split_at_start && accept[s] && p > 0 && p < length && (vec_push(split_rows, row) || vec_push(split_pos, p)))
+        return -1;
+    if (w->sets) {
+        const uint64_t *x = w->sets + 4 * (Py_ssize_t)row;
+        const uint64_t *leaves = w->leaves;
+        if (!((x[0] & leaves[0]) | (x[1] & leaves[1]) | (x[2] & leaves[2]) | (x[3] & leaves[3]))) {
+            if (accept[s])
+                for (int32_t k = p + 1; k < length; k++)
+                    if (vec_push(split_rows, row) || vec_push(split_pos, k)) return -1;
+            return ended(w, row, s);
+        }
+    }
+    if (p < length) {
+        s = step(&w->t, s, bytes[p++]);
+        while (s >= 0 && p < length) {
+            if (accept[s] && (vec_push(split_rows, row) || vec_push(split_pos, p))) return -1;
+            s = step(&w->t, s, bytes[p++]);
+        }
+    }
+    return s >= 0 ? ended(w, row, s) : 0;
 }
 
 static int need(Py_buffer *b, Py_ssize_t itemsize, const char *what) {
@@ -114,73 +145,152 @@ static int need(Py_buffer *b, Py_ssize_t itemsize, const char *what) {
     return 0;
 }
 
-static PyObject *scan(PyObject *self, PyObject *args) {
-    PyObject *trans_obj;
-    Py_buffer base = {0}, check = {0}, next = {0}, accept = {0}, data = {0}, offsets = {0}, lengths = {0},
-              sets = {0}, rows = {0}, pos = {0}, trans = {0};
-    Py_ssize_t q;
-    int split_at_start = 0;
-    if (!PyArg_ParseTuple(args, "Oy*y*y*y*y*y*y*y*y*y*n|p", &trans_obj, &base, &check, &next, &accept, &data,
-                          &offsets, &lengths, &sets, &rows, &pos, &q, &split_at_start))
-        return NULL;
-    PyObject *result = NULL;
-    Vec out[4] = {{0}};
-    Table t = {0};
+/* The buffers both entry points take first: the table, the accepting states and the tokens. */
+typedef struct {
+    Py_buffer trans, base, check, next, accept, data, offsets, lengths, sets;
+} Common;
+
+static void release_common(Common *c) {
+    PyBuffer_Release(&c->base), PyBuffer_Release(&c->check), PyBuffer_Release(&c->next);
+    PyBuffer_Release(&c->accept), PyBuffer_Release(&c->data), PyBuffer_Release(&c->offsets);
+    PyBuffer_Release(&c->lengths), PyBuffer_Release(&c->sets);
+    if (c->trans.obj) PyBuffer_Release(&c->trans);
+}
+
+/* Fill `w` from the common buffers (trans_obj: the dense table or None); -1 with an error set. */
+static int setup(Walk *w, Common *c, PyObject *trans_obj, Py_ssize_t q) {
+    Table *t = &w->t;
     if (trans_obj != Py_None) {
-        if (PyObject_GetBuffer(trans_obj, &trans, PyBUF_C_CONTIGUOUS) < 0) goto done;
-        if (need(&trans, 256 * sizeof(int32_t), "trans")) goto done;
-        t.trans = trans.buf;
-        t.n_states = trans.len / (256 * (Py_ssize_t)sizeof(int32_t));
+        if (PyObject_GetBuffer(trans_obj, &c->trans, PyBUF_C_CONTIGUOUS) < 0) return -1;
+        if (need(&c->trans, 256 * sizeof(int32_t), "trans")) return -1;
+        t->trans = c->trans.buf;
+        t->n_states = c->trans.len / (256 * (Py_ssize_t)sizeof(int32_t));
     } else {
-        if (need(&base, sizeof(int64_t), "base") || need(&check, sizeof(int32_t), "check") ||
-            need(&next, sizeof(int32_t), "next"))
-            goto done;
-        t.base = base.buf, t.check = check.buf, t.next = next.buf;
-        t.n_states = base.len / (Py_ssize_t)sizeof(int64_t);
-        t.comb_size = check.len / (Py_ssize_t)sizeof(int32_t);
+        if (need(&c->base, sizeof(int64_t), "base") || need(&c->check, sizeof(int32_t), "check") ||
+            need(&c->next, sizeof(int32_t), "next"))
+            return -1;
+        t->base = c->base.buf, t->check = c->check.buf, t->next = c->next.buf;
+        t->n_states = c->base.len / (Py_ssize_t)sizeof(int64_t);
+        t->comb_size = c->check.len / (Py_ssize_t)sizeof(int32_t);
     }
-    if (need(&lengths, sizeof(int32_t), "lengths") || need(&offsets, sizeof(int64_t), "offsets") ||
-        need(&sets, 4 * sizeof(uint64_t), "sets") || need(&rows, sizeof(int32_t), "rows") ||
-        need(&pos, sizeof(int32_t), "pos"))
+    if (need(&c->lengths, sizeof(int32_t), "lengths") || need(&c->offsets, sizeof(int64_t), "offsets") ||
+        need(&c->sets, 4 * sizeof(uint64_t), "sets"))
+        return -1;
+    Py_ssize_t n_rows = c->lengths.len / (Py_ssize_t)sizeof(int32_t);
+    if (c->accept.len != t->n_states || c->offsets.len / (Py_ssize_t)sizeof(int64_t) != n_rows ||
+        (c->sets.len && c->sets.len / (4 * (Py_ssize_t)sizeof(uint64_t)) != n_rows) || q < 0 || q >= t->n_states) {
+        PyErr_SetString(PyExc_ValueError, "scan: inconsistent array sizes");
+        return -1;
+    }
+    w->accept = c->accept.buf, w->data = c->data.buf, w->offsets = c->offsets.buf, w->lengths = c->lengths.buf;
+    w->sets = c->sets.len ? c->sets.buf : NULL;
+    w->q = (int32_t)q;
+    loop_test(w);
+    return 0;
+}
+
+/* Whether row `r` indexes the tokens, `p` lies within it and it lies within the data (checked
+ * once, before the walk, so the walk needs no bounds checks). */
+static int row_ok(const Common *c, Py_ssize_t r, Py_ssize_t p) {
+    const int32_t *len = c->lengths.buf;
+    const int64_t *off = c->offsets.buf;
+    Py_ssize_t n_rows = c->lengths.len / (Py_ssize_t)sizeof(int32_t);
+    return r >= 0 && r < n_rows && p >= 0 && p <= len[r] && off[r] >= 0 && off[r] + len[r] <= c->data.len;
+}
+
+static PyObject *finish(Walk *w, int failed) {
+    PyObject *result = NULL;
+    if (failed)
+        PyErr_NoMemory();
+    else
+        result = Py_BuildValue("(NNNN)", vec_bytes(&w->out[0]), vec_bytes(&w->out[1]), vec_bytes(&w->out[2]),
+                               vec_bytes(&w->out[3]));
+    for (int i = 0; i < 4; i++) free(w->out[i].data);
+    return result;
+}
+
+static PyObject *scan(PyObject *self, PyObject *args) {
+    PyObject *trans_obj, *result = NULL;
+    Common c = {0};
+    Py_buffer rows = {0}, pos = {0};
+    Py_ssize_t q;
+    Walk w = {0};
+    if (!PyArg_ParseTuple(args, "Oy*y*y*y*y*y*y*y*y*y*n|p", &trans_obj, &c.base, &c.check, &c.next, &c.accept,
+                          &c.data, &c.offsets, &c.lengths, &c.sets, &rows, &pos, &q, &w.split_at_start))
+        return NULL;
+    if (setup(&w, &c, trans_obj, q) || need(&rows, sizeof(int32_t), "rows") || need(&pos, sizeof(int32_t), "pos"))
         goto done;
-    Py_ssize_t n = rows.len / (Py_ssize_t)sizeof(int32_t);
-    Py_ssize_t n_rows = lengths.len / (Py_ssize_t)sizeof(int32_t);
-    if (pos.len != rows.len || accept.len != t.n_states || offsets.len / (Py_ssize_t)sizeof(int64_t) != n_rows ||
-        (sets.len && sets.len / (4 * (Py_ssize_t)sizeof(uint64_t)) != n_rows) || q < 0 || q >= t.n_states) {
+    if (pos.len != rows.len) {
         PyErr_SetString(PyExc_ValueError, "scan: inconsistent array sizes");
         goto done;
     }
-    /* Bounds are checked once here, so the sweep needs none: every row indexes the tokens,
-     * starts within its token, and the token lies within the data. */
-    const int32_t *r = rows.buf, *p = pos.buf, *len = lengths.buf;
-    const int64_t *off = offsets.buf;
+    Py_ssize_t n = rows.len / (Py_ssize_t)sizeof(int32_t);
+    const int32_t *r = rows.buf, *p = pos.buf;
     for (Py_ssize_t i = 0; i < n; i++)
-        if (r[i] < 0 || r[i] >= n_rows || p[i] < 0 || p[i] > len[r[i]] || off[r[i]] < 0 ||
-            off[r[i]] + len[r[i]] > data.len) {
+        if (!row_ok(&c, r[i], p[i])) {
             PyErr_SetString(PyExc_ValueError, "scan: a row or position is out of range");
             goto done;
         }
-    int failed;
+    int failed = 0;
     Py_BEGIN_ALLOW_THREADS
-    failed = sweep(&t, accept.buf, data.buf, offsets.buf, lengths.buf, sets.len ? sets.buf : NULL, rows.buf,
-                   pos.buf, (int32_t)q, split_at_start, n, &out[0], &out[1], &out[2], &out[3]);
+    for (Py_ssize_t i = 0; i < n && !failed; i++) failed = walk_row(&w, r[i], p[i]);
     Py_END_ALLOW_THREADS
-    if (failed) {
-        PyErr_NoMemory();
+    result = finish(&w, failed);
+done:
+    release_common(&c);
+    PyBuffer_Release(&rows), PyBuffer_Release(&pos);
+    return result;
+}
+
+static PyObject *scan_ranges(PyObject *self, PyObject *args) {
+    PyObject *trans_obj, *inside_obj, *result = NULL;
+    Common c = {0};
+    Py_buffer lo = {0}, hi = {0}, inside = {0};
+    Py_ssize_t q, start;
+    Walk w = {0};
+    if (!PyArg_ParseTuple(args, "Oy*y*y*y*y*y*y*y*y*y*nnpO", &trans_obj, &c.base, &c.check, &c.next, &c.accept,
+                          &c.data, &c.offsets, &c.lengths, &c.sets, &lo, &hi, &start, &q, &w.split_at_start,
+                          &inside_obj))
+        return NULL;
+    if (setup(&w, &c, trans_obj, q) || need(&lo, sizeof(int64_t), "lo") || need(&hi, sizeof(int64_t), "hi"))
+        goto done;
+    Py_ssize_t n_rows = c.lengths.len / (Py_ssize_t)sizeof(int32_t);
+    if (inside_obj != Py_None) {
+        if (PyObject_GetBuffer(inside_obj, &inside, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) goto done;
+        if (inside.len != n_rows) {
+            PyErr_SetString(PyExc_ValueError, "scan_ranges: inside is not one byte per row");
+            goto done;
+        }
+        w.inside = inside.buf;
+    }
+    if (lo.len != hi.len) {
+        PyErr_SetString(PyExc_ValueError, "scan_ranges: inconsistent array sizes");
         goto done;
     }
-    result = Py_BuildValue("(NNNN)", vec_bytes(&out[0]), vec_bytes(&out[1]), vec_bytes(&out[2]), vec_bytes(&out[3]));
+    Py_ssize_t k = lo.len / (Py_ssize_t)sizeof(int64_t);
+    const int64_t *a = lo.buf, *b = hi.buf;
+    for (Py_ssize_t i = 0; i < k; i++)
+        for (Py_ssize_t r = a[i]; r < b[i]; r++)
+            if (!row_ok(&c, r, start)) {
+                PyErr_SetString(PyExc_ValueError, "scan_ranges: a row or position is out of range");
+                goto done;
+            }
+    int failed = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < k && !failed; i++)
+        for (int64_t r = a[i]; r < b[i] && !failed; r++) failed = walk_row(&w, (int32_t)r, (int32_t)start);
+    Py_END_ALLOW_THREADS
+    result = finish(&w, failed);
 done:
-    for (int i = 0; i < 4; i++) free(out[i].data);
-    PyBuffer_Release(&base), PyBuffer_Release(&check), PyBuffer_Release(&next), PyBuffer_Release(&accept);
-    PyBuffer_Release(&data), PyBuffer_Release(&offsets), PyBuffer_Release(&lengths), PyBuffer_Release(&sets);
-    PyBuffer_Release(&rows), PyBuffer_Release(&pos);
-    if (trans.obj) PyBuffer_Release(&trans);
+    release_common(&c);
+    PyBuffer_Release(&lo), PyBuffer_Release(&hi);
+    if (inside.obj) PyBuffer_Release(&inside);
     return result;
 }
 
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS, "Walk token rows through a DFA (see the module's comment)."},
+    {"scan_ranges", scan_ranges, METH_VARARGS, "Walk ranges of token rows through a DFA (see the module's comment)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -450,25 +450,27 @@ def _runs(byte: np.ndarray, starts: np.ndarray) -> list[tuple[int, int]]:
     return list(zip(starts[firsts].tolist(), starts[lasts + 1].tolist()))
 
 
-def _ranges(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """The concatenated integer ranges ``[starts[i], ends[i])``, ascending and disjoint (int32:
-    row numbers).
-
-    Ranges that touch are joined first: the first-byte buckets of a state's live bytes
+def _joined(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The ranges ``[starts[i], ends[i])`` (ascending, disjoint) with the empty ones dropped
+    and the ones that touch joined (int64): the first-byte buckets of a state's live bytes
     are mostly adjacent (a string body takes every byte but a few), so a scan's rows are a
-    handful of runs, each one `np.arange`."""
+    handful of runs."""
     keep = ends > starts
     starts, ends = starts[keep], ends[keep]
-    if not len(starts):
-        return np.zeros(0, dtype=np.int32)
+    if len(starts) <= 1:
+        return starts.astype(np.int64), ends.astype(np.int64)
     cut = np.flatnonzero(starts[1:] != ends[:-1]) + 1  # where a range does not continue the last
     firsts, lasts = starts[np.concatenate(([0], cut))], ends[np.concatenate((cut - 1, [len(ends) - 1]))]
-    if len(firsts) == 1:
-        return np.arange(firsts[0], lasts[0], dtype=np.int32)
-    # one arange shifted run by run: each run's rows are its offset in the output plus a step
-    sizes = lasts - firsts
-    shift = firsts - np.concatenate(([0], np.cumsum(sizes[:-1])))
-    return (np.arange(int(sizes.sum()), dtype=np.int64) + np.repeat(shift, sizes)).astype(np.int32)
+    return firsts.astype(np.int64), lasts.astype(np.int64)
+
+
+def _ranges(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """The concatenated integer ranges ``[starts[i], ends[i])``, ascending and disjoint (int32:
+    row numbers)."""
+    firsts, lasts = _joined(starts, ends)
+    if len(firsts) <= 1:
+        return np.arange(firsts[0], lasts[0], dtype=np.int32) if len(firsts) else np.zeros(0, dtype=np.int32)
+    return np.concatenate([np.arange(a, b, dtype=np.int32) for a, b in zip(firsts.tolist(), lasts.tolist())])
 
 
 class TokenIndex:
@@ -559,8 +561,7 @@ class TokenIndex:
             with self._build_lock:
                 found = self._ends.get(key)
                 if found is None:
-                    rows = self._first_byte_rows(t, q)
-                    end_rows, end_states, _, _ = self._scan(t, rows, np.zeros(len(rows), dtype=np.int32), q)
+                    end_rows, end_states, _, _ = self._scan_ranges(t, *self._first_byte_ranges(t, q), 0, q)
                     found = self._ends[key] = {
                         int(s): TokenSet.of(self.token_ids[end_rows[end_states == s]], self.n_words)
                         for s in np.unique(end_states)
@@ -602,9 +603,12 @@ class TokenIndex:
         many of them is kept in the shared store under the language that `t` accepts from
         `q` (the scan depends on nothing else), so every terminal, grammar and process
         with that language reuses it; a narrow scan is cheaper to redo than to store."""
-        rows = self._first_byte_rows(t, q)
-        if len(rows) < PERSIST_MIN_ROWS:
-            return self._scan_from(t, q, rows, keep_ends=True)
+        lo, hi = self._first_byte_ranges(t, q)
+        if int((hi - lo).sum()) < PERSIST_MIN_ROWS:
+            end_rows, _, split_rows, split_pos = self._scan_ranges(t, lo, hi, 0, q)
+            inside = np.zeros(len(self.token_ids), dtype=bool)
+            inside[end_rows] = True
+            return Scan(inside, split_rows, split_pos, end_rows)
         store = self._store(t, q)
         scan = store.get(FROM_START)
         if scan is None:
@@ -638,10 +642,9 @@ class TokenIndex:
         shifted = {p: scan for p in np.flatnonzero((sizes > 0) & (sizes >= SHIFTED_MIN_SHARE * n_rows)).tolist()
                    for scan in [self._shifted_scan(t, p)] if scan is not None}
         walked = live[~np.isin(targets[live], list(shifted))]
-        rows = _ranges(starts[walked], starts[walked + 1])
-        end_rows, _, split_rows, split_pos = self._scan(t, rows, np.zeros(len(rows), dtype=np.int32), q)
         inside = np.zeros(n_rows, dtype=bool)
-        inside[end_rows] = True
+        _, _, split_rows, split_pos = self._scan_ranges(t, *_joined(starts[walked], starts[walked + 1]), 0, q,
+                                                        inside=inside)
         rows_parts, pos_parts = [split_rows], [split_pos]
         for p, scan in shifted.items():
             for lo, hi in _runs(np.flatnonzero(targets == p), starts):
@@ -668,27 +671,27 @@ class TokenIndex:
         """Every token from its second byte through `t` from state `p` (a split right after
         the first byte when `p` accepts): how a token scans from any state that its first
         byte takes to `p`."""
-        rows = np.arange(len(self.token_ids), dtype=np.int32)
-        table = self._table(t)
-        tokens = self.tokens
-        out = _scan.scan(*table, tokens.data, tokens.offsets, tokens.lengths, tokens.sets, rows,
-                         np.ones(len(rows), dtype=np.int32), p, True)
-        end_rows, _, split_rows, split_pos = (np.frombuffer(part, dtype=np.int32) for part in out)
-        inside = np.zeros(len(rows), dtype=bool)
-        inside[end_rows] = True
+        inside = np.zeros(len(self.token_ids), dtype=bool)
+        everything = np.array([0], dtype=np.int64), np.array([len(inside)], dtype=np.int64)
+        _, _, split_rows, split_pos = self._scan_ranges(t, *everything, 1, p, split_at_start=True, inside=inside)
         return Scan(inside, split_rows, split_pos)
 
-    def _first_byte_rows(self, t: int, q: int) -> np.ndarray:
-        """The token rows whose first byte terminal `t`'s DFA takes from state `q`."""
+    def _first_byte_ranges(self, t: int, q: int) -> tuple[np.ndarray, np.ndarray]:
+        """The runs of token rows whose first byte terminal `t`'s DFA takes from state `q`
+        (`_joined` ranges)."""
         starts = first_byte_starts(self.vocab, self.tokens)
         live = np.flatnonzero(self.terminals[t].dfa.trans[q] >= 0)
-        return _ranges(starts[live], starts[live + 1])
+        return _joined(starts[live], starts[live + 1])
 
-    def _scan_from(self, t: int, q: int, rows: np.ndarray, keep_ends: bool = False) -> Scan:
-        end_rows, _, split_rows, split_pos = self._scan(t, rows, np.zeros(len(rows), dtype=np.int32), q)
-        inside = np.zeros(len(self.token_ids), dtype=bool)
-        inside[end_rows] = True
-        return Scan(inside, split_rows, split_pos, end_rows if keep_ends else None)
+    def _scan_ranges(self, t: int, lo: np.ndarray, hi: np.ndarray, start: int, q: int, *,
+                     split_at_start: bool = False, inside: np.ndarray | None = None):
+        """`_scan` over every row of the ranges ``[lo[i], hi[i])``, each from byte `start`;
+        with `inside` (bool over rows) the rows that stay inside are flagged there instead of
+        returned (`grammarc.tokens._scan.scan_ranges`)."""
+        tokens = self.tokens
+        out = _scan.scan_ranges(*self._table(t), tokens.data, tokens.offsets, tokens.lengths, tokens.sets, lo, hi,
+                                start, q, split_at_start, None if inside is None else inside.view(np.uint8))
+        return tuple(np.frombuffer(part, dtype=np.int32) for part in out)
 
     def _scan(self, t: int, rows: np.ndarray, pos: np.ndarray, q: int):
         """Walk terminal `t`'s DFA from state `q` over each token row from `pos`.
