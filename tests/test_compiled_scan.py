@@ -190,3 +190,30 @@ def test_bad_arrays_are_refused_not_read_out_of_bounds(change, message):
         _scan.scan(trans, b"", b"", b"", args["accept"], args["data"], args["offsets"], args["lengths"], args["sets"],
                    args["rows"], args["pos"], args["q"])
     assert str(err.value) == message
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.integers(0, 99)), max_size=60, unique_by=lambda x: x[1]),
+       st.integers(0, 3))
+def test_packing_flagged_rows_sets_exactly_their_ids_bits(rows, extra_words):
+    """`pack_rows`: the flagged rows' ids OR-ed into the words (bits already set stay), the
+    unflagged rows' ids untouched."""
+    flags = np.array([f for f, _ in rows], dtype=np.uint8)
+    ids = np.array([i for _, i in rows], dtype=np.int32)
+    words = np.zeros(4 + extra_words, dtype=np.uint32)
+    words[-1] = 0x80000001  # a word no id reaches keeps its bits
+    _scan.pack_rows(flags, ids, words)
+    expected = {i for f, i in rows if f} | {32 * (len(words) - 1), 32 * len(words) - 1}
+    got = {32 * w + b for w in range(len(words)) for b in range(32) if int(words[w]) >> b & 1}
+    assert got == expected
+
+
+@pytest.mark.parametrize("ids, n_words, message", [
+    ([0, 128], 4, "pack_rows: a token id is out of range"),
+    ([0, -1], 4, "pack_rows: a token id is out of range"),
+    ([0], 4, "pack_rows: inconsistent array sizes"),
+])
+def test_bad_packing_is_refused(ids, n_words, message):
+    with pytest.raises(ValueError) as err:
+        _scan.pack_rows(np.ones(2, dtype=np.uint8), np.array(ids, dtype=np.int32), np.zeros(n_words, dtype=np.uint32))
+    assert str(err.value) == message

@@ -288,9 +288,43 @@ done:
     return result;
 }
 
+/* pack_rows(flags, ids, words): OR bit ids[r] % 32 of word ids[r] / 32 into `words` (uint32,
+ * writable) for every row r flagged in `flags` (a byte per row): a scan's inside rows as a
+ * packed mask over token ids, in one pass over the rows (NumPy took five over the
+ * vocabulary: gather, flags, pack, copy, count). */
+static PyObject *pack_rows(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer flags = {0}, ids = {0}, words = {0};
+    PyObject *result = NULL;
+    if (!PyArg_ParseTuple(args, "y*y*w*", &flags, &ids, &words)) return NULL;
+    if (need(&ids, sizeof(int32_t), "ids") || need(&words, sizeof(uint32_t), "words")) goto done;
+    Py_ssize_t n = flags.len;
+    if (ids.len != n * (Py_ssize_t)sizeof(int32_t)) {
+        PyErr_SetString(PyExc_ValueError, "pack_rows: inconsistent array sizes");
+        goto done;
+    }
+    const uint8_t *f = flags.buf;
+    const int32_t *id = ids.buf;
+    uint32_t *w = words.buf;
+    const uint64_t limit = (uint64_t)(words.len / (Py_ssize_t)sizeof(uint32_t)) * 32;
+    for (Py_ssize_t r = 0; r < n; r++) { /* no branch on the flag: sets mix long and short runs */
+        if ((uint64_t)(uint32_t)id[r] >= limit) { /* `words` may be partly written */
+            PyErr_SetString(PyExc_ValueError, "pack_rows: a token id is out of range");
+            goto done;
+        }
+        w[id[r] >> 5] |= (uint32_t)(f[r] != 0) << (id[r] & 31);
+    }
+    Py_INCREF(Py_None);
+    result = Py_None;
+done:
+    PyBuffer_Release(&flags), PyBuffer_Release(&ids), PyBuffer_Release(&words);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS, "Walk token rows through a DFA (see the module's comment)."},
     {"scan_ranges", scan_ranges, METH_VARARGS, "Walk ranges of token rows through a DFA (see the module's comment)."},
+    {"pack_rows", pack_rows, METH_VARARGS, "OR the flagged rows' token ids into a packed mask."},
     {NULL, NULL, 0, NULL},
 };
 

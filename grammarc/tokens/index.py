@@ -70,7 +70,7 @@ class TokenSet:
         flags = np.zeros(n_words * 32, dtype=bool)
         flags[np.asarray(ids, dtype=np.int64)] = True
         dense = np.frombuffer(np.packbits(flags, bitorder="little"), dtype="<u4").astype(np.uint32)
-        return TokenSet.from_words(dense) or TokenSet(_frozen(dense[:0]), _frozen(np.zeros(0, dtype=np.intp)), 0)
+        return TokenSet.from_words(dense) or TokenSet.empty()
 
     @staticmethod
     def _of_few(ids: np.ndarray, n_words: int) -> "TokenSet":
@@ -86,7 +86,7 @@ class TokenSet:
                                 _frozen(np.array(order, dtype=np.intp)), sum(v.bit_count() for v in packed.values()))
         unique = np.unique(ids)
         if not len(unique):
-            return TokenSet(_frozen(np.zeros(0, dtype=np.uint32)), _frozen(np.zeros(0, dtype=np.intp)), 0)
+            return TokenSet.empty()
         word_of = unique >> 5
         firsts = np.flatnonzero(np.concatenate(([True], word_of[1:] != word_of[:-1])))
         bits = np.bitwise_or.reduceat(np.left_shift(1, unique & 31).astype(np.uint32), firsts)
@@ -96,6 +96,10 @@ class TokenSet:
             dense[words] = bits
             return TokenSet(_frozen(dense), None, len(unique))
         return TokenSet(_frozen(bits.astype(np.uint32)), _frozen(words.astype(np.intp)), len(unique))
+
+    @staticmethod
+    def empty() -> "TokenSet":
+        return TokenSet(_frozen(np.zeros(0, dtype=np.uint32)), _frozen(np.zeros(0, dtype=np.intp)), 0)
 
     @staticmethod
     def union(sets: list["TokenSet"], n_words: int) -> "TokenSet | None":
@@ -591,7 +595,7 @@ class TokenIndex:
             tree = Tree()
         else:
             scan = self._terminal_scan(t, q)
-            inside = _inside_set(scan, self.token_ids, self.n_words)
+            inside = _inside_set(scan, self.tokens, self.n_words)
             tree = self._tree(t, scan.split_rows, scan.split_pos)
         self._inside[(t, q)] = inside
         self._mid[(t, q)] = tree
@@ -788,13 +792,18 @@ _inside_sets: "weakref.WeakKeyDictionary[Scan, TokenSet]" = weakref.WeakKeyDicti
 _inside_sets_lock = threading.Lock()
 
 
-def _inside_set(scan: Scan, token_ids: np.ndarray, n_words: int) -> TokenSet:
-    """`scan.inside` (bool over token rows) as a set of token ids (the scan and the ids
+def _inside_set(scan: Scan, tokens: TokenBytes, n_words: int) -> TokenSet:
+    """`scan.inside` (bool over token rows) as a set of token ids (the scan and the tokens
     belong to one vocabulary)."""
     with _inside_sets_lock:
         found = _inside_sets.get(scan)
     if found is None:
-        found = TokenSet.of(token_ids[scan.inside if scan.ends is None else scan.ends], n_words)
+        if scan.ends is not None:
+            found = TokenSet.of(tokens.ids[scan.ends], n_words)
+        else:
+            words = np.zeros(n_words, dtype=np.uint32)
+            _scan.pack_rows(scan.inside.view(np.uint8), tokens.ids, words)
+            found = TokenSet.from_words(words) or TokenSet.empty()
         with _inside_sets_lock:
             found = _inside_sets.setdefault(scan, found)
     return found
