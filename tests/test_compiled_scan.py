@@ -217,3 +217,29 @@ def test_bad_packing_is_refused(ids, n_words, message):
     with pytest.raises(ValueError) as err:
         _scan.pack_rows(np.ones(2, dtype=np.uint8), np.array(ids, dtype=np.int32), np.zeros(n_words, dtype=np.uint32))
     assert str(err.value) == message
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.binary(min_size=1, max_size=6), min_size=1, max_size=20), st.data())
+def test_next_bytes_are_the_bytes_at_each_position_with_their_counts(tokens, data):
+    packed, offsets, lengths = _packed(tokens)
+    picks = data.draw(st.lists(st.integers(0, len(tokens) - 1), max_size=30))
+    pos = [data.draw(st.integers(0, len(tokens[r]) - 1)) for r in picks]
+    found, counts = _scan.next_bytes(packed, offsets, lengths, np.array(picks, dtype=np.int32),
+                                     np.array(pos, dtype=np.int32))
+    expected = [tokens[r][p] for r, p in zip(picks, pos)]
+    assert list(found) == expected
+    assert np.frombuffer(counts, dtype=np.int64).tolist() == [expected.count(b) for b in range(256)]
+
+
+@pytest.mark.parametrize("rows, pos, message", [
+    ([0], [2], "next_bytes: a row or position is out of range"),  # the end of a token has no next byte
+    ([3], [0], "next_bytes: a row or position is out of range"),
+    ([0], [-1], "next_bytes: a row or position is out of range"),
+    ([0, 1], [0], "next_bytes: inconsistent array sizes"),
+])
+def test_bad_positions_have_no_next_byte(rows, pos, message):
+    data, offsets, lengths = _packed([b"ab", b"b", b"aba"])
+    with pytest.raises(ValueError) as err:
+        _scan.next_bytes(data, offsets, lengths, np.array(rows, dtype=np.int32), np.array(pos, dtype=np.int32))
+    assert str(err.value) == message

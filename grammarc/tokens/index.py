@@ -245,24 +245,29 @@ class _Level:
     suffixes of its opening bytes (`_ByByte`), and then dropped: a level after whitespace
     holds most of the vocabulary, and its arrays would outweigh the parts never read."""
 
-    __slots__ = ("_index", "previous", "rows", "pos", "_next_byte")
+    __slots__ = ("_index", "previous", "rows", "pos", "_next_byte", "_counts")
 
     def __init__(self, index: "TokenIndex", previous: int, rows: np.ndarray, pos: np.ndarray):
         self._index = weakref.ref(index)  # trees are held by their index: no cycle back to it
         self.previous, self.rows, self.pos = previous, rows, pos
         self._next_byte: np.ndarray | None = None
+        self._counts: np.ndarray | None = None  # int64 [256]: how many suffixes each byte starts
 
     def next_byte(self, index: "TokenIndex") -> np.ndarray:
         # Each (row, pos) comes once (one scan makes it) and pos < the token's length (a
         # split is strictly inside the token), so the next byte is there to look at.
         if self._next_byte is None:
-            self._next_byte = index.tokens.byte_at(self.rows, self.pos)
+            tokens = index.tokens
+            found, counts = _scan.next_bytes(tokens.data, tokens.offsets, tokens.lengths, self.rows, self.pos)
+            self._counts = np.frombuffer(counts, dtype=np.int64)
+            self._next_byte = np.frombuffer(found, dtype=np.uint8)
         return self._next_byte
 
     def candidates(self) -> frozenset[int]:
         index = self._index()
         with index._build_lock:  # `_starting` fills the index's per-byte tables
-            return frozenset(index._starting(self.previous, self.next_byte(index)))
+            self.next_byte(index)
+            return frozenset(index._starting(self.previous, np.flatnonzero(self._counts)))
 
     def part(self, tree: Tree, u: int) -> "tuple[TokenSet | None, Tree | None]":
         index = self._index()
@@ -274,7 +279,7 @@ class _Level:
                     found = index._tree_part(self, u, np.flatnonzero(index._openers[u][next_byte]))
                     tree._publish(u, found)
                 else:
-                    by_byte = _ByByte(next_byte)
+                    by_byte = _ByByte(next_byte, self._counts)
                     for v in sorted(tree.candidates - tree._parts.keys()):
                         tree._publish(v, index._tree_part(self, v, by_byte.taking(index._openers[v])))
                     found = tree._parts[u]
@@ -387,10 +392,6 @@ class TokenBytes:
     offsets: np.ndarray  # int64
     data: np.ndarray  # uint8
     sets: np.ndarray  # uint64 [rows, 4]: bit b of a row's words = the token contains byte b (see `_byte_sets`)
-
-    def byte_at(self, rows: np.ndarray, pos: np.ndarray) -> np.ndarray:
-        """The byte at position ``pos[i]`` of row ``rows[i]``, for each i."""
-        return self.data[self.offsets[rows] + pos]
 
 
 def token_bytes(vocab: Vocabulary) -> TokenBytes:
@@ -720,19 +721,17 @@ class TokenIndex:
         (its parts made when first read)."""
         return Tree(_Level(self, previous, rows, pos)) if len(rows) else Tree()
 
-    def _starting(self, previous: int, next_byte: np.ndarray) -> list[int]:
-        """The terminals after `previous` that can start with one of the bytes `next_byte`,
-        in follow order."""
+    def _starting(self, previous: int, present: np.ndarray) -> list[int]:
+        """The terminals after `previous` that can start with one of the bytes `present`
+        (distinct), in follow order."""
         following = self._follow_arrays[previous]
-        if len(next_byte) > 64:
-            present = np.zeros(256, dtype=bool)
-            present[next_byte] = True
+        if len(present) > 16:
             return following[self._openers[following][:, present].any(axis=1)].tolist()
         by_byte = self._by_byte.get(previous)
         if by_byte is None:
             by_byte = self._by_byte[previous] = {}
         found: set[int] = set()
-        for b in set(next_byte.tolist()):
+        for b in present.tolist():
             starting = by_byte.get(b)
             if starting is None:
                 starting = by_byte[b] = following[self._openers[following, b]].tolist()
@@ -766,11 +765,12 @@ class _ByByte:
 
     __slots__ = ("_next_byte", "_order", "_bounds")
 
-    def __init__(self, next_byte: np.ndarray):
+    def __init__(self, next_byte: np.ndarray, counts: np.ndarray | None = None):
+        """`counts`: how many times each byte value is in `next_byte` (counted here if None)."""
         self._next_byte = next_byte
         self._order = np.argsort(next_byte, kind="stable")
         self._bounds = np.zeros(257, dtype=np.int64)
-        np.cumsum(np.bincount(next_byte, minlength=256), out=self._bounds[1:])
+        np.cumsum(np.bincount(next_byte, minlength=256) if counts is None else counts, out=self._bounds[1:])
 
     def taking(self, opens: np.ndarray) -> np.ndarray:
         """The positions whose next byte is one of `opens` (bool [256]), ascending: the same
