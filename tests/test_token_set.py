@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -54,15 +55,26 @@ def test_union_holds_every_token_of_its_parts(n_words, data):
     assert union.ids().tolist() == everything and union.count == len(everything)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=400, deadline=None)
 @given(n_words=st.integers(1, 60), data=st.data())
-def test_sorted_and_flagged_constructions_give_identical_sets(n_words, data):
-    """`of` sorts a few ids and flags many: both must give the same arrays, count and form."""
-    ids = np.array(data.draw(st.lists(st.integers(0, n_words * 32 - 1), max_size=n_words * 12)), dtype=np.int64)
-    few, many = TokenSet._of_few(ids, n_words), TokenSet._of_many(ids, n_words)
-    assert few.count == many.count
-    assert (few.words is None) == (many.words is None)
-    assert few.bits.dtype == many.bits.dtype == np.uint32
-    assert np.array_equal(few.bits, many.bits)
-    if few.words is not None:
-        assert np.array_equal(few.words, many.words) and few.words.dtype == many.words.dtype
+def test_sorted_and_flagged_constructions_give_the_form_the_words_decide(n_words, data):
+    """`of` sorts a few ids (fewer than a quarter of the words) and flags many: either way the
+    set is sparse exactly when its non-zero words are at most an eighth of the vocabulary's,
+    with those words ascending, their bits, and the count of distinct ids."""
+    ids = data.draw(st.lists(st.integers(0, n_words * 32 - 1), max_size=n_words * 12))
+    got = TokenSet.of(np.array(ids, dtype=np.int64), n_words)
+    expected = reference(ids, n_words)
+    nonzero = np.flatnonzero(expected)
+    assert got.count == len(set(ids)) and got.bits.dtype == np.uint32
+    if len(nonzero) * 8 > n_words:
+        assert got.words is None and got.bits.tolist() == expected.tolist()
+    else:
+        assert got.words.dtype == np.intp and got.words.tolist() == nonzero.tolist()
+        assert got.bits.tolist() == expected[nonzero].tolist()
+    assert not got.bits.flags.writeable and (got.words is None or not got.words.flags.writeable)
+
+
+@pytest.mark.parametrize("ids", [[-1], [64]])
+def test_ids_outside_the_vocabulary_are_refused(ids):
+    with pytest.raises(ValueError, match="pack_ids: a token id is out of range"):
+        TokenSet.of(np.array(ids, dtype=np.int64), 2)

@@ -38,11 +38,6 @@ from grammarc.tokens.scan_cache import AFTER_FIRST_BYTE, FROM_START, Scan, Termi
 from grammarc.tokens.vocabulary import Vocabulary
 
 
-# `TokenSet.of` sorts the ids when there are fewer than one per this many words of the
-# vocabulary's bitmask, and flags every token otherwise.
-SORT_FACTOR = 4
-
-
 @dataclass(frozen=True, eq=False, slots=True)
 class TokenSet:
     """A set of token ids laid out to be OR-ed into a packed bitmask (uint32 words, bit
@@ -58,44 +53,11 @@ class TokenSet:
 
     @staticmethod
     def of(ids: np.ndarray, n_words: int) -> "TokenSet":
-        ids = np.asarray(ids, dtype=np.int64)
-        if len(ids) * SORT_FACTOR < n_words:
-            return TokenSet._of_few(ids, n_words)
-        return TokenSet._of_many(ids, n_words)
-
-    @staticmethod
-    def _of_many(ids: np.ndarray, n_words: int) -> "TokenSet":
-        """`of` by one flag per token, packed: linear in the vocabulary, no sorting (an
-        inside mask can hold 100k+ ids)."""
-        flags = np.zeros(n_words * 32, dtype=bool)
-        flags[np.asarray(ids, dtype=np.int64)] = True
-        dense = np.frombuffer(np.packbits(flags, bitorder="little"), dtype="<u4").astype(np.uint32)
-        return TokenSet.from_words(dense) or TokenSet.empty()
-
-    @staticmethod
-    def _of_few(ids: np.ndarray, n_words: int) -> "TokenSet":
-        """`of` for a few ids: sorting them costs less than a flag per vocabulary token
-        (most sets of a token tree hold a handful of ids). Same sets, same forms."""
-        if len(ids) <= 16:  # most sets of a token tree: cheaper in Python than in NumPy
-            packed: dict[int, int] = {}
-            for i in ids.tolist():
-                packed[i >> 5] = packed.get(i >> 5, 0) | 1 << (i & 31)
-            if len(packed) * 8 <= n_words and packed:
-                order = sorted(packed)
-                return TokenSet(_frozen(np.array([packed[w] for w in order], dtype=np.uint32)),
-                                _frozen(np.array(order, dtype=np.intp)), sum(v.bit_count() for v in packed.values()))
-        unique = np.unique(ids)
-        if not len(unique):
-            return TokenSet.empty()
-        word_of = unique >> 5
-        firsts = np.flatnonzero(np.concatenate(([True], word_of[1:] != word_of[:-1])))
-        bits = np.bitwise_or.reduceat(np.left_shift(1, unique & 31).astype(np.uint32), firsts)
-        words = word_of[firsts]
-        if len(words) * 8 > n_words:  # as `from_words` decides
-            dense = np.zeros(n_words, dtype=np.uint32)
-            dense[words] = bits
-            return TokenSet(_frozen(dense), None, len(unique))
-        return TokenSet(_frozen(bits.astype(np.uint32)), _frozen(words.astype(np.intp)), len(unique))
+        """The set of `ids` (any order, repeats allowed; `grammarc.tokens._scan.pack_ids`
+        sorts a few and flags many), sparse or dense as its non-zero words decide."""
+        bits, words, count = _scan.pack_ids(np.ascontiguousarray(ids, dtype=np.int64), n_words)
+        return TokenSet(np.frombuffer(bits, dtype=np.uint32),
+                        None if words is None else np.frombuffer(words, dtype=np.intp), count)
 
     @staticmethod
     def empty() -> "TokenSet":
