@@ -243,3 +243,22 @@ def test_bad_positions_have_no_next_byte(rows, pos, message):
     with pytest.raises(ValueError) as err:
         _scan.next_bytes(data, offsets, lengths, np.array(rows, dtype=np.int32), np.array(pos, dtype=np.int32))
     assert str(err.value) == message
+
+
+@given(st.binary(max_size=300))
+def test_ordering_by_byte_is_a_stable_sort(data):
+    next_byte = np.frombuffer(data, dtype=np.uint8)
+    counts = np.bincount(next_byte, minlength=256).astype(np.int64)
+    got = np.frombuffer(_scan.order_by_byte(next_byte, counts), dtype=np.int32)
+    assert got.tolist() == np.argsort(next_byte, kind="stable").tolist()
+
+
+@pytest.mark.parametrize("counts, message", [
+    (np.zeros(255, dtype=np.int64), "order_by_byte: counts is not 256 int64"),
+    (np.zeros(256, dtype=np.int64), "order_by_byte: counts do not count next_byte"),
+    (np.bincount([2, 1], minlength=256).astype(np.int64), "order_by_byte: counts do not count next_byte"),
+])
+def test_counts_that_do_not_count_the_bytes_are_refused(counts, message):
+    with pytest.raises(ValueError) as err:
+        _scan.order_by_byte(np.array([1, 1], dtype=np.uint8), counts)
+    assert str(err.value) == message

@@ -361,6 +361,38 @@ done:
     return result;
 }
 
+/* order_by_byte(next_byte, counts): the positions of `next_byte` (uint8) grouped by byte value,
+ * ascending within a group (int32, as bytes): a stable counting sort, given how many times
+ * each byte value comes (int64 [256], from `next_bytes`). A big token tree level picks each
+ * terminal's suffixes by their next byte from it. */
+static PyObject *order_by_byte(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer next = {0}, counts = {0};
+    PyObject *result = NULL;
+    if (!PyArg_ParseTuple(args, "y*y*", &next, &counts)) return NULL;
+    if (counts.len != 256 * (Py_ssize_t)sizeof(int64_t)) {
+        PyErr_SetString(PyExc_ValueError, "order_by_byte: counts is not 256 int64");
+        goto done;
+    }
+    const uint8_t *b = next.buf;
+    const int64_t *c = counts.buf;
+    Py_ssize_t n = next.len, at[256], total = 0;
+    for (int v = 0; v < 256; v++) at[v] = total, total += c[v];
+    int64_t seen[256] = {0};
+    for (Py_ssize_t i = 0; i < n; i++) seen[b[i]]++;
+    if (total != n || memcmp(seen, c, sizeof seen)) {
+        PyErr_SetString(PyExc_ValueError, "order_by_byte: counts do not count next_byte");
+        goto done;
+    }
+    result = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int32_t));
+    if (!result) goto done;
+    int32_t *out = (int32_t *)PyBytes_AS_STRING(result);
+    for (Py_ssize_t i = 0; i < n; i++) out[at[b[i]]++] = (int32_t)i;
+done:
+    PyBuffer_Release(&next), PyBuffer_Release(&counts);
+    return result;
+}
+
 static int compare_ids(const void *a, const void *b) {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
     return (x > y) - (x < y);
@@ -441,6 +473,7 @@ static PyMethodDef methods[] = {
     {"pack_rows", pack_rows, METH_VARARGS, "OR the flagged rows' token ids into a packed mask."},
     {"next_bytes", next_bytes, METH_VARARGS, "The byte at each (row, position), and their counts."},
     {"pack_ids", pack_ids, METH_VARARGS, "A TokenSet's arrays and count for some token ids."},
+    {"order_by_byte", order_by_byte, METH_VARARGS, "Positions grouped by their byte (a counting sort)."},
     {NULL, NULL, 0, NULL},
 };
 

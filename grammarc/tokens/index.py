@@ -729,10 +729,11 @@ class _ByByte:
 
     def __init__(self, next_byte: np.ndarray, counts: np.ndarray | None = None):
         """`counts`: how many times each byte value is in `next_byte` (counted here if None)."""
+        counts = np.bincount(next_byte, minlength=256).astype(np.int64) if counts is None else counts
         self._next_byte = next_byte
-        self._order = np.argsort(next_byte, kind="stable")
+        self._order = np.frombuffer(_scan.order_by_byte(next_byte, counts), dtype=np.int32)
         self._bounds = np.zeros(257, dtype=np.int64)
-        np.cumsum(np.bincount(next_byte, minlength=256) if counts is None else counts, out=self._bounds[1:])
+        np.cumsum(counts, out=self._bounds[1:])
 
     def taking(self, opens: np.ndarray) -> np.ndarray:
         """The positions whose next byte is one of `opens` (bool [256]), ascending: the same
