@@ -573,9 +573,7 @@ class TokenIndex:
         lo, hi = self._first_byte_ranges(t, q)
         if int((hi - lo).sum()) < PERSIST_MIN_ROWS:
             end_rows, _, split_rows, split_pos = self._scan_ranges(t, lo, hi, 0, q)
-            inside = np.zeros(len(self.token_ids), dtype=bool)
-            inside[end_rows] = True
-            return Scan(inside, split_rows, split_pos, end_rows)
+            return Scan(None, split_rows, split_pos, end_rows)
         store = self._store(t, q)
         scan = store.get(FROM_START)
         if scan is None:

@@ -50,18 +50,18 @@ _ARRAYS = ("states", "inside", "split_offsets", "split_rows", "split_pos")
 class Scan:
     """The vocabulary scanned through a terminal from one DFA state.
 
-    `inside`: bool over token rows, the tokens whose bytes all stay inside the terminal.
+    `inside`: bool over token rows, the tokens whose bytes all stay inside the terminal; or
+    None for a narrow scan (never stored), whose few rows `ends` lists instead (a flag per
+    vocabulary token cost more than the walk).
     (`split_rows`, `split_pos`): where the terminal may end strictly inside a token.
     Compared and hashed by identity (its arrays are not hashable): indexes key what they
     derive from a shared scan on the scan itself.
     """
 
-    inside: np.ndarray
+    inside: np.ndarray | None
     split_rows: np.ndarray
     split_pos: np.ndarray
-    # The rows of `inside`, ascending, as the walk gave them: kept by a narrow scan (never
-    # stored), whose few tokens are cheaper to read from them than from `inside`.
-    ends: np.ndarray | None = field(default=None, repr=False)
+    ends: np.ndarray | None = field(default=None, repr=False)  # a narrow scan's inside rows, ascending
 
     @property
     def nbytes(self) -> int:
