@@ -458,7 +458,7 @@ class TokenIndex:
         self.token_ids = self.tokens.ids  # row -> token id
         self.size = vocab.size
         self.n_words = -(-vocab.size // 32)
-        self._all = TokenSet.of(self.token_ids, self.n_words)
+        self._all: TokenSet | None = None  # every normal token: any!'s first part, made on first use
         self._inside: dict[tuple[int, int], TokenSet] = {}
         self._inside_within: dict[tuple[int, int, int], TokenSet] = {}  # token-limited terminals only
         self._ends: dict[tuple[int, int], dict[int, TokenSet]] = {}
@@ -554,7 +554,9 @@ class TokenIndex:
     def _build_state_locked(self, t: int, q: int) -> None:
         terminal = self.terminals[t]
         if terminal.any_token:
-            inside = self._all if q == 0 else TokenSet.of(np.zeros(0, dtype=np.int64), self.n_words)
+            if q == 0 and self._all is None:
+                self._all = TokenSet.of(self.token_ids, self.n_words)
+            inside = self._all if q == 0 else TokenSet.empty()
             tree = Tree()
         else:
             scan = self._terminal_scan(t, q)
