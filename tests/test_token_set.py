@@ -78,3 +78,21 @@ def test_sorted_and_flagged_constructions_give_the_form_the_words_decide(n_words
 def test_ids_outside_the_vocabulary_are_refused(ids):
     with pytest.raises(ValueError, match="pack_ids: a token id is out of range"):
         TokenSet.of(np.array(ids, dtype=np.int64), 2)
+
+
+@settings(max_examples=300, deadline=None)
+@given(n_words=st.integers(1, 60), data=st.data())
+def test_a_packed_mask_becomes_the_set_of_its_bits(n_words, data):
+    """`from_words`: None for an all-zero mask, else the same form and arrays as `of` gives for
+    the ids whose bits are set."""
+    words = np.array(data.draw(st.lists(st.integers(0, 2**32 - 1) | st.just(0), min_size=n_words,
+                                        max_size=n_words)), dtype=np.uint32)
+    got = TokenSet.from_words(words)
+    ids = [32 * w + b for w in range(n_words) for b in range(32) if int(words[w]) >> b & 1]
+    if not ids:
+        assert got is None
+        return
+    expected = TokenSet.of(np.array(ids, dtype=np.int64), n_words)
+    assert got.count == expected.count == len(ids)
+    assert got.bits.tolist() == expected.bits.tolist()
+    assert (got.words is None and expected.words is None) or got.words.tolist() == expected.words.tolist()

@@ -393,6 +393,39 @@ done:
     return result;
 }
 
+/* The (bits, words, count) of a TokenSet whose packed mask is `dense` (n_words words): its
+ * non-zero words and their numbers when they are at most an eighth of all (sparse), else
+ * every word and None (dense). */
+static PyObject *set_of_dense(const uint32_t *dense, Py_ssize_t n_words) {
+    Py_ssize_t k = 0, count = 0;
+    for (Py_ssize_t w = 0; w < n_words; w++)
+        if (dense[w]) k++, count += __builtin_popcount(dense[w]);
+    if (k * 8 > n_words) return Py_BuildValue("(y#On)", (const char *)dense, n_words * 4, Py_None, count);
+    PyObject *bits = PyBytes_FromStringAndSize(NULL, k * 4);
+    PyObject *words = PyBytes_FromStringAndSize(NULL, k * (Py_ssize_t)sizeof(Py_ssize_t));
+    if (!bits || !words) {
+        Py_XDECREF(bits), Py_XDECREF(words);
+        return NULL;
+    }
+    uint32_t *b = (uint32_t *)PyBytes_AS_STRING(bits);
+    Py_ssize_t *n = (Py_ssize_t *)PyBytes_AS_STRING(words);
+    for (Py_ssize_t w = 0, j = 0; w < n_words; w++)
+        if (dense[w]) n[j] = w, b[j++] = dense[w];
+    return Py_BuildValue("(NNn)", bits, words, count);
+}
+
+/* pack_words(words): `set_of_dense` of a packed mask (uint32): what a union of sets ORed
+ * together is made into, without NumPy's passes (non-zero words, their bits, a count). */
+static PyObject *pack_words(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer words = {0};
+    if (!PyArg_ParseTuple(args, "y*", &words)) return NULL;
+    PyObject *result = need(&words, sizeof(uint32_t), "words") ? NULL
+                                                               : set_of_dense(words.buf, words.len / (Py_ssize_t)sizeof(uint32_t));
+    PyBuffer_Release(&words);
+    return result;
+}
+
 static int compare_ids(const void *a, const void *b) {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
     return (x > y) - (x < y);
@@ -442,16 +475,8 @@ static PyObject *pack_ids(PyObject *self, PyObject *args) {
     } else { /* many: flag them in a dense mask, then keep its non-zero words if they are few */
         if (!(dense = calloc((size_t)(n_words ? n_words : 1), 4))) goto nomem;
         for (Py_ssize_t i = 0; i < n; i++) dense[id[i] >> 5] |= (uint32_t)1 << (id[i] & 31);
-        for (Py_ssize_t w = 0; w < n_words; w++)
-            if (dense[w]) k++, count += __builtin_popcount(dense[w]);
-        if (k * 8 <= n_words) {
-            if (!(bits = malloc((size_t)(k ? k : 1) * 4)) || !(words = malloc((size_t)(k ? k : 1) * sizeof(Py_ssize_t))))
-                goto nomem;
-            for (Py_ssize_t w = 0, j = 0; w < n_words; w++)
-                if (dense[w]) words[j] = w, bits[j++] = dense[w];
-            free(dense);
-            dense = NULL;
-        }
+        result = set_of_dense(dense, n_words);
+        goto done;
     }
     if (dense)
         result = Py_BuildValue("(y#On)", (const char *)dense, n_words * 4, Py_None, count);
@@ -474,9 +499,10 @@ static PyMethodDef methods[] = {
     {"next_bytes", next_bytes, METH_VARARGS, "The byte at each (row, position), and their counts."},
     {"pack_ids", pack_ids, METH_VARARGS, "A TokenSet's arrays and count for some token ids."},
     {"order_by_byte", order_by_byte, METH_VARARGS, "Positions grouped by their byte (a counting sort)."},
+    {"pack_words", pack_words, METH_VARARGS, "A TokenSet's arrays and count for a packed mask."},
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_scan", "The token index's walk over a DFA.", -1, methods};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_scan", "The token index's inner loops.", -1, methods};
 
 PyMODINIT_FUNC PyInit__scan(void) { return PyModule_Create(&module); }

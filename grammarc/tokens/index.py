@@ -55,9 +55,7 @@ class TokenSet:
     def of(ids: np.ndarray, n_words: int) -> "TokenSet":
         """The set of `ids` (any order, repeats allowed; `grammarc.tokens._scan.pack_ids`
         sorts a few and flags many), sparse or dense as its non-zero words decide."""
-        bits, words, count = _scan.pack_ids(np.ascontiguousarray(ids, dtype=np.int64), n_words)
-        return TokenSet(np.frombuffer(bits, dtype=np.uint32),
-                        None if words is None else np.frombuffer(words, dtype=np.intp), count)
+        return TokenSet._of_packed(_scan.pack_ids(np.ascontiguousarray(ids, dtype=np.int64), n_words)) or TokenSet.empty()
 
     @staticmethod
     def empty() -> "TokenSet":
@@ -78,15 +76,17 @@ class TokenSet:
 
     @staticmethod
     def from_words(acc: np.ndarray) -> "TokenSet | None":
-        """The set of a packed bitmask (taken over, not copied); None when it is empty."""
-        words = np.flatnonzero(acc)
-        if not len(words):
+        """The set of a packed bitmask (uint32; `grammarc.tokens._scan.pack_words`); None when
+        it is empty."""
+        return TokenSet._of_packed(_scan.pack_words(acc))
+
+    @staticmethod
+    def _of_packed(packed: tuple[bytes, bytes | None, int]) -> "TokenSet | None":
+        bits, words, count = packed
+        if not count:
             return None
-        count = int(np.bitwise_count(acc[words]).sum()) if hasattr(np, "bitwise_count") else int(
-            np.unpackbits(acc[words].view(np.uint8)).sum())
-        if len(words) * 8 > len(acc):
-            return TokenSet(_frozen(acc), None, count)
-        return TokenSet(_frozen(acc[words]), _frozen(words.astype(np.intp)), count)
+        return TokenSet(np.frombuffer(bits, dtype=np.uint32), None if words is None else np.frombuffer(words, dtype=np.intp),
+                        count)
 
     @property
     def nbytes(self) -> int:
