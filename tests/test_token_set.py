@@ -96,3 +96,19 @@ def test_a_packed_mask_becomes_the_set_of_its_bits(n_words, data):
     assert got.count == expected.count == len(ids)
     assert got.bits.tolist() == expected.bits.tolist()
     assert (got.words is None and expected.words is None) or got.words.tolist() == expected.words.tolist()
+
+
+@pytest.mark.parametrize("bits, words, message", [
+    ([1, 2], None, "or_into: a dense set is not as long as the mask"),
+    ([1], [4], "or_into: a word is out of range"),
+    ([1], [-1], "or_into: a word is out of range"),
+    ([1, 2], [0], "or_into: inconsistent array sizes"),
+])
+def test_sets_that_do_not_fit_the_mask_are_refused(bits, words, message):
+    from grammarc.tokens import _scan
+
+    acc = np.zeros(4, dtype=np.uint32)
+    with pytest.raises(ValueError) as err:
+        _scan.or_into(acc, np.array(bits, dtype=np.uint32), None if words is None else np.array(words, dtype=np.intp))
+    assert str(err.value) == message
+    assert not acc.any()

@@ -94,10 +94,8 @@ class TokenSet:
         return 150 + self.bits.nbytes + (0 if self.words is None else self.words.nbytes)
 
     def or_into(self, acc: np.ndarray) -> None:
-        if self.words is None:
-            np.bitwise_or(acc, self.bits, out=acc)
-        else:
-            acc[self.words] |= self.bits
+        """OR the set into `acc`, a packed mask (uint32 words, writable)."""
+        _scan.or_into(acc, self.bits, self.words)
 
     def ids(self) -> np.ndarray:
         """The token ids, sorted (for tests and reports)."""
