@@ -59,6 +59,7 @@ class TokenSet:
 
     @staticmethod
     def empty() -> "TokenSet":
+        """The set of no tokens (sparse: OR-ing it touches nothing)."""
         return TokenSet(_frozen(np.zeros(0, dtype=np.uint32)), _frozen(np.zeros(0, dtype=np.intp)), 0)
 
     @staticmethod
@@ -213,7 +214,8 @@ class _Level:
         self._next_byte: np.ndarray | None = None
         self._counts: np.ndarray | None = None  # int64 [256]: how many suffixes each byte starts
 
-    def next_byte(self, index: "TokenIndex") -> np.ndarray:
+    def next_bytes(self, index: "TokenIndex") -> tuple[np.ndarray, np.ndarray]:
+        """(each suffix's next byte, how many suffixes each byte value starts)."""
         # Each (row, pos) comes once (one scan makes it) and pos < the token's length (a
         # split is strictly inside the token), so the next byte is there to look at.
         if self._next_byte is None:
@@ -221,25 +223,25 @@ class _Level:
             found, counts = _scan.next_bytes(tokens.data, tokens.offsets, tokens.lengths, self.rows, self.pos)
             self._counts = np.frombuffer(counts, dtype=np.int64)
             self._next_byte = np.frombuffer(found, dtype=np.uint8)
-        return self._next_byte
+        return self._next_byte, self._counts
 
     def candidates(self) -> frozenset[int]:
         index = self._index()
         with index._build_lock:  # `_starting` fills the index's per-byte tables
-            self.next_byte(index)
-            return frozenset(index._starting(self.previous, np.flatnonzero(self._counts)))
+            _, counts = self.next_bytes(index)
+            return frozenset(index._starting(self.previous, np.flatnonzero(counts)))
 
     def part(self, tree: Tree, u: int) -> "tuple[TokenSet | None, Tree | None]":
         index = self._index()
         with index._build_lock:
             found = tree._parts.get(u)
             if found is None:
-                next_byte = self.next_byte(index)
+                next_byte, counts = self.next_bytes(index)
                 if len(next_byte) < BUCKETED_ROWS:
                     found = index._tree_part(self, u, np.flatnonzero(index._openers[u][next_byte]))
                     tree._publish(u, found)
                 else:
-                    by_byte = _ByByte(next_byte, self._counts)
+                    by_byte = _ByByte(next_byte, counts)
                     for v in sorted(tree.candidates - tree._parts.keys()):
                         tree._publish(v, index._tree_part(self, v, by_byte.taking(index._openers[v])))
                     found = tree._parts[u]
@@ -388,9 +390,9 @@ _first_bytes = _Recent(VOCABULARIES_KEPT)
 # shared (and on-disk) store.
 PERSIST_MIN_ROWS = 4096
 # A wide scan reads the rows whose first byte leads to state p from p's shared scan after a
-# first byte when they are at least this share of the vocabulary (`_scan_composed`): then
-# p's scan of every token costs little more than the walk it replaces, and p (a string
-# body, whitespace) is one that many grammars reach.
+# first byte when they are at least this share of the vocabulary (`_scan_composed`; 3% of
+# Llama-3 is ~3,800 rows, a UTF-8 lead byte's worth): fewer are cheaper to walk than to
+# look a shared scan up for.
 SHIFTED_MIN_SHARE = 0.03
 
 
