@@ -94,8 +94,12 @@ def test_scans_equal_brute_force_scans(grammar, persist_min_rows, shifted_min_sh
     the order one walk gives them."""
     monkeypatch.setattr(index_module, "PERSIST_MIN_ROWS", persist_min_rows)
     monkeypatch.setattr(index_module, "SHIFTED_MIN_SHARE", shifted_min_share)
+    monkeypatch.setattr(index_module, "SHIFTED_AFTER", 0.0)  # made on the first request
     monkeypatch.setattr(scan_cache, "_registry", scan_cache.ScanRegistry())  # no scans from other tests
     index = TokenIndex(grammar.compile(), VOCAB)
+    composed = []
+    monkeypatch.setattr(index, "_scan_after_first_byte",
+                        lambda t, p: composed.append(p) or TokenIndex._scan_after_first_byte(index, t, p))
     for t, terminal in enumerate(index.terminals):
         if terminal.any_token:
             continue
@@ -106,6 +110,8 @@ def test_scans_equal_brute_force_scans(grammar, persist_min_rows, shifted_min_sh
             assert (scan.inside is None) == (persist_min_rows > 0), (t, q)  # narrow scans list their rows
             assert inside.tolist() == sorted(ends), (t, q)
             assert list(zip(scan.split_rows.tolist(), scan.split_pos.tolist())) == sorted(splits), (t, q)
+    if shifted_min_share != 0.5:  # composed from shared scans: all stored ones with share 0, none with 2
+        assert bool(composed) == (persist_min_rows == 0 and shifted_min_share == 0), composed
 
 
 @settings(max_examples=60, deadline=None)

@@ -394,6 +394,9 @@ PERSIST_MIN_ROWS = 4096
 # Llama-3 is ~3,800 rows, a UTF-8 lead byte's worth): fewer are cheaper to walk than to
 # look a shared scan up for.
 SHIFTED_MIN_SHARE = 0.03
+# ... and makes p's shared scan once the requests for it asked for this many vocabularies'
+# worth of rows (`_shifted_scan`): what the scan costs to make.
+SHIFTED_AFTER = 1.0
 
 
 def first_byte_starts(vocab: Vocabulary, tokens: TokenBytes) -> np.ndarray:
@@ -598,8 +601,9 @@ class TokenIndex:
         a state no grammar had before, such as a key's trie state after the opening quote,
         sends most tokens to states that every grammar has (the body of any string, a
         UTF-8 character's continuation). Those rows are sliced out of the shared scans, the
-        others walked. A shared scan is made on its language's second request: a state met
-        once (a length counter's) is cheaper to walk in part than to scan whole."""
+        others walked. A shared scan is made once earlier requests needed as many rows as
+        it walks (`_shifted_scan`): a state met once (a length counter's) is cheaper to walk
+        in part than to scan whole."""
         dfa = self.terminals[t].dfa
         targets = np.asarray(dfa.trans[q])
         starts = first_byte_starts(self.vocab, self.tokens)
@@ -607,7 +611,7 @@ class TokenIndex:
         sizes = np.bincount(targets[live], weights=starts[live + 1] - starts[live], minlength=dfa.n_states)
         n_rows = len(self.token_ids)
         shifted = {p: scan for p in np.flatnonzero((sizes > 0) & (sizes >= SHIFTED_MIN_SHARE * n_rows)).tolist()
-                   for scan in [self._shifted_scan(t, p)] if scan is not None}
+                   for scan in [self._shifted_scan(t, p, int(sizes[p]))] if scan is not None}
         walked = live[~np.isin(targets[live], list(shifted))]
         inside = np.zeros(n_rows, dtype=bool)
         _, _, split_rows, split_pos = self._scan_ranges(t, *_joined(starts[walked], starts[walked + 1]), 0, q,
@@ -625,12 +629,15 @@ class TokenIndex:
         order = np.argsort(split_rows, kind="stable")  # by row, as one walk gives them
         return Scan(inside, split_rows[order], split_pos[order])
 
-    def _shifted_scan(self, t: int, p: int) -> Scan | None:
-        """The shared scan of `p`'s language after a first byte; made on its second request
-        in this process (None on the first)."""
+    def _shifted_scan(self, t: int, p: int, rows: int) -> Scan | None:
+        """The shared scan of `p`'s language after a first byte, for `rows` of it; None until
+        the requests for it, this one included, asked for as many rows as it walks (the
+        whole vocabulary): made on the second request for a string body (most of the
+        vocabulary each time), the twentieth for a UTF-8 continuation (a lead byte's ~5%),
+        never for a state met once."""
         store = self._store(t, p)
         scan = store.get(AFTER_FIRST_BYTE)
-        if scan is None and store.asked(AFTER_FIRST_BYTE):
+        if scan is None and store.ask(AFTER_FIRST_BYTE, rows) >= SHIFTED_AFTER * len(self.token_ids):
             scan = store.put(AFTER_FIRST_BYTE, self._scan_after_first_byte(t, p))
         return scan
 

@@ -80,7 +80,7 @@ class TerminalScans:
     def __init__(self, dfa_key: str, vocab_key: str, rows: int, registry: "ScanRegistry | None" = None):
         self.dfa_key, self.vocab_key, self.rows = dfa_key, vocab_key, rows
         self._scans: dict[int, Scan] = {}
-        self._asked: set[int] = set()  # slots asked for (`asked`), never written out
+        self._asked: dict[int, int] = {}  # slot -> rows asked of it so far (`ask`), never written out
         self._nbytes = 0  # running total, reported to the registry as it grows
         self._registry = registry
         self._dirty = False
@@ -93,12 +93,12 @@ class TerminalScans:
     def get(self, state: int) -> Scan | None:
         return self._scans.get(state)
 
-    def asked(self, state: int) -> bool:
-        """Whether `state` was asked of this store before (in this process; this ask counted)."""
+    def ask(self, state: int, rows: int) -> int:
+        """Count an ask for `state` that needs `rows` of its scan; returns the rows all asks of
+        this process needed so far, this one included (in memory only)."""
         with self._lock:
-            seen = state in self._asked
-            self._asked.add(state)
-            return seen
+            total = self._asked[state] = self._asked.get(state, 0) + rows
+            return total
 
     def put(self, state: int, scan: Scan) -> Scan:
         """Keep `scan` unless another thread kept one first; returns the one kept."""
