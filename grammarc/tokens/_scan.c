@@ -1,4 +1,8 @@
-/* Walking vocabulary tokens through a terminal's DFA: the inner loop of the token index.
+/* Walking vocabulary tokens through a terminal's DFA: the inner loop of the token index,
+ * and beside it the index's other per-mask loops (each's contract is at its definition):
+ * pack_rows (a scan's inside rows as a mask over token ids), next_bytes and order_by_byte
+ * (a token tree level's suffixes by their next byte), pack_ids, pack_words and or_into
+ * (TokenSet: made from ids or a packed mask, OR-ed into one).
  *
  * grammarc.tokens.index builds, for a lexer item (terminal t in DFA state q), the tokens
  * that stay inside t and the places where t can end strictly inside a token. Token trees

@@ -6,7 +6,10 @@ accepts from that state (grammarc.automata.suffix.suffix_key) and the vocabulary
 the grammar around the terminal. JSON strings, numbers and whitespace appear in most
 grammars, so their scans are computed once per vocabulary and reused: in memory for the
 process, and on disk across processes. The token index stores only wide scans here
-(grammarc.tokens.index.PERSIST_MIN_ROWS); narrow ones are cheaper to redo.
+(grammarc.tokens.index.PERSIST_MIN_ROWS); narrow ones are cheaper to redo. A language's
+store holds its scan from its start and, once asked for enough rows of it, its scan after a
+first byte, which the scans of states that lead to it are composed from
+(grammarc.tokens.index.TokenIndex._scan_composed).
 
 In memory: the scans most recently used, up to ``$GRAMMARC_SCAN_MEMORY_MB`` (default 256)
 and `MAX_STORES` languages; the least recently used are written out and dropped (an index
@@ -90,20 +93,20 @@ class TerminalScans:
         if self.path is not None and self.path.exists():
             self._load()
 
-    def get(self, state: int) -> Scan | None:
-        return self._scans.get(state)
+    def get(self, slot: int) -> Scan | None:
+        return self._scans.get(slot)
 
-    def ask(self, state: int, rows: int) -> int:
-        """Count an ask for `state` that needs `rows` of its scan; returns the rows all asks of
+    def ask(self, slot: int, rows: int) -> int:
+        """Count an ask for `slot` that needs `rows` of its scan; returns the rows all asks of
         this process needed so far, this one included (in memory only)."""
         with self._lock:
-            total = self._asked[state] = self._asked.get(state, 0) + rows
+            total = self._asked[slot] = self._asked.get(slot, 0) + rows
             return total
 
-    def put(self, state: int, scan: Scan) -> Scan:
+    def put(self, slot: int, scan: Scan) -> Scan:
         """Keep `scan` unless another thread kept one first; returns the one kept."""
         with self._lock:
-            kept = self._scans.setdefault(state, scan)
+            kept = self._scans.setdefault(slot, scan)
             if kept is not scan:
                 return kept
             self._dirty = True
