@@ -59,6 +59,39 @@ def test_round_trip_through_disk(cache):
     assert _same(first, _visit_all(TokenIndex(compiled, VOCAB)))
 
 
+def test_scans_after_a_first_byte_round_trip_and_compose_the_same_masks(cache, monkeypatch):
+    """A language's scan after a first byte (the slot scans of other states are composed
+    from) is written beside its scan from the start and read back: a new process composes
+    from the loaded one and builds the same index, without walking it again."""
+    monkeypatch.setattr(token_index_module, "SHIFTED_MIN_SHARE", 0.0)
+    monkeypatch.setattr(token_index_module, "SHIFTED_AFTER", 0.0)
+    compiled = GRAMMAR.compile()
+    first = _visit_all(TokenIndex(compiled, VOCAB))
+    slots = {slot for store in scan_cache._registry.values() for slot in store._scans}
+    assert slots == {scan_cache.FROM_START, scan_cache.AFTER_FIRST_BYTE}
+    saved = {(store.dfa_key, slot): scan for store in scan_cache._registry.values()
+             for slot, scan in store._scans.items()}
+    scan_cache.save_all()
+    scan_cache._registry.clear()  # a new process: only the disk remains
+    assert _same(first, _visit_all(TokenIndex(compiled, VOCAB)))
+    loaded = {(store.dfa_key, slot): scan for store in scan_cache._registry.values()
+              for slot, scan in store._scans.items()}
+    assert loaded.keys() == saved.keys()
+    for key, scan in loaded.items():
+        assert scan is not saved[key]
+        assert np.array_equal(scan.inside, saved[key].inside), key
+        assert np.array_equal(scan.split_rows, saved[key].split_rows), key
+        assert np.array_equal(scan.split_pos, saved[key].split_pos), key
+    for store in scan_cache._registry.values():  # as if no scan from the start were stored:
+        store._scans.pop(scan_cache.FROM_START, None)  # each is composed from the loaded slots
+    made, composed = [], []
+    monkeypatch.setattr(TokenIndex, "_scan_after_first_byte", lambda self, t, p: made.append(p))
+    compose = TokenIndex._scan_composed
+    monkeypatch.setattr(TokenIndex, "_scan_composed", lambda self, t, q: composed.append(q) or compose(self, t, q))
+    assert _same(first, _visit_all(TokenIndex(compiled, VOCAB)))
+    assert composed and made == []  # composed again, every scan after a first byte from disk
+
+
 def test_scans_are_shared_between_grammars(cache):
     def item_terminal(index):
         return next(t for t, term in enumerate(index.terminals) if term.dfa.matches(b"12") and term.dfa.matches(b'"a"'))
