@@ -44,10 +44,8 @@ import random
 import re
 import resource
 import select
-import shutil
 import signal
 import sys
-import tempfile
 import time
 import traceback
 import warnings
@@ -1095,24 +1093,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-@contextlib.contextmanager
-def _disk_cache(directory: Path | None) -> Iterator[None]:
-    """grammarc's disk cache for the run: `directory`, or a fresh temporary one (removed
-    after), so that no earlier run's compiled grammars or scans are found."""
-    cache = Path(tempfile.mkdtemp(prefix="maskbench-cache-")) if directory is None else directory
-    previous = os.environ.get("GRAMMARC_CACHE_DIR")
-    os.environ["GRAMMARC_CACHE_DIR"] = str(cache)
-    try:
-        yield
-    finally:
-        if previous is None:
-            os.environ.pop("GRAMMARC_CACHE_DIR", None)
-        else:
-            os.environ["GRAMMARC_CACHE_DIR"] = previous
-        if directory is None:
-            shutil.rmtree(cache, ignore_errors=True)
-
-
 def main(argv: list[str] | None = None) -> tuple[list, dict]:
     args = parse_args(argv)
     engines = ["grammarc"] + ([] if args.peer == ["none"] else [p for p in PEERS if args.peer is None or p in args.peer])
@@ -1120,7 +1100,7 @@ def main(argv: list[str] | None = None) -> tuple[list, dict]:
     cases = load_cases(args.data)
     if not cases:
         sys.exit(f"no MaskBench files in {args.data}")
-    with _disk_cache(args.cache_dir):
+    with ml.disk_cache(args.cache_dir, "maskbench"):
         if args.mode in ("pass", "compile"):
             cases = select_cases(cases, only=args.only, limit=args.limit, sample=args.sample, seed=args.seed)
             print(f"{len(cases)} schemas from {args.data}; engines: {', '.join(engines)}", flush=True)
