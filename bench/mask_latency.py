@@ -388,8 +388,6 @@ def disk_cache(directory: Path | None, name: str) -> Iterator[None]:
             shutil.rmtree(cache, ignore_errors=True)
 
 
-
-
 @dataclass
 class Result:
     workload: str
