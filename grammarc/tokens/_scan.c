@@ -193,13 +193,15 @@ static int setup(Walk *w, Common *c, PyObject *trans_obj, Py_ssize_t q) {
     return 0;
 }
 
-/* Whether row `r` indexes the tokens, `p` lies within it and it lies within the data (checked
- * once, before the walk, so the walk needs no bounds checks). */
-static int row_ok(const Common *c, Py_ssize_t r, Py_ssize_t p) {
-    const int32_t *len = c->lengths.buf;
-    const int64_t *off = c->offsets.buf;
-    Py_ssize_t n_rows = c->lengths.len / (Py_ssize_t)sizeof(int32_t);
-    return r >= 0 && r < n_rows && p >= 0 && p <= len[r] && off[r] >= 0 && off[r] + len[r] <= c->data.len;
+/* Whether row `r` indexes the tokens (lengths int32 and offsets int64, one per row), `p`
+ * lies within it (its end included) and it lies within the data (checked once, before a
+ * loop, so the loop needs no bounds checks). */
+static int row_ok(const Py_buffer *lengths, const Py_buffer *offsets, const Py_buffer *data, Py_ssize_t r,
+                  Py_ssize_t p) {
+    const int32_t *len = lengths->buf;
+    const int64_t *off = offsets->buf;
+    Py_ssize_t n_rows = lengths->len / (Py_ssize_t)sizeof(int32_t);
+    return r >= 0 && r < n_rows && p >= 0 && p <= len[r] && off[r] >= 0 && off[r] + len[r] <= data->len;
 }
 
 static PyObject *finish(Walk *w, int failed) {
@@ -214,6 +216,7 @@ static PyObject *finish(Walk *w, int failed) {
 }
 
 static PyObject *scan(PyObject *self, PyObject *args) {
+    (void)self;
     PyObject *trans_obj, *result = NULL;
     Common c = {0};
     Py_buffer rows = {0}, pos = {0};
@@ -231,7 +234,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     Py_ssize_t n = rows.len / (Py_ssize_t)sizeof(int32_t);
     const int32_t *r = rows.buf, *p = pos.buf;
     for (Py_ssize_t i = 0; i < n; i++)
-        if (!row_ok(&c, r[i], p[i])) {
+        if (!row_ok(&c.lengths, &c.offsets, &c.data, r[i], p[i])) {
             PyErr_SetString(PyExc_ValueError, "scan: a row or position is out of range");
             goto done;
         }
@@ -247,6 +250,7 @@ done:
 }
 
 static PyObject *scan_ranges(PyObject *self, PyObject *args) {
+    (void)self;
     PyObject *trans_obj, *inside_obj, *result = NULL;
     Common c = {0};
     Py_buffer lo = {0}, hi = {0}, inside = {0};
@@ -275,7 +279,7 @@ static PyObject *scan_ranges(PyObject *self, PyObject *args) {
     const int64_t *a = lo.buf, *b = hi.buf;
     for (Py_ssize_t i = 0; i < k; i++)
         for (Py_ssize_t r = a[i]; r < b[i]; r++)
-            if (!row_ok(&c, r, start)) {
+            if (!row_ok(&c.lengths, &c.offsets, &c.data, r, start)) {
                 PyErr_SetString(PyExc_ValueError, "scan_ranges: a row or position is out of range");
                 goto done;
             }
@@ -350,8 +354,7 @@ static PyObject *next_bytes(PyObject *self, PyObject *args) {
     const int64_t *off = offsets.buf;
     const int32_t *len = lengths.buf, *r = rows.buf, *p = pos.buf;
     for (Py_ssize_t i = 0; i < n; i++) {
-        if (r[i] < 0 || r[i] >= n_rows || p[i] < 0 || p[i] >= len[r[i]] || off[r[i]] < 0 ||
-            off[r[i]] + len[r[i]] > data.len) {
+        if (!row_ok(&lengths, &offsets, &data, r[i], p[i]) || p[i] == len[r[i]]) { /* the end has no next byte */
             PyErr_SetString(PyExc_ValueError, "next_bytes: a row or position is out of range");
             goto done;
         }
@@ -512,21 +515,14 @@ static PyObject *pack_ids(PyObject *self, PyObject *args) {
             if (!k || words[k - 1] != w) words[k] = w, bits[k++] = 0;
             bits[k - 1] |= (uint32_t)1 << (sorted[i] & 31);
         }
-        if (k * 8 > n_words) { /* as many words as a dense set is worth */
-            if (!(dense = calloc((size_t)n_words, 4))) goto nomem;
-            for (Py_ssize_t j = 0; j < k; j++) dense[words[j]] = bits[j];
-        }
+        /* sparse: k <= n words, and n * 8 < n_words */
+        result = Py_BuildValue("(y#y#n)", (const char *)bits, k * 4, (const char *)words,
+                               k * (Py_ssize_t)sizeof(Py_ssize_t), count);
     } else { /* many: flag them in a dense mask, then keep its non-zero words if they are few */
         if (!(dense = calloc((size_t)(n_words ? n_words : 1), 4))) goto nomem;
         for (Py_ssize_t i = 0; i < n; i++) dense[id[i] >> 5] |= (uint32_t)1 << (id[i] & 31);
         result = set_of_dense(dense, n_words);
-        goto done;
     }
-    if (dense)
-        result = Py_BuildValue("(y#On)", (const char *)dense, n_words * 4, Py_None, count);
-    else
-        result = Py_BuildValue("(y#y#n)", (const char *)bits, k * 4, (const char *)words,
-                               k * (Py_ssize_t)sizeof(Py_ssize_t), count);
     goto done;
 nomem:
     PyErr_NoMemory();
