@@ -131,6 +131,17 @@ def test_duplicate_bytes_keep_both_ids():
     assert v.ids_for(b"a") == (1,) and v.ids_for(b"zz") == ()
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.binary(max_size=3), min_size=1, max_size=30), st.data())
+def test_ids_for_is_every_id_with_those_bytes(tokens, data):
+    """Oracle: a scan of every id (duplicates, empty tokens, special ids, absent bytes)."""
+    special = data.draw(st.sets(st.integers(0, len(tokens) - 1), max_size=3))
+    v = Vocabulary.from_bytes(tokens, special_token_ids=special)
+    for probe in [*tokens, b"", b"\x00", b"zz", bytearray(b"a")]:
+        expected = tuple(i for i, t in enumerate(v.tokens) if t and t == bytes(probe))
+        assert v.ids_for(probe) == expected, (tokens, special, probe)
+
+
 @pytest.mark.parametrize(
     "kwargs, message",
     [

@@ -191,15 +191,25 @@ class Vocabulary:
 
     def ids_for(self, data: bytes) -> tuple[int, ...]:
         """All ids whose bytes are exactly `data` (several when tokens are duplicated)."""
-        return self._by_bytes.get(bytes(data), ())
+        data = bytes(data)
+        first, duplicated = self._by_bytes
+        i = first.get(data) if data else None
+        return () if i is None else duplicated.get(data, (i,))
 
     @cached_property
-    def _by_bytes(self) -> dict[bytes, tuple[int, ...]]:
-        out: dict[bytes, list[int]] = {}
-        for i, t in enumerate(self.tokens):
+    def _by_bytes(self) -> tuple[dict[bytes, int], dict[bytes, tuple[int, ...]]]:
+        """bytes -> smallest id, and bytes -> all ids for the few bytes several ids share.
+        Built with C-level loops (~20 ms for 131k tokens, a tenth of a Python loop's): the
+        first steered token of a session waits for it."""
+        n = len(self.tokens)
+        first = dict(zip(reversed(self.tokens), range(n - 1, -1, -1)))
+        smallest = np.fromiter(map(first.__getitem__, self.tokens), dtype=np.int64, count=n)
+        duplicated: dict[bytes, list[int]] = {}
+        for i in np.flatnonzero(smallest != np.arange(n)).tolist():
+            t = self.tokens[i]
             if t:
-                out.setdefault(t, []).append(i)
-        return {k: tuple(v) for k, v in out.items()}
+                duplicated.setdefault(t, [first[t]]).append(i)
+        return first, {k: tuple(v) for k, v in duplicated.items()}
 
     def decode(self, ids: Iterable[int]) -> bytes:
         """Concatenated bytes of `ids` (special ids add nothing)."""
