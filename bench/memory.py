@@ -93,7 +93,7 @@ def one_off(vocab, encode, n: int) -> dict:
     from grammarc.tokens import scan_cache
 
     directory = scan_cache.cache_dir()
-    before_files = set(directory.rglob("*.npz")) if directory and directory.exists() else set()
+    before_files = set(directory.rglob(f"*{scan_cache.SUFFIX}")) if directory and directory.exists() else set()
     gc.collect()
     rss0 = rss_mb()
     refs = []
@@ -111,7 +111,7 @@ def one_off(vocab, encode, n: int) -> dict:
     alive_cached = sum(r() is not None for r in refs)
     _compile_cached.cache_clear()
     gc.collect()
-    after_files = set(directory.rglob("*.npz")) if directory and directory.exists() else set()
+    after_files = set(directory.rglob(f"*{scan_cache.SUFFIX}")) if directory and directory.exists() else set()
     return {
         "grammars": n,
         "rss_growth_mb": round(rss_mb() - rss0, 1),

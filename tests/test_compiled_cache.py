@@ -25,7 +25,8 @@ from grammarc.automata.comb import CombTable
 from grammarc.ir import nodes
 from grammarc.lowering import compiled_cache, compiler
 from grammarc.lowering.compiler import compile_grammar
-from test_scan_cache import _meta
+from test_scan_cache import _meta, _rewrite  # a container re-saved with edited arrays or header
+from grammarc import diskstore
 
 ROOT = Path(__file__).resolve().parents[1]
 MASKBENCH = ROOT.parent / "shared" / "data" / "maskbench-dev"
@@ -254,21 +255,6 @@ def _only_file(cache_dir: Path) -> Path:
     return path
 
 
-def _rewrite(path: Path, edit) -> None:
-    """Re-save the file with `edit` applied to its arrays: a well-formed zip whose content
-    changed (damage only our own header and checksum can see)."""
-    with np.load(path, allow_pickle=False) as data:
-        arrays = {name: data[name].copy() for name in data.files}
-    edit(arrays)
-    _save(path, **arrays)
-
-
-def _save(path: Path, **arrays) -> None:
-    with open(path, "wb") as handle:  # np.savez would append .npz to a path
-        np.savez(handle, **arrays)
-
-
-
 def _bump(name: str):
     def apply(arrays):
         arrays[name] = arrays[name].copy()
@@ -277,10 +263,10 @@ def _bump(name: str):
 
 
 DAMAGE = {
-    "garbage": lambda path: path.write_bytes(b"not a zip file"),
+    "garbage": lambda path: path.write_bytes(b"not a cache file"),
     "truncated": lambda path: path.write_bytes(path.read_bytes()[: path.stat().st_size // 2]),
     "empty": lambda path: path.write_bytes(b""),
-    "pickle": lambda path: _save(path, meta=np.array([{"a": 1}], dtype=object)),  # pickled objects are refused
+    "other-container": lambda path: path.write_bytes(diskstore.pack({"version": 2}, {"ints": np.zeros(3)})),
     "other-format-version": lambda path: _rewrite(path, _meta(lambda m: m.__setitem__("version", 99))),
     "other-package": lambda path: _rewrite(path, _meta(lambda m: m.__setitem__("package", "0.0.0-other"))),
     "other-key": lambda path: _rewrite(path, _meta(lambda m: m.__setitem__("key", "0" * 48))),

@@ -15,8 +15,10 @@ from grammarc.automata.suffix import suffix_key
 from grammarc.tokens import index as token_index_module
 from grammarc.tokens import scan_cache
 from grammarc.tokens.index import TokenIndex
+from grammarc import diskstore
 
 GRAMMAR = Grammar.from_ebnf(r"""start ::= '[' item (', ' item)* ']' ; item ::= #'"[a-z]*"' | #'[0-9]+' ;""")
+FILES = f"*{scan_cache.SUFFIX}"
 VOCAB = Vocabulary.from_bytes(
     [b"[", b"]", b", ", b'"', b'"a', b'a"', b"ab", b"1", b"12", b'"]', b"1]", b", 3", b'", "', b""],
     eos_token_ids=[13],
@@ -48,7 +50,7 @@ def test_round_trip_through_disk(cache):
     compiled = GRAMMAR.compile()
     first = _visit_all(TokenIndex(compiled, VOCAB))
     scan_cache.save_all()
-    files = sorted(cache.rglob("*.npz"))
+    files = sorted(cache.rglob(FILES))
     # one file per language a terminal accepts from one of its states (scans are keyed by it)
     languages = {suffix_key(term.dfa, q) for term in compiled.terminals for q in range(term.dfa.n_states)}
     assert sorted(f.stem for f in files) == sorted(languages)
@@ -104,24 +106,32 @@ def test_scans_are_shared_between_grammars(cache):
     assert second._terminal_scan(item_terminal(second), 0) is scan
 
 
+def _without_arrays(path) -> None:
+    """The same header, rightly checksummed, and no arrays."""
+    meta, _ = diskstore.unpack(path.read_bytes())
+    meta.pop("checksum")
+    diskstore.write(path, meta, {})
+
+
 @pytest.mark.parametrize(
     "damage",
     [
-        lambda path: path.write_bytes(b"not a zip file"),
+        lambda path: path.write_bytes(b"not a cache file"),
         lambda path: path.write_bytes(path.read_bytes()[:50]),
-        lambda path: np.savez(path, meta=np.frombuffer(b'{"version": 99}', dtype=np.uint8)),
-        lambda path: np.savez(path, meta=np.array([{"a": 1}], dtype=object)),  # pickled objects are refused
+        lambda path: path.write_bytes(path.read_bytes()[:-1]),
+        lambda path: path.write_bytes(diskstore.pack({"version": 99}, {})),
+        lambda path: _without_arrays(path),
     ],
-    ids=["garbage", "truncated", "other-version", "pickle"],
+    ids=["garbage", "truncated", "last-byte-cut", "other-version", "no-arrays"],
 )
 def test_unreadable_files_are_ignored_with_a_warning_and_rewritten(cache, damage):
     compiled = GRAMMAR.compile()
     expected = _visit_all(TokenIndex(compiled, VOCAB))
     scan_cache.save_all()
-    path = sorted(cache.rglob("*.npz"))[0]
+    path = sorted(cache.rglob(FILES))[0]
     damage(path)
     scan_cache._registry.clear()
-    with pytest.warns(GrammarWarning, match=r"ignoring unreadable index cache .*\.npz: "):
+    with pytest.warns(GrammarWarning, match=r"ignoring unreadable index cache .*\.scans: "):
         got = _visit_all(TokenIndex(compiled, VOCAB))
     assert _same(expected, got)
     scan_cache.save_all()  # rewritten whole
@@ -135,19 +145,20 @@ def test_cache_can_be_turned_off(tmp_path, monkeypatch):
     _visit_all(TokenIndex(GRAMMAR.compile(), VOCAB))
     scan_cache.save_all()
     assert scan_cache.cache_dir() is None
-    assert not list(tmp_path.rglob("*.npz"))
+    assert not list(tmp_path.rglob(FILES))
 
 
 def _rewrite(path, edit) -> bool:
-    """Re-save a cache file with `edit` applied to its arrays: a well-formed zip (valid
-    CRCs) whose content was changed — damage that only our own checksum can see."""
-    with np.load(path, allow_pickle=False) as data:
-        arrays = {name: data[name].copy() for name in data.files}
-    before = {name: a.copy() for name, a in arrays.items()}
+    """Re-save a cache file with `edit` applied to its arrays and header (as array "meta"):
+    a well-formed container whose content changed — damage only our own checksum can see.
+    True when the file changed."""
+    original = path.read_bytes()
+    meta, stored = diskstore.unpack(original)
+    arrays = {name: a.copy() for name, a in stored.items()}
+    arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8).copy()
     edit(arrays)
-    with open(path, "wb") as handle:
-        np.savez(handle, **arrays)
-    return any(not np.array_equal(before[name], arrays[name]) for name in before) or before.keys() != arrays.keys()
+    path.write_bytes(diskstore.pack(json.loads(bytes(arrays.pop("meta")).decode()), arrays))
+    return path.read_bytes() != original
 
 
 def _flip_inside_bit(arrays) -> None:
@@ -177,7 +188,7 @@ def test_damaged_content_gives_one_warning_and_the_fresh_masks(cache, edit, why)
     expected = _visit_all(TokenIndex(compiled, VOCAB))
     scan_cache.save_all()
     damaged = 0
-    for path in sorted(cache.rglob("*.npz")):
+    for path in sorted(cache.rglob(FILES)):
         if not _rewrite(path, edit):
             continue  # nothing to damage in this file (no splits)
         damaged += 1
@@ -200,7 +211,7 @@ def test_every_flipped_byte_gives_the_fresh_masks(cache):
     compiled = GRAMMAR.compile()
     expected = _visit_all(TokenIndex(compiled, VOCAB))
     scan_cache.save_all()
-    path = max(cache.rglob("*.npz"), key=lambda p: p.stat().st_size)
+    path = max(cache.rglob(FILES), key=lambda p: p.stat().st_size)
     original = path.read_bytes()
     for offset in range(0, len(original), max(1, len(original) // 97)):
         damaged = bytearray(original)
@@ -236,7 +247,7 @@ def test_the_cache_directory_keeps_under_its_limit_least_recently_used_first(cac
     compiled = GRAMMAR.compile()
     _visit_all(TokenIndex(compiled, VOCAB))
     scan_cache.save_all()
-    paths = sorted(cache.rglob("*.npz"))
+    paths = sorted(cache.rglob(FILES))
     assert len(paths) >= 3
     for age, path in enumerate(paths):  # paths[0] oldest
         os.utime(path, (1_000_000 + age, 1_000_000 + age))
@@ -244,19 +255,18 @@ def test_the_cache_directory_keeps_under_its_limit_least_recently_used_first(cac
     limit_mb = (sum(sizes[2:]) + 1) / (1 << 20)  # room for all but the two oldest
     monkeypatch.setenv("GRAMMARC_CACHE_MAX_MB", repr(limit_mb))
     assert scan_cache.enforce_cache_limit() == 2
-    assert sorted(cache.rglob("*.npz")) == paths[2:]
+    assert sorted(cache.rglob(FILES)) == paths[2:]
     # loading a file marks it used: it outlives files that were written later
     scan_cache._registry.clear()
     store = scan_cache.terminal_scans(*_key_of(paths[2]), len(TokenIndex(compiled, VOCAB).token_ids))
     assert store.get(0) is not None
     monkeypatch.setenv("GRAMMARC_CACHE_MAX_MB", repr((sizes[2] + 1) / (1 << 20)))
     scan_cache.enforce_cache_limit()
-    assert sorted(cache.rglob("*.npz")) == [paths[2]]
+    assert sorted(cache.rglob(FILES)) == [paths[2]]
 
 
 def _key_of(path):
-    with np.load(path, allow_pickle=False) as data:
-        meta = json.loads(bytes(data["meta"]).decode())
+    meta, _ = diskstore.unpack(path.read_bytes())
     return meta["dfa"], meta["vocab"]
 
 

@@ -3,9 +3,9 @@
 Compiling a big grammar (a Kubernetes JSON Schema) takes a large part of a second and its
 result depends only on the grammar's IR, the compile options and grammarc's code. The
 compiler (grammarc.lowering.compiler) keeps the compiled grammars of the process in an
-in-memory LRU cache; behind it, this module keeps them on disk, one file ``KEY.grammar``
-(a numpy ``.npz`` archive) per (IR, options) under ``grammars/v1/`` of grammarc's cache
-directory (`grammarc.diskstore`: ``$GRAMMARC_CACHE_DIR``, else ``$XDG_CACHE_HOME/grammarc``,
+in-memory LRU cache; behind it, this module keeps them on disk, one file ``KEY.grammar`` per
+(IR, options) under ``grammars/v2/`` of grammarc's cache directory (`grammarc.diskstore`:
+its container format; ``$GRAMMARC_CACHE_DIR``, else ``$XDG_CACHE_HOME/grammarc``,
 else ``~/.cache/grammarc``; ``GRAMMARC_CACHE_DIR=off`` turns it off). The files take at most
 ``$GRAMMARC_GRAMMAR_CACHE_MAX_MB`` (default 256): the least recently used go first, checked
 each time a process has written 1/32 of the limit and when it exits. Only grammars that
@@ -52,8 +52,8 @@ from grammarc.errors import GrammarWarning
 from grammarc.ir.nodes import Grammar
 from grammarc.lowering.lr import Bnf, LRTables, Production
 
-FORMAT_VERSION = 1
-SUFFIX = ".grammar"  # numpy .npz archives; not ``.npz``, which the scan cache's limit counts
+FORMAT_VERSION = 2  # 2: diskstore's container instead of numpy .npz archives
+SUFFIX = ".grammar"  # not one of the scan cache's suffixes, which its own limit counts
 LIMIT_VARIABLE = "GRAMMARC_GRAMMAR_CACHE_MAX_MB"
 DEFAULT_LIMIT_MB = 256
 _DENSE, _COMB = 0, 1
@@ -159,7 +159,7 @@ def enforce_limit() -> int:
     directory = diskstore.cache_dir()
     if directory is None:
         return 0
-    return diskstore.enforce_limit(directory / "grammars", suffix=SUFFIX, variable=LIMIT_VARIABLE,
+    return diskstore.enforce_limit(directory / "grammars", suffixes=(SUFFIX,), variable=LIMIT_VARIABLE,
                                    default_mb=DEFAULT_LIMIT_MB)
 
 

@@ -15,10 +15,10 @@ In memory: the scans most recently used, up to ``$GRAMMARC_SCAN_MEMORY_MB`` (def
 and `MAX_STORES` languages; the least recently used are written out and dropped (an index
 keeps its own masks, so dropping a scan costs only a reload or a rescan).
 
-On disk: one ``.npz`` file per (language key, vocabulary) under ``v3/`` of grammarc's
+On disk: one ``.scans`` file per (language key, vocabulary) under ``v5/`` of grammarc's
 cache directory, written and checked by `grammarc.diskstore` (``$GRAMMARC_CACHE_DIR``, else
 ``$XDG_CACHE_HOME/grammarc``, else ``~/.cache/grammarc``; ``GRAMMARC_CACHE_DIR=off``
-disables it): plain numpy arrays and a JSON header, never pickled. The header holds the
+disables it): plain numeric arrays and a JSON header in one flat container, never pickled. The header holds the
 format version, the grammarc version, the keys and a BLAKE2b checksum of every array: a
 file whose header or checksum does not match (a flipped bit, a truncated write, another
 version) is ignored with a `GrammarWarning`, recomputed and rewritten — never read as a
@@ -43,7 +43,8 @@ from grammarc import diskstore
 from grammarc.diskstore import DEFAULT_CACHE_MAX_MB, cache_dir, enforce_limit as enforce_cache_limit, package_version
 from grammarc.errors import GrammarWarning
 
-FORMAT_VERSION = 4  # 3: the checksum covers the header too (grammarc.diskstore); 4: token rows sorted by bytes
+FORMAT_VERSION = 5  # 3: the checksum covers the header too; 4: token rows sorted by bytes; 5: diskstore's container
+SUFFIX = diskstore.SCAN_SUFFIXES[0]
 DEFAULT_MEMORY_MB = 256
 MAX_STORES = 4096  # languages kept in memory at once, whatever their size
 _ARRAYS = ("states", "inside", "split_offsets", "split_rows", "split_pos")
@@ -89,7 +90,7 @@ class TerminalScans:
         self._dirty = False
         self._lock = threading.Lock()
         directory = cache_dir()
-        self.path = None if directory is None else directory / f"v{FORMAT_VERSION}" / vocab_key[:24] / f"{dfa_key[:40]}.npz"
+        self.path = None if directory is None else directory / f"v{FORMAT_VERSION}" / vocab_key[:24] / f"{dfa_key[:40]}{SUFFIX}"
         if self.path is not None and self.path.exists():
             self._load()
 
@@ -135,8 +136,9 @@ class TerminalScans:
                 raise ValueError("array shapes do not match the header")
             for i, state in enumerate(states.tolist()):
                 lo, hi = int(offsets[i]), int(offsets[i + 1])
-                mask = np.unpackbits(inside[i], count=self.rows).astype(bool)
-                scan = self._scans[state] = Scan(mask, rows[lo:hi].astype(np.int32), pos[lo:hi].astype(np.int32))
+                mask = np.unpackbits(inside[i], count=self.rows).view(bool)
+                scan = self._scans[state] = Scan(mask, rows[lo:hi].astype(np.int32, copy=False),
+                                                 pos[lo:hi].astype(np.int32, copy=False))
                 self._nbytes += scan.nbytes
             diskstore.touch(self.path)
             _remember(self)
