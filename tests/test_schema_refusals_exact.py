@@ -354,6 +354,27 @@ def test_several_contains_agree_with_jsonschema(schema, values):
         assert got == expected, (schema, v, expected)
 
 
+def test_unique_items_of_a_few_values_after_a_prefix_are_exact():
+    # refused once: every subset of its 11 values at every position counted 6,144 states
+    schema = {"uniqueItems": True, "items": {"type": ["boolean", "null"]},
+              "prefixItems": [{"enum": [1, 1.0, 2, [1], {"k": 1}]}, {"enum": [0, 1, 2, 3, 4, 5]}]}
+    grammar, validator = Grammar.from_json_schema(schema), exact_validator(schema)
+    pool = _pool(schema)
+    for size in range(5):
+        for items in itertools.product(pool, repeat=size) if size < 4 else [[2, 3, True, None], [1, 0, True, True]]:
+            text = json.dumps(list(items))
+            assert grammar.accepts(text) == validator.is_valid(json.loads(text, parse_float=Decimal)), text
+
+
+def test_unique_items_beyond_the_state_budget_are_refused_with_the_count():
+    # one listed prefix position of 12 values, then any of the 12: 1 + 12 + 12 * (2**12 - 2) states
+    values = list(range(12))
+    with pytest.raises(UnsupportedSchemaError) as info:
+        Grammar.from_json_schema({"uniqueItems": True, "prefixItems": [{"enum": values}], "items": {"enum": values}})
+    assert info.value.pointer == "#/uniqueItems"
+    assert str(info.value).endswith("distinct items of 12 values need 49141 states (limit 4096)")
+
+
 # -- 3. uniqueItems over listed item values -------------------------------------------------
 
 LISTED = st.sampled_from([{"enum": [1, "a", None]}, {"type": "boolean"}, {"type": ["boolean", "null"]},

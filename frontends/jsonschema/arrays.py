@@ -99,7 +99,7 @@ class Arrays:
         top = n if hi is None else min(hi, n)
         if lo > top:
             return None
-        states = sum(comb(n, k) for k in range(top + 1)) * (len(sets) + 1)
+        states = _unique_states(allowed, top)
         if n > MAX_UNIQUE_VALUES or states > MAX_UNIQUE_STATES:
             return f"distinct items of {n} values need {states} states (limit {MAX_UNIQUE_STATES})"
         items = {i: self.literal_value(v, depth + 1) for i, v in values.values()}
@@ -311,3 +311,23 @@ class Arrays:
         if not parts:
             return None
         return parts[0] if len(parts) == 1 else Alt(tuple(parts))
+
+
+def _unique_states(allowed: list[frozenset[int]], top: int) -> int:
+    """A bound on the (position, values used) states of `_array_unique`: ``allowed[i]`` are
+    the values prefix position i takes, the last entry those of every later position, and
+    at most `top` items are written. At prefix position i the values used are i of those
+    the first i positions take; after the prefix, the prefix's choice plus some of the rest's
+    values. (Counting every subset of every value at every position refused small schemas:
+    two enums of 4 and 6 values and three booleans and null "needed" 6,144 states.)"""
+    prefix = len(allowed) - 1
+    taken: frozenset[int] = frozenset()  # the values the first i positions take
+    states = 0
+    for i in range(min(top, prefix) + 1):
+        states += comb(len(taken), i)
+        if i < prefix:
+            taken |= allowed[i]
+    if top > prefix:
+        rest = len(allowed[prefix])
+        states += comb(len(taken), prefix) * sum(comb(rest, j) for j in range(1, min(rest, top - prefix) + 1))
+    return states
