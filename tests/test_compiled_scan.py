@@ -262,3 +262,74 @@ def test_counts_that_do_not_count_the_bytes_are_refused(counts, message):
     with pytest.raises(ValueError) as err:
         _scan.order_by_byte(np.array([1, 1], dtype=np.uint8), counts)
     assert str(err.value) == message
+
+
+def _agree_oracle(trans, accept, q: int, p: int, limit: int) -> int:
+    """The largest d <= limit such that q and p die alike and accept alike on every string
+    of up to d bytes (-1: on the empty string already), by enumerating the strings over the
+    bytes some state takes (any other byte kills both)."""
+    alphabet = [b for b in range(256) if (trans[:, b] >= 0).any()]
+    level = [(q, p)]
+    for depth in range(limit + 1):
+        if any(x >= 0 and bool(accept[x]) != bool(accept[y]) for x, y in level):
+            return depth - 1
+        if depth == limit:
+            return limit
+        nxt = []
+        for x, y in level:
+            if x < 0:  # both dead (else found below): every longer string too
+                continue
+            for b in alphabet:
+                a, c = int(trans[x, b]), int(trans[y, b])
+                if (a < 0) != (c < 0):
+                    return depth
+                nxt.append((a, c))
+        level = nxt
+    return limit
+
+
+@settings(max_examples=300, deadline=None)
+@given(case=cases(), p=st.integers(0, 5), limit=st.integers(0, 6), comb=st.booleans())
+def test_agree_depth_is_how_deep_two_states_die_and_accept_alike(case, p, limit, comb):
+    trans, accept, *_ = case
+    p = p % len(trans)
+    q = case[-1]
+    expected = _agree_oracle(trans, accept, q, p, limit)
+    if comb:
+        table = CombTable.from_dense(trans)
+        got = _scan.agree_depth(None, table.base, table.check, table.next, accept, q, p, limit)
+    else:
+        got = _scan.agree_depth(trans, b"", b"", b"", accept, q, p, limit)
+    assert got == expected
+    assert _scan.agree_depth(trans, b"", b"", b"", accept, q, q, limit) == limit  # a state agrees with itself
+
+
+@settings(max_examples=300, deadline=None)
+@given(case=cases(), p=st.integers(0, 5))
+def test_tokens_no_longer_than_the_agreement_scan_alike(case, p):
+    """What `TokenIndex._scan_near` relies on: two states that agree up to d bytes give
+    every token of at most d bytes the same walk (end, splits)."""
+    trans, accept, data, offsets, lengths, _, _, q = case
+    p = p % len(trans)
+    depth = _scan.agree_depth(trans, b"", b"", b"", accept, q, p, 8)
+    rows = np.flatnonzero(lengths <= depth).astype(np.int32)
+    zero = np.zeros(len(rows), dtype=np.int32)
+    from_q = _compiled(trans, accept, data, offsets, lengths, rows, zero, q, False)
+    from_p = _compiled(trans, accept, data, offsets, lengths, rows, zero, p, False)
+    assert [from_q[0].tolist(), *(x.tolist() for x in from_q[2:])] == [from_p[0].tolist(), *(x.tolist() for x in from_p[2:])]
+
+
+@pytest.mark.parametrize(
+    "q, p, limit, message",
+    [
+        (2, 0, 3, "agree_depth: a state or the limit is out of range"),
+        (0, -1, 3, "agree_depth: a state or the limit is out of range"),
+        (0, 1, -1, "agree_depth: a state or the limit is out of range"),
+    ],
+)
+def test_agree_depth_refuses_states_it_does_not_have(q, p, limit, message):
+    trans = np.full((2, 256), -1, dtype=np.int32)
+    with pytest.raises(ValueError, match=f"^{message}$"):
+        _scan.agree_depth(trans, b"", b"", b"", np.zeros(2, dtype=bool), q, p, limit)
+    with pytest.raises(ValueError, match="^agree_depth: inconsistent array sizes$"):
+        _scan.agree_depth(trans, b"", b"", b"", np.zeros(3, dtype=bool), 0, 0, 1)

@@ -135,3 +135,44 @@ def test_suffix_code_refuses_a_table_that_is_not_256_wide():
     table[0, 7] = 5
     with pytest.raises(ValueError, match="suffix_code: a target out of range"):
         _core.suffix_code(table, np.zeros(1, dtype=np.uint8), 0)
+
+
+COUNTED = [
+    Grammar.from_json_schema({"type": "object", "properties": {"s": {"type": "string", "minLength": 2, "maxLength": 9}}}),
+    Grammar.from_ebnf("start ::= #'[ab]{2,11}' (';' #'x{0,6}')? ;"),
+]
+COUNTED_VOCAB = Vocabulary.from_bytes(
+    [bytes([b]) for b in range(256)]
+    + [b"a" * k for k in range(2, 15)] + [b"ab" * k for k in range(1, 6)] + [b"x" * k for k in range(2, 8)]
+    + [b'a"', b'aaaa"', b'", ', b'"}', b"a;x", b"ba;xxx", b"\xc3\xa9" * 3, b"\\n" * 2, b"\\u00e9a"]
+    + [b"<eos>"],
+    eos_token_ids=[256 + 13 + 5 + 6 + 9],
+)
+
+
+@pytest.mark.parametrize("grammar", COUNTED, ids=["maxLength", "ebnf-counts"])
+@pytest.mark.parametrize("enough, most", [(None, None), (0.0, None), (None, 1.0)],
+                         ids=["defaults", "compare-to-the-longest", "walk-any-share"])
+@pytest.mark.parametrize("backwards", [False, True], ids=["forwards", "backwards"])
+def test_scans_read_off_a_neighbour_equal_brute_force_scans(grammar, enough, most, backwards, monkeypatch):
+    """A length counter's states scan as their neighbours but for the tokens longer than
+    the characters they have left (`TokenIndex._scan_near`): the same rows and splits, in
+    the same order, as a walk of every token, whichever state is met first."""
+    monkeypatch.setattr(index_module, "PERSIST_MIN_ROWS", 0)
+    if enough is not None:
+        monkeypatch.setattr(index_module, "NEAR_ENOUGH_SHARE", enough)
+    if most is not None:
+        monkeypatch.setattr(index_module, "NEAR_MAX_SHARE", most)
+    monkeypatch.setattr(scan_cache, "_registry", scan_cache.ScanRegistry())
+    index = TokenIndex(grammar.compile(), COUNTED_VOCAB)
+    near = []
+    monkeypatch.setattr(index, "_scan_near",
+                        lambda t, q: near.append(found := TokenIndex._scan_near(index, t, q)) or found)
+    for t, terminal in enumerate(index.terminals):
+        states = range(terminal.dfa.n_states)
+        for q in reversed(states) if backwards else states:
+            scan = index._terminal_scan(t, q)
+            ends, splits = _brute_scan(index, t, q)
+            assert np.flatnonzero(scan.inside).tolist() == sorted(ends), (t, q)
+            assert list(zip(scan.split_rows.tolist(), scan.split_pos.tolist())) == sorted(splits), (t, q)
+    assert sum(found is not None for found in near) >= 5  # the counters' states were read off their neighbours

@@ -2,7 +2,8 @@
  * and beside it the index's other per-mask loops (each's contract is at its definition):
  * pack_rows (a scan's inside rows as a mask over token ids), next_bytes and order_by_byte
  * (a token tree level's suffixes by their next byte), pack_ids, pack_words and or_into
- * (TokenSet: made from ids or a packed mask, OR-ed into one).
+ * (TokenSet: made from ids or a packed mask, OR-ed into one), agree_depth (how far two
+ * states of a DFA behave alike, so one's scan can stand for the other's short tokens).
  *
  * grammarc.tokens.index builds, for a lexer item (terminal t in DFA state q), the tokens
  * that stay inside t and the places where t can end strictly inside a token. Token trees
@@ -161,9 +162,9 @@ static void release_common(Common *c) {
     if (c->trans.obj) PyBuffer_Release(&c->trans);
 }
 
-/* Fill `w` from the common buffers (trans_obj: the dense table or None); -1 with an error set. */
-static int setup(Walk *w, Common *c, PyObject *trans_obj, Py_ssize_t q) {
-    Table *t = &w->t;
+/* Fill `t` from the table buffers of `c` (trans_obj: the dense table or None) and check
+ * `accept` against it; -1 with an error set (its messages name `who`). */
+static int setup_table(Table *t, Common *c, PyObject *trans_obj, const char *who) {
     if (trans_obj != Py_None) {
         if (PyObject_GetBuffer(trans_obj, &c->trans, PyBUF_C_CONTIGUOUS) < 0) return -1;
         if (need(&c->trans, 256 * sizeof(int32_t), "trans")) return -1;
@@ -177,12 +178,22 @@ static int setup(Walk *w, Common *c, PyObject *trans_obj, Py_ssize_t q) {
         t->n_states = c->base.len / (Py_ssize_t)sizeof(int64_t);
         t->comb_size = c->check.len / (Py_ssize_t)sizeof(int32_t);
     }
+    if (c->accept.len != t->n_states) {
+        PyErr_Format(PyExc_ValueError, "%s: inconsistent array sizes", who);
+        return -1;
+    }
+    return 0;
+}
+
+/* Fill `w` from the common buffers (trans_obj: the dense table or None); -1 with an error set. */
+static int setup(Walk *w, Common *c, PyObject *trans_obj, Py_ssize_t q) {
+    if (setup_table(&w->t, c, trans_obj, "scan")) return -1;
     if (need(&c->lengths, sizeof(int32_t), "lengths") || need(&c->offsets, sizeof(int64_t), "offsets") ||
         need(&c->sets, 4 * sizeof(uint64_t), "sets"))
         return -1;
     Py_ssize_t n_rows = c->lengths.len / (Py_ssize_t)sizeof(int32_t);
-    if (c->accept.len != t->n_states || c->offsets.len / (Py_ssize_t)sizeof(int64_t) != n_rows ||
-        (c->sets.len && c->sets.len / (4 * (Py_ssize_t)sizeof(uint64_t)) != n_rows) || q < 0 || q >= t->n_states) {
+    if (c->offsets.len / (Py_ssize_t)sizeof(int64_t) != n_rows ||
+        (c->sets.len && c->sets.len / (4 * (Py_ssize_t)sizeof(uint64_t)) != n_rows) || q < 0 || q >= w->t.n_states) {
         PyErr_SetString(PyExc_ValueError, "scan: inconsistent array sizes");
         return -1;
     }
@@ -293,6 +304,108 @@ done:
     release_common(&c);
     PyBuffer_Release(&lo), PyBuffer_Release(&hi);
     if (inside.obj) PyBuffer_Release(&inside);
+    return result;
+}
+
+/* agree_depth(trans, base, check, next, accept, q, p, limit): the largest d <= limit such
+ * that states q and p accept the same strings of up to d bytes and die on the same strings
+ * of up to d bytes (-1: one of them accepts the empty string and the other does not). A
+ * token of at most d bytes then scans from q exactly as from p: a walk sees only where it
+ * dies and where it accepts, so the token dies at the same byte, has its splits at the same
+ * positions and stays inside alike. A string's length counter (state k
+ * of `"` char{0,n} `"`) agrees with its neighbour up to the characters it has left, so its
+ * scan is its neighbour's but for the tokens longer than that (`TokenIndex._scan_near`).
+ * A breadth-first walk over pairs of states, one depth at a time; equal pairs agree on
+ * everything and are not followed. */
+typedef struct {
+    uint64_t *keys;
+    size_t cap, len;
+} PairSet;
+
+static int pairs_add(PairSet *set, uint64_t key) { /* 1: added, 0: present, -1: out of memory */
+    if (2 * (set->len + 1) > set->cap) {
+        size_t cap = set->cap ? 2 * set->cap : 256;
+        uint64_t *keys = malloc(cap * sizeof(uint64_t));
+        if (!keys) return -1;
+        memset(keys, 0xFF, cap * sizeof(uint64_t));
+        for (size_t i = 0; i < set->cap; i++)
+            if (set->keys[i] != UINT64_MAX) {
+                size_t j = (size_t)((set->keys[i] * 0x9E3779B97F4A7C15ULL) >> 20) & (cap - 1);
+                while (keys[j] != UINT64_MAX) j = (j + 1) & (cap - 1);
+                keys[j] = set->keys[i];
+            }
+        free(set->keys);
+        set->keys = keys, set->cap = cap;
+    }
+    size_t j = (size_t)((key * 0x9E3779B97F4A7C15ULL) >> 20) & (set->cap - 1);
+    while (set->keys[j] != UINT64_MAX) {
+        if (set->keys[j] == key) return 0;
+        j = (j + 1) & (set->cap - 1);
+    }
+    set->keys[j] = key;
+    set->len++;
+    return 1;
+}
+
+static Py_ssize_t agree_walk(const Table *t, const uint8_t *accept, int32_t q, int32_t p, Py_ssize_t limit) {
+    PairSet seen = {0};
+    Vec level = {0}, next = {0}; /* pairs as consecutive (x, y) */
+    Py_ssize_t depth = 0, result = -2;
+    if (q != p && (pairs_add(&seen, ((uint64_t)(uint32_t)q << 32) | (uint32_t)p) < 0 || vec_push(&level, q) ||
+                   vec_push(&level, p)))
+        goto done;
+    for (;; depth++) {
+        for (Py_ssize_t i = 0; i < level.len; i += 2)
+            if (accept[level.data[i]] != accept[level.data[i + 1]]) {
+                result = depth - 1;
+                goto done;
+            }
+        if (depth == limit || level.len == 0) {
+            result = limit;
+            goto done;
+        }
+        next.len = 0;
+        for (Py_ssize_t i = 0; i < level.len; i += 2) {
+            int32_t x = level.data[i], y = level.data[i + 1];
+            for (int b = 0; b < 256; b++) {
+                int32_t a = step(t, x, (uint8_t)b), c = step(t, y, (uint8_t)b);
+                if ((a < 0) != (c < 0)) {
+                    result = depth;
+                    goto done;
+                }
+                if (a < 0 || a == c) continue;
+                int added = pairs_add(&seen, ((uint64_t)(uint32_t)a << 32) | (uint32_t)c);
+                if (added < 0 || (added && (vec_push(&next, a) || vec_push(&next, c)))) goto done;
+            }
+        }
+        Vec swap = level;
+        level = next, next = swap;
+    }
+done:
+    free(seen.keys), free(level.data), free(next.data);
+    return result; /* -2: out of memory */
+}
+
+static PyObject *agree_depth(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *trans_obj, *result = NULL;
+    Common c = {0};
+    Table t = {0};
+    Py_ssize_t q, p, limit;
+    if (!PyArg_ParseTuple(args, "Oy*y*y*y*nnn", &trans_obj, &c.base, &c.check, &c.next, &c.accept, &q, &p, &limit))
+        return NULL;
+    if (setup_table(&t, &c, trans_obj, "agree_depth")) goto done;
+    if (q < 0 || q >= t.n_states || p < 0 || p >= t.n_states || limit < 0) {
+        PyErr_SetString(PyExc_ValueError, "agree_depth: a state or the limit is out of range");
+        goto done;
+    }
+    Py_ssize_t depth;
+    Py_BEGIN_ALLOW_THREADS
+    depth = agree_walk(&t, c.accept.buf, (int32_t)q, (int32_t)p, limit);
+    Py_END_ALLOW_THREADS
+    result = depth == -2 ? PyErr_NoMemory() : PyLong_FromSsize_t(depth);
+done:
+    release_common(&c);
     return result;
 }
 
@@ -535,6 +648,7 @@ done:
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS, "Walk token rows through a DFA (see the module's comment)."},
     {"scan_ranges", scan_ranges, METH_VARARGS, "Walk ranges of token rows through a DFA (see the module's comment)."},
+    {"agree_depth", agree_depth, METH_VARARGS, "How deep two DFA states accept and die alike."},
     {"pack_rows", pack_rows, METH_VARARGS, "OR the flagged rows' token ids into a packed mask."},
     {"next_bytes", next_bytes, METH_VARARGS, "The byte at each (row, position), and their counts."},
     {"pack_ids", pack_ids, METH_VARARGS, "A TokenSet's arrays and count for some token ids."},

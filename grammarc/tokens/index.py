@@ -354,6 +354,20 @@ class TokenBytes:
     offsets: np.ndarray  # int64
     data: np.ndarray  # uint8
     sets: np.ndarray  # uint64 [rows, 4]: bit b of a row's words = the token contains byte b (see `_byte_sets`)
+    by_length: np.ndarray  # int32: the rows, longest first
+    longer: np.ndarray  # int64 [longest + 1]: how many rows are longer than d bytes (by_length[:longer[d]])
+
+    @property
+    def longest(self) -> int:
+        return len(self.longer) - 1
+
+    def longer_than(self, d: int) -> np.ndarray:
+        """The rows of tokens longer than `d` bytes (longest first)."""
+        return self.by_length[: self.longer[max(0, min(d, self.longest))]]
+
+    def depth_leaving(self, share: float) -> int:
+        """The least d such that at most `share` of the rows are longer than d bytes."""
+        return int(np.argmax(self.longer <= share * len(self.ids)))
 
 
 def token_bytes(vocab: Vocabulary) -> TokenBytes:
@@ -369,9 +383,12 @@ def token_bytes(vocab: Vocabulary) -> TokenBytes:
     np.cumsum(lengths[:-1], out=offsets[1:])
     data = np.frombuffer(b"".join(pieces), dtype=np.uint8)
     sets = _byte_sets(lengths, data)
-    for array in (ids, lengths, offsets, data, sets):
+    by_length = np.argsort(-lengths, kind="stable").astype(np.int32)
+    counts = np.bincount(lengths, minlength=1)  # rows per length
+    longer = (len(lengths) - np.cumsum(counts)).astype(np.int64)  # rows longer than d, d = 0..longest
+    for array in (ids, lengths, offsets, data, sets, by_length, longer):
         array.flags.writeable = False
-    return _token_bytes.put(vocab.key, TokenBytes(ids, lengths, offsets, data, sets))
+    return _token_bytes.put(vocab.key, TokenBytes(ids, lengths, offsets, data, sets, by_length, longer))
 
 
 def _byte_sets(lengths: np.ndarray, data: np.ndarray) -> np.ndarray:
@@ -397,6 +414,14 @@ SHIFTED_MIN_SHARE = 0.03
 # ... and makes p's shared scan once the requests for it asked for this many vocabularies'
 # worth of rows (`_shifted_scan`): what the scan costs to make.
 SHIFTED_AFTER = 1.0
+# A wide scan is read off a recent scan of the same terminal (`TokenIndex._scan_near`) when
+# the two states agree on tokens short enough that at most this share of the rows is left
+# to walk; among the terminal's last NEAR_CANDIDATES wide scans.
+NEAR_MAX_SHARE = 0.25
+NEAR_CANDIDATES = 4
+# ... and stops looking (and comparing) once a candidate agrees on tokens so long that at
+# most this share is left (Llama-3: 16 bytes, 1% of the rows).
+NEAR_ENOUGH_SHARE = 0.01
 
 
 def first_byte_starts(vocab: Vocabulary, tokens: TokenBytes) -> np.ndarray:
@@ -457,6 +482,7 @@ class TokenIndex:
         self._tables: list[tuple | None] = [None] * len(compiled.terminals)  # _scan.scan's arguments
         self._suffix_keys: dict[tuple[int, int], str] = {}  # (t, q) -> suffix_key, for the shared store
         self._by_byte: dict[int, dict[int, list[int]]] = {}  # previous -> byte -> following that open with it
+        self._recent: dict[int, list[tuple[int, Scan]]] = {}  # t -> its last wide scans (`_scan_near`)
         self.tokens = token_bytes(vocab)  # the rows that scans walk
         self.token_ids = self.tokens.ids  # row -> token id
         self.size = vocab.size
@@ -579,11 +605,51 @@ class TokenIndex:
         if int((hi - lo).sum()) < PERSIST_MIN_ROWS:
             end_rows, _, split_rows, split_pos = self._scan_ranges(t, lo, hi, 0, q)
             return Scan(None, split_rows, split_pos, end_rows)
-        store = self._store(t, q)
-        scan = store.get(FROM_START)
+        scan = self._scan_near(t, q)  # before the store: its key costs more than this (~1 ms for a counter)
         if scan is None:
-            scan = store.put(FROM_START, self._scan_composed(t, q))
+            store = self._store(t, q)
+            scan = store.get(FROM_START)
+            if scan is None:
+                scan = store.put(FROM_START, self._scan_composed(t, q))
+        recent = self._recent.setdefault(t, [])
+        recent.insert(0, (q, scan))
+        del recent[NEAR_CANDIDATES:]
         return scan
+
+    def _scan_near(self, t: int, q: int) -> Scan | None:
+        """The scan from `q` read off the scan of a state `p` of the same terminal that
+        behaves like `q` on every string of up to d bytes (`_scan.agree_depth`): the tokens
+        of up to d bytes scan from `q` as from `p`, and only the longer ones are walked.
+        A string's length counter is the case in point: its state after k characters is a
+        state no grammar had, met once, whose scan of every token costs ~2-4 ms, and it
+        agrees with the counter's state a token earlier up to the characters it has left.
+        The candidates are the terminal's last wide scans in this index; None when none
+        agrees far enough to leave fewer than `NEAR_MAX_SHARE` of the rows to walk. States
+        are compared only as deep as it pays (`NEAR_ENOUGH_SHARE`)."""
+        tokens, best, base = self.tokens, -1, None
+        enough = tokens.depth_leaving(NEAR_ENOUGH_SHARE)  # agreeing this far leaves few rows to walk
+        for p, scan in self._recent.get(t, ()):
+            depth = _scan.agree_depth(*self._table(t), q, p, enough)
+            if depth > best:
+                best, base = depth, scan
+                if depth >= enough:
+                    break
+        if base is None or best < tokens.depth_leaving(NEAR_MAX_SHARE):
+            return None
+        walked = tokens.longer_than(best)
+        end_rows, _, split_rows, split_pos = self._scan(t, walked, np.zeros(len(walked), dtype=np.int32), q)
+        inside = base.inside.copy()
+        inside[walked] = False
+        inside[end_rows] = True
+        kept = tokens.lengths[base.split_rows] <= best  # the splits of the rows read off `p`'s scan
+        split_rows = np.concatenate((base.split_rows[kept], split_rows))
+        split_pos = np.concatenate((base.split_pos[kept], split_pos))
+        order = np.argsort(split_rows, kind="stable")  # by row, as one walk gives them
+        split_rows, split_pos = split_rows[order], split_pos[order]
+        if (np.array_equal(inside[walked], base.inside[walked]) and np.array_equal(split_rows, base.split_rows)
+                and np.array_equal(split_pos, base.split_pos)):
+            return base  # the long tokens too scan alike: share the scan and what is made from it
+        return Scan(inside, split_rows, split_pos)
 
     def _store(self, t: int, q: int) -> TerminalScans:
         """The shared scans of the language `t` accepts from `q`."""
