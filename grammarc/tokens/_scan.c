@@ -312,9 +312,9 @@ done:
  * of up to d bytes (-1: one of them accepts the empty string and the other does not). A
  * token of at most d bytes then scans from q exactly as from p: a walk sees only where it
  * dies and where it accepts, so the token dies at the same byte, has its splits at the same
- * positions and stays inside alike. A string's length counter (state k
- * of `"` char{0,n} `"`) agrees with its neighbour up to the characters it has left, so its
- * scan is its neighbour's but for the tokens longer than that (`TokenIndex._scan_near`).
+ * positions and stays inside alike. A string's length counter (state k of `"` char{0,n}
+ * `"`) agrees with its neighbour up to the characters it has left, so its scan is its
+ * neighbour's but for the tokens longer than that (`TokenIndex._scan_near`).
  * A breadth-first walk over pairs of states, one depth at a time; equal pairs agree on
  * everything and are not followed. */
 typedef struct {

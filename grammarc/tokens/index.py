@@ -598,9 +598,11 @@ class TokenIndex:
         """The whole vocabulary through terminal `t` from state `q`.
 
         Only the tokens whose first byte the state takes are walked. A scan that walks
-        many of them is kept in the shared store under the language that `t` accepts from
-        `q` (the scan depends on nothing else), so every terminal, grammar and process
-        with that language reuses it; a narrow scan is cheaper to redo than to store."""
+        many of them is read off a recent scan of the same terminal where the two states
+        agree far enough (`_scan_near`: a length counter's states), else kept in the shared
+        store under the language that `t` accepts from `q` (the scan depends on nothing
+        else), so every terminal, grammar and process with that language reuses it; a
+        narrow scan is cheaper to redo than to store."""
         lo, hi = self._first_byte_ranges(t, q)
         if int((hi - lo).sum()) < PERSIST_MIN_ROWS:
             end_rows, _, split_rows, split_pos = self._scan_ranges(t, lo, hi, 0, q)
