@@ -3,6 +3,9 @@ whose first byte that state takes: exact against a scan of every token from ever
 
 from __future__ import annotations
 
+import json
+import weakref
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -176,3 +179,45 @@ def test_scans_read_off_a_neighbour_equal_brute_force_scans(grammar, enough, mos
             assert np.flatnonzero(scan.inside).tolist() == sorted(ends), (t, q)
             assert list(zip(scan.split_rows.tolist(), scan.split_pos.tolist())) == sorted(splits), (t, q)
     assert sum(found is not None for found in near) >= 5  # the counters' states were read off their neighbours
+
+
+LONG_VALUE = ("grammarc reads a length counter's states off their neighbours: " * 8).strip()
+
+
+@pytest.mark.parametrize(
+    "schema, value",
+    [
+        ({"type": "string", "maxLength": 120}, LONG_VALUE[:118]),
+        ({"type": "string", "minLength": 40, "maxLength": 2000}, LONG_VALUE + " \u00e9\\n\u4e2d\U0001f600"),
+        ({"type": "string", "pattern": "^[a-z' :]{3,200}$"}, LONG_VALUE[:190]),
+    ],
+    ids=["maxLength", "blocks", "pattern"],
+)
+def test_real_vocabulary_masks_do_not_depend_on_reading_scans_off_neighbours(schema, value, monkeypatch):
+    """Llama-3, a document with a long string: every mask with scans read off neighbours
+    (`_scan_near`) equals the mask without (each from a fresh index and scan store)."""
+    import vocabularies
+    from grammarc import Engine
+
+    vocab, encoder = vocabularies.llama3(), vocabularies.quicktok_reference("llama3")
+    text = json.dumps(value, ensure_ascii=False)
+    assert Grammar.from_json_schema(schema).accepts(text)
+    ids = encoder.encode(text)
+    monkeypatch.setenv("GRAMMARC_CACHE_DIR", "off")
+    masks, near = {}, []
+    for share in (index_module.NEAR_MAX_SHARE, -1.0):  # -1: never read off a neighbour
+        monkeypatch.setattr(index_module, "NEAR_MAX_SHARE", share)
+        monkeypatch.setattr(index_module, "_indexes", weakref.WeakKeyDictionary())
+        monkeypatch.setattr(scan_cache, "_registry", scan_cache.ScanRegistry())
+        engine = Engine(Grammar.from_json_schema(schema), vocab)
+        scan_near = engine.index._scan_near
+        monkeypatch.setattr(engine.index, "_scan_near", lambda t, q: near.append((share, found := scan_near(t, q))) or found)
+        masks[share] = []
+        for token in ids:
+            masks[share].append(engine.packed_mask().copy())
+            engine.advance(token)
+        masks[share].append(engine.packed_mask().copy())
+        assert engine.accepts_eos()
+    for step, (a, b) in enumerate(zip(*masks.values(), strict=True)):
+        assert np.array_equal(a, b), f"step {step}"
+    assert sum(share >= 0 and found is not None for share, found in near) >= 3
