@@ -221,3 +221,15 @@ def test_real_vocabulary_masks_do_not_depend_on_reading_scans_off_neighbours(sch
     for step, (a, b) in enumerate(zip(*masks.values(), strict=True)):
         assert np.array_equal(a, b), f"step {step}"
     assert sum(share >= 0 and found is not None for share, found in near) >= 3
+    assert not any(share < 0 and found is not None for share, found in near)
+
+
+def test_rows_by_length_answer_which_tokens_are_longer_than_a_depth():
+    tokens = index_module.token_bytes(COUNTED_VOCAB)
+    lengths = tokens.lengths
+    for d in range(-1, tokens.longest + 2):
+        assert sorted(tokens.longer_than(d).tolist()) == np.flatnonzero(lengths > max(d, 0)).tolist(), d
+    for share in (0.0, 0.01, 0.25, 0.5, 1.0):
+        d = tokens.depth_leaving(share)
+        assert (lengths > d).sum() <= share * len(lengths) and (d == 0 or (lengths > d - 1).sum() > share * len(lengths))
+    assert tokens.depth_leaving(-1.0) == tokens.longest + 1 == int(lengths.max()) + 1

@@ -366,8 +366,10 @@ class TokenBytes:
         return self.by_length[: self.longer[max(0, min(d, self.longest))]]
 
     def depth_leaving(self, share: float) -> int:
-        """The least d such that at most `share` of the rows are longer than d bytes."""
-        return int(np.argmax(self.longer <= share * len(self.ids)))
+        """The least d such that at most `share` of the rows are longer than d bytes (past
+        the longest token when none is: a negative share)."""
+        found = np.flatnonzero(self.longer <= share * len(self.ids))
+        return int(found[0]) if len(found) else self.longest + 1
 
 
 def token_bytes(vocab: Vocabulary) -> TokenBytes:
@@ -484,6 +486,8 @@ class TokenIndex:
         self._by_byte: dict[int, dict[int, list[int]]] = {}  # previous -> byte -> following that open with it
         self._recent: dict[int, list[tuple[int, Scan]]] = {}  # t -> its last wide scans (`_scan_near`)
         self.tokens = token_bytes(vocab)  # the rows that scans walk
+        # how deep `_scan_near` compares states, and the least agreement it uses (read once, as the memo budgets)
+        self._near_depths = (self.tokens.depth_leaving(NEAR_ENOUGH_SHARE), self.tokens.depth_leaving(NEAR_MAX_SHARE))
         self.token_ids = self.tokens.ids  # row -> token id
         self.size = vocab.size
         self.n_words = -(-vocab.size // 32)
@@ -628,15 +632,19 @@ class TokenIndex:
         The candidates are the terminal's last wide scans in this index; None when none
         agrees far enough to leave fewer than `NEAR_MAX_SHARE` of the rows to walk. States
         are compared only as deep as it pays (`NEAR_ENOUGH_SHARE`)."""
+        recent = self._recent.get(t)
+        if not recent:
+            return None
         tokens, best, base = self.tokens, -1, None
-        enough = tokens.depth_leaving(NEAR_ENOUGH_SHARE)  # agreeing this far leaves few rows to walk
-        for p, scan in self._recent.get(t, ()):
-            depth = _scan.agree_depth(*self._table(t), q, p, enough)
+        enough, least = self._near_depths  # agreeing `enough` deep leaves few rows to walk
+        table = self._table(t)
+        for p, scan in recent:
+            depth = _scan.agree_depth(*table, q, p, enough)
             if depth > best:
                 best, base = depth, scan
                 if depth >= enough:
                     break
-        if base is None or best < tokens.depth_leaving(NEAR_MAX_SHARE):
+        if best < least:
             return None
         walked = tokens.longer_than(best)
         end_rows, _, split_rows, split_pos = self._scan(t, walked, np.zeros(len(walked), dtype=np.int32), q)
