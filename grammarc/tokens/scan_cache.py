@@ -18,13 +18,14 @@ keeps its own masks, so dropping a scan costs only a reload or a rescan).
 On disk: one ``.scans`` file per (language key, vocabulary) under ``v5/`` of grammarc's
 cache directory, written and checked by `grammarc.diskstore` (``$GRAMMARC_CACHE_DIR``, else
 ``$XDG_CACHE_HOME/grammarc``, else ``~/.cache/grammarc``; ``GRAMMARC_CACHE_DIR=off``
-disables it): plain numeric arrays and a JSON header in one flat container, never pickled. The header holds the
-format version, the grammarc version, the keys and a BLAKE2b checksum of every array: a
-file whose header or checksum does not match (a flipped bit, a truncated write, another
-version) is ignored with a `GrammarWarning`, recomputed and rewritten — never read as a
-wrong mask. Writes are atomic, and the directory is kept under ``$GRAMMARC_CACHE_MAX_MB``
-(default 512, shared with the compiled-grammar cache) by deleting the files least recently
-used (loading a file marks it used).
+disables it): plain numeric arrays and a JSON header in one flat container, never
+pickled. The header holds the format version, the grammarc version, the keys and a
+BLAKE2b checksum of every array: a file whose header or checksum does not match (a
+flipped bit, a truncated write, another version) is ignored with a `GrammarWarning`,
+recomputed and rewritten — never read as a wrong mask. Writes are atomic, and the
+directory is kept under ``$GRAMMARC_CACHE_MAX_MB`` (default 512; files of earlier format
+versions count and leave first) by deleting the files least recently used (loading a file
+marks it used).
 """
 
 from __future__ import annotations
