@@ -251,3 +251,50 @@ def test_engine_masks_over_json_keys_equal_brute_force(data):
             i += n
     tokens = sorted(pieces) + [b""]  # the EOS token carries no text
     _walk_against_brute_force(Grammar.of(grammar), Vocabulary.from_bytes(tokens, eos_token_ids=[len(tokens) - 1]), data)
+
+
+# -- strings of bounded length, built from their character automaton ---------------------
+
+from grammarc.automata import nfa as _nfa  # noqa: E402
+from grammarc.automata.regex import parse as _parse  # noqa: E402
+from grammarc.frontends import json_formats as _jf  # noqa: E402
+
+
+@pytest.mark.parametrize("low, high", [(0, 0), (0, 1), (1, 1), (0, 3), (2, 5), (3, 3), (0, None), (1, None),
+                                       (4, None), (0, 40), (17, 60)])
+def test_a_bounded_string_built_directly_is_the_regex_route_automaton(low, high):
+    """`from_regex` builds ``"(?:char){m,n}"`` from its character automaton: the very DFA
+    (tables, accepting states) that the subset construction over the regex makes."""
+    pattern = _jf.string_regex(low, high)
+    ast = _parse(pattern, False)
+    if high != 0:  # '""' is not a repetition
+        assert json_strings.counted_string(ast) is not None
+    direct, regex_route = _nfa.from_regex(pattern), _nfa.from_ast(ast)
+    assert direct.key == regex_route.key
+    assert (direct.trans == regex_route.trans).all() and (direct.accept == regex_route.accept).all()
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        '"(?:a){0,5}"',  # not a JSON character
+        "'(?:" + _jf.UNIT + "){0,3}'",  # not quotes
+        '"(?:' + _jf.UNIT + '){0,3}"x',  # something after
+        '"(?:' + _jf.UNIT.replace("|\\\\/", "", 1) + '){0,3}"',  # one escape short (\/)
+        '"(?:' + _jf.UNIT + '|a){0,3}"',  # the same language spelled otherwise: taken, and exact
+    ],
+    ids=["letters", "single-quotes", "suffix", "missing-escape", "respelled"],
+)
+def test_only_json_characters_between_quotes_take_the_direct_route(pattern):
+    ast = _parse(pattern, False)
+    expected = _nfa.from_ast(ast)
+    taken = json_strings.counted_string(ast) is not None
+    assert taken == pattern.endswith('|a){0,3}"'), pattern
+    assert _nfa.from_regex(pattern).key == expected.key
+
+
+def test_a_bounded_string_over_the_budget_says_so_as_before():
+    # within the subset construction's estimate (5 x 4,100 states), over the budget once minimized
+    with pytest.raises(StateBudgetExceeded, match=r"needs 5103 automaton states once minimized, more than the "
+                                                   r"budget of 4100 automaton states \(max_states=4100\)"):
+        _nfa.from_regex(_jf.string_regex(0, 255), max_states=4100)

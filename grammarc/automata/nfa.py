@@ -17,6 +17,7 @@ from grammarc.automata import _core
 from grammarc.automata.dfa import (
     DEFAULT_MAX_STATES, DFA, _budget_error, _check_budget, _finalize, _unminimized_cap, _within_budget,
 )
+from grammarc.automata.json_strings import counted_string
 from grammarc.automata.regex import ANY, Alt, Anchor, Chars, Node, Repeat, Seq, parse
 from grammarc.automata.utf8 import ranges_sequences
 
@@ -216,6 +217,13 @@ def _from_regex(pattern: str, search: bool, ecma: bool, max_states: int) -> DFA:
             f"{what} is too large: its automaton would need about {estimate} states, more "
             f"than the budget of {limit} (a large counted repetition?)"
         )
+    if not search:
+        try:
+            counted = counted_string(ast)  # a JSON string of bounded length: built directly
+        except StateBudgetExceeded:  # past its table's cap: the subset construction says how far
+            counted = None
+        if counted is not None:
+            return _within_budget(counted, what, max_states)
     nfa = _NFA(limit, what)
     s = nfa.new()
     if search:
