@@ -268,7 +268,7 @@ def test_a_bounded_string_built_directly_is_the_regex_route_automaton(low, high)
     pattern = _jf.string_regex(low, high)
     ast = _parse(pattern, False)
     if high != 0:  # '""' is not a repetition
-        assert json_strings.counted_string(ast) is not None
+        assert _nfa._bounded_json_string(ast) is not None
     direct, regex_route = _nfa.from_regex(pattern), _nfa.from_ast(ast)
     assert direct.key == regex_route.key
     assert (direct.trans == regex_route.trans).all() and (direct.accept == regex_route.accept).all()
@@ -288,7 +288,7 @@ def test_a_bounded_string_built_directly_is_the_regex_route_automaton(low, high)
 def test_only_json_characters_between_quotes_take_the_direct_route(pattern):
     ast = _parse(pattern, False)
     expected = _nfa.from_ast(ast)
-    taken = json_strings.counted_string(ast) is not None
+    taken = _nfa._bounded_json_string(ast) is not None
     assert taken == pattern.endswith('|a){0,3}"'), pattern
     assert _nfa.from_regex(pattern).key == expected.key
 

@@ -12,7 +12,7 @@ The JSON Schema front end's keys "other than these names" (``additionalPropertie
 to ``properties``) are the main use, through the grammar dialect's
 ``json_string_except!`` (`json_string_except`); its strings of bounded length
 (``"(?:char){m,n}"``: ``maxLength``, ``minLength``) are the other, which `from_regex`
-recognizes and builds here (`counted_string`). Lone surrogate escapes (``\\ud800`` not
+recognizes and builds here (`bounded_string`). Lone surrogate escapes (``\\ud800`` not
 followed by a low surrogate) decode to no character and are never accepted, as everywhere
 in grammarc's JSON languages.
 """
@@ -26,10 +26,10 @@ import numpy as np
 from grammarc.automata import _core
 from grammarc.automata.codepoints import CharDFA
 from grammarc.automata.dfa import DFA, _finalize, byte_classes
-from grammarc.automata.regex import Chars, Node, Repeat, Seq, normalize
+from grammarc.automata.regex import normalize
 from grammarc.errors import StateBudgetExceeded
 
-__all__ = ["counted_string", "excluding", "json_string", "json_string_except"]
+__all__ = ["bounded_string", "excluding", "json_string", "json_string_except"]
 
 MAX_CODE_POINT = 0x10FFFF
 
@@ -51,31 +51,15 @@ def json_string_except(words: tuple[str, ...]) -> DFA:
     return _except(tuple(sorted(set(words))))
 
 
-def counted_string(ast: Node) -> DFA | None:
-    """The DFA of the regex `ast` when it is ``"X{m,n}"`` (or ``"X*"``, ``"X{m,}"``) with X
-    one JSON string character in every spelling: the strings of bounded length of the JSON
-    Schema front end. Built from its character automaton (`_from_runs`), not from n copies
-    of X's NFA: ~3.5 times faster (n = 255: ~46 -> ~13 ms, once per process and bounds),
-    and the same minimal DFA (tests/test_json_strings.py). None for any other regex."""
-    if not (isinstance(ast, Seq) and len(ast.items) == 3 and ast.items[0] == _QUOTE == ast.items[2]
-            and isinstance(ast.items[1], Repeat) and _is_json_character(ast.items[1].item)):
-        return None
-    low, high = ast.items[1].min, ast.items[1].max
+def bounded_string(low: int, high: int | None) -> DFA:
+    """The JSON strings of `low` to `high` characters (None: no upper bound), quotes
+    included, in every spelling: the strings of ``minLength``/``maxLength``. Built from a
+    character automaton of high + 1 states, it is ~3.5 times faster than the regex
+    ``"(?:char){m,n}"`` through n copies of a character's NFA (n = 255: ~46 -> ~13 ms), which
+    `grammarc.automata.nfa.from_regex` therefore builds here; the same minimal DFA."""
     top = low if high is None else high  # character states 0..top; without a bound the last loops
     runs = [[(0, MAX_CODE_POINT, k + 1)] for k in range(top)] + [[(0, MAX_CODE_POINT, top)] if high is None else []]
     return _from_runs(runs, [k >= low for k in range(top + 1)])
-
-
-_QUOTE = Chars(((0x22, 0x22),))
-
-
-@lru_cache(maxsize=64)
-def _is_json_character(node: Node) -> bool:
-    """Whether regex `node` spells exactly one JSON string character, in every spelling:
-    ``"node"`` and the JSON strings of one character have the same minimal DFA."""
-    from grammarc.automata.nfa import from_ast  # nfa asks this module first: import late
-
-    return from_ast(Seq((_QUOTE, node, _QUOTE))).key == _from_runs([[(0, MAX_CODE_POINT, 1)], []], [False, True]).key
 
 
 def excluding(words) -> CharDFA:

@@ -17,7 +17,7 @@ from grammarc.automata import _core
 from grammarc.automata.dfa import (
     DEFAULT_MAX_STATES, DFA, _budget_error, _check_budget, _finalize, _unminimized_cap, _within_budget,
 )
-from grammarc.automata.json_strings import counted_string
+from grammarc.automata.json_strings import bounded_string
 from grammarc.automata.regex import ANY, Alt, Anchor, Chars, Node, Repeat, Seq, parse
 from grammarc.automata.utf8 import ranges_sequences
 
@@ -219,7 +219,7 @@ def _from_regex(pattern: str, search: bool, ecma: bool, max_states: int) -> DFA:
         )
     if not search:
         try:
-            counted = counted_string(ast)  # a JSON string of bounded length: built directly
+            counted = _bounded_json_string(ast)  # a JSON string of bounded length: built directly
         except StateBudgetExceeded:  # past its table's cap: the subset construction says how far
             counted = None
         if counted is not None:
@@ -238,6 +238,28 @@ def _from_regex(pattern: str, search: bool, ecma: bool, max_states: int) -> DFA:
         absorbing = frozenset()
     trans, accept, b2c = _determinize(nfa, s, final, max_states, what, absorbing)
     return _within_budget(_finalize(trans, accept, b2c), what, max_states)
+
+
+def _bounded_json_string(ast: Node) -> DFA | None:
+    """`json_strings.bounded_string` when the regex `ast` is ``"X{m,n}"`` (``"X*"``,
+    ``"X{m,}"``) with X one JSON string character in every spelling; None otherwise."""
+    if not (isinstance(ast, Seq) and len(ast.items) == 3 and ast.items[0] == _QUOTE == ast.items[2]
+            and isinstance(ast.items[1], Repeat) and _is_json_character(ast.items[1].item)):
+        return None
+    return bounded_string(ast.items[1].min, ast.items[1].max)
+
+
+_QUOTE = Chars(((0x22, 0x22),))
+
+
+@lru_cache(maxsize=64)
+def _is_json_character(node: Node) -> bool:
+    """Whether regex `node` spells exactly one JSON string character, in every spelling:
+    ``"node"`` has the minimal DFA of the JSON strings of one character (decided by
+    language, so any regex for it qualifies; the JSON Schema front end writes one)."""
+    if _estimate(node) > 256:  # its spellings take ~80 NFA states: no need to build this one
+        return False
+    return from_ast(Seq((_QUOTE, node, _QUOTE))).key == bounded_string(1, 1).key
 
 
 def from_ast(node: Node, max_states: int = DEFAULT_MAX_STATES, what: str = "regex") -> DFA:
