@@ -265,6 +265,20 @@ def test_the_cache_directory_keeps_under_its_limit_least_recently_used_first(cac
     assert sorted(cache.rglob(FILES)) == [paths[2]]
 
 
+def test_files_of_earlier_formats_count_against_the_limit_and_leave_first(cache, monkeypatch):
+    _visit_all(TokenIndex(GRAMMAR.compile(), VOCAB))
+    scan_cache.save_all()
+    current = sorted(cache.rglob(FILES))
+    old = cache / "v4" / "vocab" / "language.npz"  # a numpy archive an earlier version wrote
+    old.parent.mkdir(parents=True)
+    old.write_bytes(bytes(4096))
+    os.utime(old, (1_000_000, 1_000_000))
+    limit = sum(p.stat().st_size for p in current)  # room for the current files only
+    monkeypatch.setenv("GRAMMARC_CACHE_MAX_MB", repr((limit + 1) / (1 << 20)))
+    assert scan_cache.enforce_cache_limit() == 1
+    assert not old.exists() and sorted(cache.rglob(FILES)) == current
+
+
 def _key_of(path):
     meta, _ = diskstore.unpack(path.read_bytes())
     return meta["dfa"], meta["vocab"]
