@@ -447,6 +447,14 @@ def _runs(byte: np.ndarray, starts: np.ndarray) -> list[tuple[int, int]]:
     return list(zip(starts[firsts].tolist(), starts[lasts + 1].tolist()))
 
 
+def _by_row(rows_parts: list[np.ndarray], pos_parts: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Split points (rows, positions) from parts that each hold whole rows, ordered by row
+    as one walk gives them (a stable sort: each row's positions stay ascending)."""
+    rows, pos = np.concatenate(rows_parts), np.concatenate(pos_parts)
+    order = np.argsort(rows, kind="stable")
+    return rows[order], pos[order]
+
+
 def _joined(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The ranges ``[starts[i], ends[i])`` (ascending, disjoint) with the empty ones dropped
     and the ones that touch joined (int64): the first-byte buckets of a state's live bytes
@@ -652,10 +660,7 @@ class TokenIndex:
         inside[walked] = False
         inside[end_rows] = True
         kept = tokens.lengths[base.split_rows] <= best  # the splits of the rows read off `p`'s scan
-        split_rows = np.concatenate((base.split_rows[kept], split_rows))
-        split_pos = np.concatenate((base.split_pos[kept], split_pos))
-        order = np.argsort(split_rows, kind="stable")  # by row, as one walk gives them
-        split_rows, split_pos = split_rows[order], split_pos[order]
+        split_rows, split_pos = _by_row([base.split_rows[kept], split_rows], [base.split_pos[kept], split_pos])
         if (np.array_equal(inside[walked], base.inside[walked]) and np.array_equal(split_rows, base.split_rows)
                 and np.array_equal(split_pos, base.split_pos)):
             return base  # the long tokens too scan alike: share the scan and what is made from it
@@ -701,9 +706,7 @@ class TokenIndex:
                 pos_parts.append(scan.split_pos[a:b])
         if len(rows_parts) == 1:
             return Scan(inside, split_rows, split_pos)
-        split_rows, split_pos = np.concatenate(rows_parts), np.concatenate(pos_parts)
-        order = np.argsort(split_rows, kind="stable")  # by row, as one walk gives them
-        return Scan(inside, split_rows[order], split_pos[order])
+        return Scan(inside, *_by_row(rows_parts, pos_parts))
 
     def _shifted_scan(self, t: int, p: int, rows: int) -> Scan | None:
         """The shared scan of `p`'s language after a first byte, for `rows` of it; None until
