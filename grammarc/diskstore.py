@@ -85,14 +85,14 @@ def package_version() -> str:
         return "unknown"
 
 
-def checksum(header: Mapping[str, object], arrays: Mapping[str, np.ndarray], names: Iterable[str]) -> str:
+def checksum(header: Mapping[str, object], arrays: Mapping[str, np.ndarray]) -> str:
     """BLAKE2b over the header (but its ``checksum`` field) and the name, dtype, shape and
-    bytes of the arrays `names`, in that order."""
+    bytes of every array, in order: the arrays as a file stores them (`_stored`)."""
     digest = hashlib.blake2b(digest_size=20)
     fields = {key: value for key, value in header.items() if key != "checksum"}
     digest.update(json.dumps(fields, sort_keys=True).encode("utf-8") + b"\0")
-    for name in names:
-        array = np.ascontiguousarray(arrays[name])
+    for name, array in arrays.items():
+        array = np.ascontiguousarray(array)
         digest.update(f"{name}:{array.dtype.str}:{array.shape};".encode())
         digest.update(array.data)
     return digest.hexdigest()
@@ -100,7 +100,7 @@ def checksum(header: Mapping[str, object], arrays: Mapping[str, np.ndarray], nam
 
 def pack(meta: Mapping[str, object], arrays: Mapping[str, np.ndarray]) -> bytes:
     """The container bytes of `meta` (a JSON object) and `arrays` (numeric), in that order."""
-    arrays = {name: _little_endian(np.asarray(array)) for name, array in arrays.items()}
+    arrays = _stored(arrays)
     header = dict(meta, arrays=[[name, a.dtype.str, list(a.shape)] for name, a in arrays.items()])
     text = json.dumps(header).encode("utf-8")
     parts = [MAGIC, len(text).to_bytes(8, "little"), text, bytes(-len(text) % _ALIGN)]
@@ -152,10 +152,15 @@ def _entry(entry: object) -> tuple[str, np.dtype, tuple[int, ...]]:
     return name, dtype, tuple(shape)
 
 
-def _little_endian(array: np.ndarray) -> np.ndarray:
-    if array.dtype.kind not in _KINDS:
-        raise TypeError(f"cannot store dtype {array.dtype} (only bool, integer and float arrays)")
-    return array.astype(array.dtype.newbyteorder("<"), copy=False)
+def _stored(arrays: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """`arrays` as a file holds them, and `unpack` gives them back: little-endian."""
+    out = {}
+    for name, array in arrays.items():
+        array = np.asarray(array)
+        if array.dtype.kind not in _KINDS:
+            raise TypeError(f"cannot store dtype {array.dtype} (only bool, integer and float arrays)")
+        out[name] = array.astype(array.dtype.newbyteorder("<"), copy=False)
+    return out
 
 
 def read(path: Path, expected: Mapping[str, object], names: Iterable[str]) -> tuple[dict, dict[str, np.ndarray]]:
@@ -168,7 +173,7 @@ def read(path: Path, expected: Mapping[str, object], names: Iterable[str]) -> tu
     found = {key: meta.get(key) for key in expected}
     if found != dict(expected):
         raise StoreError(f"header {found} does not match {dict(expected)}")
-    if meta.get("checksum") != checksum(meta, stored, stored):
+    if meta.get("checksum") != checksum(meta, stored):
         raise StoreError("checksum mismatch (the file is damaged)")
     missing = [name for name in names if name not in stored]
     if missing:
@@ -179,7 +184,8 @@ def read(path: Path, expected: Mapping[str, object], names: Iterable[str]) -> tu
 def write(path: Path, header: Mapping[str, object], arrays: Mapping[str, np.ndarray]) -> None:
     """Write `arrays` and `header` (plus the checksum over every array) to `path`
     atomically; raises OSError when it cannot (nothing is left behind)."""
-    data = pack(dict(header, checksum=checksum(header, arrays, arrays)), arrays)
+    arrays = _stored(arrays)  # the checksum is over what `read` will see: a big-endian array too
+    data = pack(dict(header, checksum=checksum(header, arrays)), arrays)
     tmp = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -119,3 +119,13 @@ def test_every_truncation_and_every_flipped_byte_is_refused_or_harmless(stored):
             continue
         # only alignment padding is not covered by the checksum: the data read is intact
         assert all(np.array_equal(got[n], arrays[n]) for n in arrays), offset
+
+
+def test_arrays_of_any_byte_order_read_back_as_written(tmp_path):
+    # the checksum is over the arrays as stored (little-endian): a big-endian array written
+    # used to come back as "checksum mismatch"
+    path = tmp_path / "entry.scans"
+    arrays = {"big": np.arange(5, dtype=">i4"), "little": np.arange(3, dtype="<u8"), "flags": np.array([True])}
+    diskstore.write(path, {"version": 1}, arrays)
+    _, got = diskstore.read(path, {"version": 1}, arrays)
+    assert all(np.array_equal(got[n], arrays[n]) and got[n].dtype == arrays[n].dtype.newbyteorder("<") for n in arrays)
