@@ -631,15 +631,12 @@ class TokenIndex:
         return scan
 
     def _scan_near(self, t: int, q: int) -> Scan | None:
-        """The scan from `q` read off the scan of a state `p` of the same terminal that
-        behaves like `q` on every string of up to d bytes (`_scan.agree_depth`): the tokens
-        of up to d bytes scan from `q` as from `p`, and only the longer ones are walked.
-        A string's length counter is the case in point: its state after k characters is a
-        state no grammar had, met once, whose scan of every token costs ~2-4 ms, and it
-        agrees with the counter's state a token earlier up to the characters it has left.
-        The candidates are the terminal's last wide scans in this index; None when none
-        agrees far enough to leave fewer than `NEAR_MAX_SHARE` of the rows to walk. States
-        are compared only as deep as it pays (`NEAR_ENOUGH_SHARE`)."""
+        """The scan from `q` read off that of a state `p` of the same terminal that behaves
+        like `q` on every string of up to d bytes (`_scan.agree_depth`): only the tokens
+        longer than d are walked. A length counter's state after k characters (new to every
+        grammar, met once, ~2-4 ms to scan whole) agrees so with the counter's state a token
+        earlier. Candidates: the terminal's last wide scans here, compared as deep as pays
+        (`NEAR_ENOUGH_SHARE`); None when none leaves under `NEAR_MAX_SHARE` of the rows."""
         recent = self._recent.get(t)
         if not recent:
             return None
