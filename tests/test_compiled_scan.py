@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from grammarc.automata.comb import CombTable
 from grammarc.tokens import _scan
-from grammarc.tokens.index import _byte_sets
+from grammarc.tokens.rows import _byte_sets
 
 from scan_reference import scan as reference
 

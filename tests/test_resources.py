@@ -92,16 +92,16 @@ def test_a_constraint_dropped_by_everyone_is_rebuilt_around_the_same_grammar():
 
 
 def test_per_vocabulary_tables_are_bounded():
-    from grammarc.tokens import index as index_module
+    from grammarc.tokens import rows as rows_module
 
     grammar = Grammar.from_ebnf("start ::= ('a' | 'b')+ ;")
     masks = set()
-    for i in range(3 * index_module.VOCABULARIES_KEPT):
+    for i in range(3 * rows_module.VOCABULARIES_KEPT):
         vocab = Vocabulary.from_bytes([b"a", b"b", b"ab", b"c" * (i + 1), b""], eos_token_ids=[4])
         engine = Engine(grammar, vocab)
         masks.add(tuple(engine.allowed_token_ids().tolist()))
-        assert len(index_module._token_bytes) <= index_module.VOCABULARIES_KEPT
-        assert len(index_module._first_bytes) <= index_module.VOCABULARIES_KEPT
+        assert len(rows_module._token_bytes) <= rows_module.VOCABULARIES_KEPT
+        assert len(rows_module._first_bytes) <= rows_module.VOCABULARIES_KEPT
     assert masks == {(0, 1, 2)}
 
 

@@ -16,6 +16,7 @@ from grammarc.automata.comb import CombTable
 from grammarc.automata.dfa import DFA
 from grammarc.automata.suffix import suffix_key
 from grammarc.tokens import index as index_module, scan_cache
+from grammarc.tokens.rows import token_bytes
 from grammarc.tokens.index import TokenIndex
 
 ATOMS = ["a", "b", "é", "[ab]", "[^a]", "(ab|ba)", "a?", "b*", "(a|é)+"]
@@ -225,7 +226,7 @@ def test_real_vocabulary_masks_do_not_depend_on_reading_scans_off_neighbours(sch
 
 
 def test_rows_by_length_answer_which_tokens_are_longer_than_a_depth():
-    tokens = index_module.token_bytes(COUNTED_VOCAB)
+    tokens = token_bytes(COUNTED_VOCAB)
     lengths = tokens.lengths
     for d in range(-1, tokens.longest + 2):
         assert sorted(tokens.longer_than(d).tolist()) == np.flatnonzero(lengths > max(d, 0)).tolist(), d

@@ -23,7 +23,6 @@ from __future__ import annotations
 import itertools
 import threading
 import weakref
-from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,6 +33,7 @@ from grammarc.lowering.compiler import CompiledGrammar
 from grammarc.lowering.lr import Bnf
 from grammarc.tokens import _scan, memo
 from grammarc.tokens.memo import Memo
+from grammarc.tokens.rows import TokenBytes, first_byte_starts, token_bytes
 from grammarc.tokens.scan_cache import AFTER_FIRST_BYTE, FROM_START, Scan, TerminalScans, terminal_scans
 from grammarc.tokens.vocabulary import Vocabulary
 
@@ -305,105 +305,6 @@ def _members(bitset: int) -> list[int]:
     return out
 
 
-class _Recent:
-    """A small thread-safe table that keeps the `limit` entries used last (per-vocabulary
-    tables: an index holds its own references, so an evicted entry costs one rebuild)."""
-
-    def __init__(self, limit: int):
-        self.limit = limit
-        self._entries: OrderedDict = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key):
-        with self._lock:
-            value = self._entries.get(key)
-            if value is not None:
-                self._entries.move_to_end(key)
-            return value
-
-    def put(self, key, value):
-        """Publish `value` unless another thread did first; returns the published one."""
-        with self._lock:
-            value = self._entries.setdefault(key, value)
-            self._entries.move_to_end(key)
-            while len(self._entries) > self.limit:
-                self._entries.popitem(last=False)
-            return value
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-
-VOCABULARIES_KEPT = 8  # vocabularies whose token bytes and first-byte buckets stay cached
-_token_bytes = _Recent(VOCABULARIES_KEPT)
-
-
-@dataclass(frozen=True, eq=False, slots=True)
-class TokenBytes:
-    """The normal tokens of a vocabulary as rows, shared by every grammar's index.
-
-    Row r is token ``ids[r]``, whose ``lengths[r]`` bytes are
-    ``data[offsets[r] : offsets[r] + lengths[r]]``. Rows are sorted by their bytes and
-    packed end to end, so the tokens a scan walks (those starting with the bytes a DFA
-    state takes) lie side by side: a walk over most of the vocabulary reads 0.8 MB in order
-    (Llama-3) instead of a cache line per row of a zero-padded 16 MB matrix.
-    """
-
-    ids: np.ndarray  # int32
-    lengths: np.ndarray  # int32
-    offsets: np.ndarray  # int64
-    data: np.ndarray  # uint8
-    sets: np.ndarray  # uint64 [rows, 4]: bit b of a row's words = the token contains byte b (see `_byte_sets`)
-    by_length: np.ndarray  # int32: the rows, longest first
-    longer: np.ndarray  # int64 [longest + 1]: how many rows are longer than d bytes (by_length[:longer[d]])
-
-    @property
-    def longest(self) -> int:
-        return len(self.longer) - 1
-
-    def longer_than(self, d: int) -> np.ndarray:
-        """The rows of tokens longer than `d` bytes (longest first)."""
-        return self.by_length[: self.longer[max(0, min(d, self.longest))]]
-
-    def depth_leaving(self, share: float) -> int:
-        """The least d such that at most `share` of the rows are longer than d bytes (past
-        the longest token when none is: a negative share)."""
-        found = np.flatnonzero(self.longer <= share * len(self.ids))
-        return int(found[0]) if len(found) else self.longest + 1
-
-
-def token_bytes(vocab: Vocabulary) -> TokenBytes:
-    """The `TokenBytes` of `vocab` (made once per process and vocabulary)."""
-    cached = _token_bytes.get(vocab.key)
-    if cached is not None:
-        return cached
-    ids = np.array(sorted((i for i in vocab.normal_ids() if vocab.tokens[i]), key=vocab.tokens.__getitem__),
-                   dtype=np.int32)
-    pieces = [vocab.tokens[i] for i in ids.tolist()]
-    lengths = np.fromiter(map(len, pieces), dtype=np.int32, count=len(pieces))
-    offsets = np.zeros(len(pieces), dtype=np.int64)
-    np.cumsum(lengths[:-1], out=offsets[1:])
-    data = np.frombuffer(b"".join(pieces), dtype=np.uint8)
-    sets = _byte_sets(lengths, data)
-    by_length = np.argsort(-lengths, kind="stable").astype(np.int32)
-    counts = np.bincount(lengths, minlength=1)  # rows per length
-    longer = (len(lengths) - np.cumsum(counts)).astype(np.int64)  # rows longer than d, d = 0..longest
-    for array in (ids, lengths, offsets, data, sets, by_length, longer):
-        array.flags.writeable = False
-    return _token_bytes.put(vocab.key, TokenBytes(ids, lengths, offsets, data, sets, by_length, longer))
-
-
-def _byte_sets(lengths: np.ndarray, data: np.ndarray) -> np.ndarray:
-    """Each row's set of bytes as 256 bits (four little-endian 64-bit words). A scan from a
-    state that loops on every byte of a token needs no walk (`grammarc.tokens._scan`):
-    inside a JSON string that is most of the vocabulary."""
-    out = np.zeros((len(lengths), 4), dtype=np.uint64)
-    bit = np.left_shift(np.uint64(1), (data & 63).astype(np.uint64))
-    np.bitwise_or.at(out, (np.repeat(np.arange(len(lengths)), lengths), data >> 6), bit)
-    return out
-
-
-_first_bytes = _Recent(VOCABULARIES_KEPT)
 
 # A scan that starts from fewer token rows than this is cheaper to redo than to keep in the
 # shared (and on-disk) store.
@@ -424,20 +325,6 @@ NEAR_CANDIDATES = 4
 # ... and stops looking (and comparing) once a candidate agrees on tokens so long that at
 # most this share is left (Llama-3: 16 bytes, 1% of the rows).
 NEAR_ENOUGH_SHARE = 0.01
-
-
-def first_byte_starts(vocab: Vocabulary, tokens: TokenBytes) -> np.ndarray:
-    """Where each first byte's rows begin: the rows sorted by bytes (`TokenBytes`), those
-    starting with byte `b` are ``starts[b]:starts[b + 1]``. A scan from a DFA state then
-    starts from the rows whose first byte the state can take, not from the whole
-    vocabulary: most states take a few bytes."""
-    cached = _first_bytes.get(vocab.key)
-    if cached is None:
-        cached = np.zeros(257, dtype=np.int64)
-        np.cumsum(np.bincount(tokens.data[tokens.offsets], minlength=256), out=cached[1:])
-        cached.flags.writeable = False
-        _first_bytes.put(vocab.key, cached)
-    return cached
 
 
 def _runs(byte: np.ndarray, starts: np.ndarray) -> list[tuple[int, int]]:
