@@ -83,21 +83,40 @@ def range_cases(draw):
     return trans, accept, data, offsets, lengths, lo, hi, q
 
 
-@settings(max_examples=300, deadline=None)
+def _common_prefixes(tokens: list[bytes]) -> list[int]:
+    """Each token's leading bytes in common with the token before it, compared byte by byte."""
+    out = [0]
+    for before, token in zip(tokens, tokens[1:]):
+        n = 0
+        while n < min(len(before), len(token)) and before[n] == token[n]:
+            n += 1
+        out.append(n)
+    return out
+
+
+@settings(max_examples=500, deadline=None)
 @given(case=range_cases(), comb=st.booleans(), start=st.integers(0, 1), split_at_start=st.booleans(),
-       flagged=st.booleans())
-def test_walking_ranges_equals_walking_their_rows(case, comb, start, split_at_start, flagged):
+       flagged=st.booleans(), sharing=st.sampled_from(["sorted", "exact", "less", "none"]), choices=st.data())
+def test_walking_ranges_equals_walking_their_rows(case, comb, start, split_at_start, flagged, sharing, choices):
     """`scan_ranges`: every row of the ranges from byte `start` (tokens have a byte at least),
-    the start itself a split when asked; with a flag array the ends are flagged, not returned."""
+    the start itself a split when asked; with a flag array the ends are flagged, not returned.
+    Rows resume from the row before where they share bytes: the shared counts exact (on
+    tokens in drawn order, or sorted as a vocabulary's rows are), any lower bound, or none."""
     trans, accept, data, offsets, lengths, lo, hi, q = case
+    if sharing == "sorted":
+        data, offsets, lengths = _packed(sorted(bytes(data[o:o + n]) for o, n in zip(offsets.tolist(), lengths.tolist())))
+    tokens = [bytes(data[o:o + n]) for o, n in zip(offsets.tolist(), lengths.tolist())]
+    common = _common_prefixes(tokens)
+    if sharing == "less":
+        common = [choices.draw(st.integers(0, c)) for c in common]
+    shared = b"" if sharing == "none" else np.array(common, dtype=np.uint8)
     rows = np.concatenate([np.arange(a, b) for a, b in zip(lo.tolist(), hi.tolist())] + [[]]).astype(np.int32)
     expected = reference(trans, accept, data, offsets, lengths, rows, np.full(len(rows), start), q, split_at_start)
-    tokens = [bytes(data[o:o + n]) for o, n in zip(offsets.tolist(), lengths.tolist())]
     table = CombTable.from_dense(trans)
     tables = (None, table.base, table.check, table.next) if comb else (trans, b"", b"", b"")
     inside = np.zeros(len(tokens), dtype=np.uint8) if flagged else None
     got = [np.frombuffer(part, dtype=np.int32) for part in _scan.scan_ranges(
-        *tables, accept, data, offsets, lengths, _sets(tokens), lo, hi, start, q, split_at_start, inside)]
+        *tables, accept, data, offsets, lengths, _sets(tokens), shared, lo, hi, start, q, split_at_start, inside)]
     assert [g.tolist() for g in got[2:]] == [e.tolist() for e in expected[2:]]
     if flagged:
         assert got[0].tolist() == got[1].tolist() == []
@@ -113,16 +132,17 @@ def test_walking_ranges_equals_walking_their_rows(case, comb, start, split_at_st
     (dict(lo=np.array([0, 1], dtype=np.int64)), "scan_ranges: inconsistent array sizes"),
     (dict(inside=np.zeros(2, dtype=np.uint8)), "scan_ranges: inside is not one byte per row"),
     (dict(q=2), "scan: inconsistent array sizes"),
+    (dict(shared=np.zeros(2, dtype=np.uint8)), "scan_ranges: shared is not one byte per row"),
 ])
 def test_bad_ranges_are_refused_not_read_out_of_bounds(change, message):
     trans = np.zeros((2, 256), dtype=np.int32)
     data, offsets, lengths = _packed([b"ab", b"b", b"aba"])
     args = dict(lo=np.array([0], dtype=np.int64), hi=np.array([3], dtype=np.int64), start=1, q=0,
-                inside=np.zeros(3, dtype=np.uint8))
+                inside=np.zeros(3, dtype=np.uint8), shared=np.zeros(3, dtype=np.uint8))
     args.update(change)
     with pytest.raises(ValueError) as err:
-        _scan.scan_ranges(trans, b"", b"", b"", np.array([True, False]), data, offsets, lengths, b"", args["lo"],
-                          args["hi"], args["start"], args["q"], False, args["inside"])
+        _scan.scan_ranges(trans, b"", b"", b"", np.array([True, False]), data, offsets, lengths, b"",
+                          args["shared"], args["lo"], args["hi"], args["start"], args["q"], False, args["inside"])
     assert str(err.value) == message
 
 
@@ -333,3 +353,19 @@ def test_agree_depth_refuses_states_it_does_not_have(q, p, limit, message):
         _scan.agree_depth(trans, b"", b"", b"", np.zeros(2, dtype=bool), q, p, limit)
     with pytest.raises(ValueError, match="^agree_depth: inconsistent array sizes$"):
         _scan.agree_depth(trans, b"", b"", b"", np.zeros(3, dtype=bool), 0, 0, 1)
+
+
+def test_a_row_after_one_not_stepped_walks_from_the_start():
+    """Rows resume from the states of the row before them; a row the start state loops on is
+    not stepped, so the row after it has nothing to resume from, whatever the two share.
+    State 0 loops on `a` and goes to 1 on `b`; state 1 loops on `a` and dies on `b`."""
+    trans = np.full((2, 256), -1, dtype=np.int32)
+    trans[0, ord("a")], trans[0, ord("b")], trans[1, ord("a")] = 0, 1, 1
+    tokens = [b"baaa", b"aaaa", b"aaab"]  # walked to state 1 / not stepped / 3 bytes shared with the last
+    data, offsets, lengths = _packed(tokens)
+    shared = np.array(_common_prefixes(tokens), dtype=np.uint8)
+    out = _scan.scan_ranges(trans, b"", b"", b"", np.array([False, True]), data, offsets, lengths, _sets(tokens),
+                            shared, np.array([0], dtype=np.int64), np.array([3], dtype=np.int64), 0, 0, False, None)
+    end_rows, end_states, split_rows, split_pos = (np.frombuffer(part, dtype=np.int32).tolist() for part in out)
+    assert (end_rows, end_states) == ([0, 1, 2], [1, 0, 1])
+    assert (split_rows, split_pos) == ([0, 0, 0], [1, 2, 3])

@@ -28,13 +28,18 @@
  *   strictly after the start (at it, with split_at_start) and strictly before the token's
  *   end where the DFA accepts.
  *
- * scan_ranges(trans, base, check, next, accept, data, offsets, lengths, sets, lo, hi, start, q,
+ * scan_ranges(trans, base, check, next, accept, data, offsets, lengths, sets, shared, lo, hi, start, q,
  *             split_at_start, inside)
  *   the same walk over every row of the ranges [lo[i], hi[i]) (int64), each from byte
  *   `start`: a scan from a DFA state walks the rows of the first bytes it takes, a few
  *   runs of the sorted vocabulary, without a 100k-row index array made for it. With
  *   `inside` (a writable byte per row, or None) the rows that stay inside are flagged there
  *   and end_rows and end_states come back empty.
+ *   shared uint8 [rows_total] (or empty: nothing shared): at most as many leading bytes as
+ *   row r has in common with row r - 1. A row resumes from the states of the row before it
+ *   where the two part (`walk_shared`), and a row that has the byte which ended the row
+ *   before, at the same depth, ends there too without a step: sorted tokens share most of
+ *   their prefixes (Llama-3 scans step ~14x fewer bytes so).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -140,6 +145,70 @@ static inline int walk_row(Walk *w, int32_t row, int32_t p) {
         }
     }
     return s >= 0 ? ended(w, row, s) : 0;
+}
+
+/* The states along the last row a range walk took (`walk_shared`): state[d] after d bytes
+ * past the start (state[0] = q) for d <= valid, the depths d >= 1 whose state accepts
+ * (ascending), and dead >= 0 when that row's byte after depth `dead` (= valid) left the DFA. */
+typedef struct {
+    int32_t *state, *accepting;
+    int32_t valid, n_accepting, dead;
+} Path;
+
+static void path_reset(Path *h) {
+    h->valid = 0, h->n_accepting = 0, h->dead = -1;
+}
+
+/* `walk_row` for the row after the one `h` holds, whose first `common` bytes it shares
+ * (a lower bound is enough): the same outputs, stepping only the bytes past what the two
+ * rows share. */
+static inline int walk_shared(Walk *w, Path *h, int32_t row, int32_t start, int32_t common) {
+    const int32_t length = w->lengths[row];
+    const uint8_t *bytes = w->data + w->offsets[row];
+    const uint8_t *accept = w->accept;
+    Vec *split_rows = &w->out[2], *split_pos = &w->out[3];
+    if (w->split_at_start && accept[w->q] && start > 0 && start < length &&
+        (vec_push(split_rows, row) || vec_push(split_pos, start)))
+        return -1;
+    int32_t same = common > start ? common - start : 0;
+    if (h->dead >= 0 && same > h->dead) { /* it has the byte that ended the last row, there */
+        for (int32_t i = 0; i < h->n_accepting; i++)
+            if (vec_push(split_rows, row) || vec_push(split_pos, start + h->accepting[i])) return -1;
+        return 0;
+    }
+    if (w->sets) {
+        const uint64_t *x = w->sets + 4 * (Py_ssize_t)row;
+        const uint64_t *leaves = w->leaves;
+        if (!((x[0] & leaves[0]) | (x[1] & leaves[1]) | (x[2] & leaves[2]) | (x[3] & leaves[3]))) {
+            path_reset(h); /* not stepped: nothing to resume from */
+            if (accept[w->q])
+                for (int32_t k = start + 1; k < length; k++)
+                    if (vec_push(split_rows, row) || vec_push(split_pos, k)) return -1;
+            return ended(w, row, w->q);
+        }
+    }
+    int32_t d = same < h->valid ? same : h->valid;
+    while (h->n_accepting && h->accepting[h->n_accepting - 1] > d) h->n_accepting--;
+    for (int32_t i = 0; i < h->n_accepting; i++)
+        if (start + h->accepting[i] < length &&
+            (vec_push(split_rows, row) || vec_push(split_pos, start + h->accepting[i])))
+            return -1;
+    h->dead = -1;
+    int32_t s = h->state[d];
+    while (start + d < length) {
+        int32_t next = step(&w->t, s, bytes[start + d]);
+        if (next < 0) {
+            h->valid = h->dead = d;
+            return 0;
+        }
+        s = h->state[++d] = next;
+        if (accept[s]) {
+            h->accepting[h->n_accepting++] = d;
+            if (start + d < length && (vec_push(split_rows, row) || vec_push(split_pos, start + d))) return -1;
+        }
+    }
+    h->valid = d;
+    return ended(w, row, s);
 }
 
 static int need(Py_buffer *b, Py_ssize_t itemsize, const char *what) {
@@ -264,12 +333,13 @@ static PyObject *scan_ranges(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *trans_obj, *inside_obj, *result = NULL;
     Common c = {0};
-    Py_buffer lo = {0}, hi = {0}, inside = {0};
+    Py_buffer shared = {0}, lo = {0}, hi = {0}, inside = {0};
     Py_ssize_t q, start;
     Walk w = {0};
-    if (!PyArg_ParseTuple(args, "Oy*y*y*y*y*y*y*y*y*y*nnpO", &trans_obj, &c.base, &c.check, &c.next, &c.accept,
-                          &c.data, &c.offsets, &c.lengths, &c.sets, &lo, &hi, &start, &q, &w.split_at_start,
-                          &inside_obj))
+    Path h = {0};
+    if (!PyArg_ParseTuple(args, "Oy*y*y*y*y*y*y*y*y*y*y*nnpO", &trans_obj, &c.base, &c.check, &c.next, &c.accept,
+                          &c.data, &c.offsets, &c.lengths, &c.sets, &shared, &lo, &hi, &start, &q,
+                          &w.split_at_start, &inside_obj))
         return NULL;
     if (setup(&w, &c, trans_obj, q) || need(&lo, sizeof(int64_t), "lo") || need(&hi, sizeof(int64_t), "hi"))
         goto done;
@@ -286,23 +356,41 @@ static PyObject *scan_ranges(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "scan_ranges: inconsistent array sizes");
         goto done;
     }
+    if (shared.len && shared.len != n_rows) {
+        PyErr_SetString(PyExc_ValueError, "scan_ranges: shared is not one byte per row");
+        goto done;
+    }
     Py_ssize_t k = lo.len / (Py_ssize_t)sizeof(int64_t);
     const int64_t *a = lo.buf, *b = hi.buf;
+    const uint8_t *common = shared.len ? shared.buf : NULL;
+    int32_t longest = 0; /* bytes past `start` of the longest row walked: the path's depth */
     for (Py_ssize_t i = 0; i < k; i++)
-        for (Py_ssize_t r = a[i]; r < b[i]; r++)
+        for (Py_ssize_t r = a[i]; r < b[i]; r++) {
             if (!row_ok(&c.lengths, &c.offsets, &c.data, r, start)) {
                 PyErr_SetString(PyExc_ValueError, "scan_ranges: a row or position is out of range");
                 goto done;
             }
+            if (w.lengths[r] - (int32_t)start > longest) longest = w.lengths[r] - (int32_t)start;
+        }
+    h.state = malloc(((size_t)longest + 1) * sizeof(int32_t));
+    h.accepting = malloc(((size_t)longest + 1) * sizeof(int32_t));
+    if (!h.state || !h.accepting) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    h.state[0] = w.q;
+    path_reset(&h);
     int failed = 0;
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t i = 0; i < k && !failed; i++)
-        for (int64_t r = a[i]; r < b[i] && !failed; r++) failed = walk_row(&w, (int32_t)r, (int32_t)start);
+    for (Py_ssize_t i = 0; i < k && !failed; i++) /* a range's first row shares nothing with the row before */
+        for (int64_t r = a[i]; r < b[i] && !failed; r++)
+            failed = walk_shared(&w, &h, (int32_t)r, (int32_t)start, r > a[i] && common ? common[r] : 0);
     Py_END_ALLOW_THREADS
     result = finish(&w, failed);
 done:
+    free(h.state), free(h.accepting);
     release_common(&c);
-    PyBuffer_Release(&lo), PyBuffer_Release(&hi);
+    PyBuffer_Release(&shared), PyBuffer_Release(&lo), PyBuffer_Release(&hi);
     if (inside.obj) PyBuffer_Release(&inside);
     return result;
 }

@@ -626,8 +626,9 @@ class TokenIndex:
         with `inside` (bool over rows) the rows that stay inside are flagged there instead of
         returned (`grammarc.tokens._scan.scan_ranges`)."""
         tokens = self.tokens
-        out = _scan.scan_ranges(*self._table(t), tokens.data, tokens.offsets, tokens.lengths, tokens.sets, lo, hi,
-                                start, q, split_at_start, None if inside is None else inside.view(np.uint8))
+        out = _scan.scan_ranges(*self._table(t), tokens.data, tokens.offsets, tokens.lengths, tokens.sets,
+                                tokens.shared, lo, hi, start, q, split_at_start,
+                                None if inside is None else inside.view(np.uint8))
         return tuple(np.frombuffer(part, dtype=np.int32) for part in out)
 
     def _scan(self, t: int, rows: np.ndarray, pos: np.ndarray, q: int):

@@ -67,6 +67,7 @@ class TokenBytes:
     sets: np.ndarray  # uint64 [rows, 4]: bit b of a row's words = the token contains byte b (see `_byte_sets`)
     by_length: np.ndarray  # int32: the rows, longest first
     longer: np.ndarray  # int64 [longest + 1]: how many rows are longer than d bytes (by_length[:longer[d]])
+    shared: np.ndarray  # uint8: the bytes row r has in common with row r - 1 (at most 255; see `common_prefixes`)
 
     @property
     def longest(self) -> int:
@@ -99,9 +100,26 @@ def token_bytes(vocab: Vocabulary) -> TokenBytes:
     by_length = np.argsort(-lengths, kind="stable").astype(np.int32)
     counts = np.bincount(lengths, minlength=1)  # rows per length
     longer = (len(lengths) - np.cumsum(counts)).astype(np.int64)  # rows longer than d, d = 0..longest
-    for array in (ids, lengths, offsets, data, sets, by_length, longer):
+    shared = common_prefixes(data, offsets, lengths)
+    for array in (ids, lengths, offsets, data, sets, by_length, longer, shared):
         array.flags.writeable = False
-    return _token_bytes.put(vocab.key, TokenBytes(ids, lengths, offsets, data, sets, by_length, longer))
+    return _token_bytes.put(vocab.key, TokenBytes(ids, lengths, offsets, data, sets, by_length, longer, shared))
+
+
+def common_prefixes(data: np.ndarray, offsets: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """uint8 [rows]: how many leading bytes row r has in common with row r - 1 (0 for the
+    first row; 255 stands for 255 or more). A scan walks sorted rows in order and resumes
+    each where it parts from the one before (`grammarc.tokens._scan.scan_ranges`): most of a
+    row's bytes are its neighbour's, so most steps are saved."""
+    out = np.zeros(len(lengths), dtype=np.uint8)
+    rows = np.arange(1, len(lengths))
+    for depth in range(255):  # the rows still alike up to `depth`, one byte further each time
+        rows = rows[(lengths[rows] > depth) & (lengths[rows - 1] > depth)]
+        rows = rows[data[offsets[rows] + depth] == data[offsets[rows - 1] + depth]]
+        if not len(rows):
+            break
+        out[rows] += 1
+    return out
 
 
 def _byte_sets(lengths: np.ndarray, data: np.ndarray) -> np.ndarray:
