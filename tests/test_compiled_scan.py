@@ -146,6 +146,17 @@ def test_bad_ranges_are_refused_not_read_out_of_bounds(change, message):
     assert str(err.value) == message
 
 
+def test_a_range_whose_row_runs_past_the_data_is_refused():
+    """Each row is checked as the walk reads it: the last row claims 30 bytes of 6."""
+    data, offsets, _ = _packed([b"ab", b"b", b"aba"])
+    lengths = np.array([2, 1, 30], dtype=np.int32)
+    with pytest.raises(ValueError) as err:
+        _scan.scan_ranges(np.zeros((2, 256), dtype=np.int32), b"", b"", b"", np.array([True, False]), data, offsets,
+                          lengths, b"", np.array([0, 0, 2], dtype=np.uint8), np.array([0], dtype=np.int64),
+                          np.array([3], dtype=np.int64), 0, 0, False, None)
+    assert str(err.value) == "scan_ranges: a row or position is out of range"
+
+
 def test_a_row_the_state_loops_on_is_not_stepped():
     """A state looping on `a` and `b`: a row of those bytes ends in it, with a split at every
     inner position when it accepts, whatever the rest of the table says (it is never read);

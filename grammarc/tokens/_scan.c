@@ -85,6 +85,7 @@ static inline int32_t step(const Table *t, int32_t s, uint8_t b) {
 typedef struct {
     Table t;
     const uint8_t *accept, *data;
+    Py_ssize_t data_len;
     const int64_t *offsets;
     const int32_t *lengths;
     const uint64_t *sets;  /* NULL: every row is stepped */
@@ -152,8 +153,22 @@ static inline int walk_row(Walk *w, int32_t row, int32_t p) {
  * (ascending), and dead >= 0 when that row's byte after depth `dead` (= valid) left the DFA. */
 typedef struct {
     int32_t *state, *accepting;
-    int32_t valid, n_accepting, dead;
+    int32_t valid, n_accepting, dead, depth; /* depth: the deepest d the arrays hold */
 } Path;
+
+enum { OUT_OF_MEMORY = -1, OUT_OF_RANGE = -2 };
+
+/* Room for `depth` bytes past the start (the arrays keep what they hold); 0 or OUT_OF_MEMORY. */
+static int path_room(Path *h, int32_t depth) {
+    if (depth <= h->depth) return 0;
+    int32_t *state = realloc(h->state, ((size_t)depth + 1) * sizeof(int32_t));
+    if (state) h->state = state;
+    int32_t *accepting = realloc(h->accepting, ((size_t)depth + 1) * sizeof(int32_t));
+    if (accepting) h->accepting = accepting;
+    if (!state || !accepting) return OUT_OF_MEMORY;
+    h->depth = depth;
+    return 0;
+}
 
 static void path_reset(Path *h) {
     h->valid = 0, h->n_accepting = 0, h->dead = -1;
@@ -161,10 +176,14 @@ static void path_reset(Path *h) {
 
 /* `walk_row` for the row after the one `h` holds, whose first `common` bytes it shares
  * (a lower bound is enough): the same outputs, stepping only the bytes past what the two
- * rows share. */
+ * rows share. Checks the row as it reads it (`row_ok`, for a row already known to be one
+ * of the rows): OUT_OF_RANGE when `start` is past its end or its bytes past the data. */
 static inline int walk_shared(Walk *w, Path *h, int32_t row, int32_t start, int32_t common) {
     const int32_t length = w->lengths[row];
-    const uint8_t *bytes = w->data + w->offsets[row];
+    const int64_t offset = w->offsets[row];
+    if (length < start || offset < 0 || offset + length > w->data_len) return OUT_OF_RANGE;
+    if (path_room(h, length - start)) return OUT_OF_MEMORY;
+    const uint8_t *bytes = w->data + offset;
     const uint8_t *accept = w->accept;
     Vec *split_rows = &w->out[2], *split_pos = &w->out[3];
     if (w->split_at_start && accept[w->q] && start > 0 && start < length &&
@@ -267,6 +286,7 @@ static int setup(Walk *w, Common *c, PyObject *trans_obj, Py_ssize_t q) {
         return -1;
     }
     w->accept = c->accept.buf, w->data = c->data.buf, w->offsets = c->offsets.buf, w->lengths = c->lengths.buf;
+    w->data_len = c->data.len;
     w->sets = c->sets.len ? c->sets.buf : NULL;
     w->q = (int32_t)q;
     loop_test(w);
@@ -284,9 +304,11 @@ static int row_ok(const Py_buffer *lengths, const Py_buffer *offsets, const Py_b
     return r >= 0 && r < n_rows && p >= 0 && p <= len[r] && off[r] >= 0 && off[r] + len[r] <= data->len;
 }
 
-static PyObject *finish(Walk *w, int failed) {
+static PyObject *finish(Walk *w, int failed, const char *who) {
     PyObject *result = NULL;
-    if (failed)
+    if (failed == OUT_OF_RANGE)
+        PyErr_Format(PyExc_ValueError, "%s: a row or position is out of range", who);
+    else if (failed)
         PyErr_NoMemory();
     else
         result = Py_BuildValue("(NNNN)", vec_bytes(&w->out[0]), vec_bytes(&w->out[1]), vec_bytes(&w->out[2]),
@@ -322,7 +344,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t i = 0; i < n && !failed; i++) failed = walk_row(&w, r[i], p[i]);
     Py_END_ALLOW_THREADS
-    result = finish(&w, failed);
+    result = finish(&w, failed, "scan");
 done:
     release_common(&c);
     PyBuffer_Release(&rows), PyBuffer_Release(&pos);
@@ -363,18 +385,12 @@ static PyObject *scan_ranges(PyObject *self, PyObject *args) {
     Py_ssize_t k = lo.len / (Py_ssize_t)sizeof(int64_t);
     const int64_t *a = lo.buf, *b = hi.buf;
     const uint8_t *common = shared.len ? shared.buf : NULL;
-    int32_t longest = 0; /* bytes past `start` of the longest row walked: the path's depth */
-    for (Py_ssize_t i = 0; i < k; i++)
-        for (Py_ssize_t r = a[i]; r < b[i]; r++) {
-            if (!row_ok(&c.lengths, &c.offsets, &c.data, r, start)) {
-                PyErr_SetString(PyExc_ValueError, "scan_ranges: a row or position is out of range");
-                goto done;
-            }
-            if (w.lengths[r] - (int32_t)start > longest) longest = w.lengths[r] - (int32_t)start;
+    for (Py_ssize_t i = 0; i < k; i++) /* the rows; each row's bytes are checked as it is walked */
+        if (a[i] < b[i] && (a[i] < 0 || b[i] > n_rows || start < 0 || start > INT32_MAX)) {
+            PyErr_SetString(PyExc_ValueError, "scan_ranges: a row or position is out of range");
+            goto done;
         }
-    h.state = malloc(((size_t)longest + 1) * sizeof(int32_t));
-    h.accepting = malloc(((size_t)longest + 1) * sizeof(int32_t));
-    if (!h.state || !h.accepting) {
+    if (path_room(&h, 64)) {
         PyErr_NoMemory();
         goto done;
     }
@@ -386,7 +402,7 @@ static PyObject *scan_ranges(PyObject *self, PyObject *args) {
         for (int64_t r = a[i]; r < b[i] && !failed; r++)
             failed = walk_shared(&w, &h, (int32_t)r, (int32_t)start, r > a[i] && common ? common[r] : 0);
     Py_END_ALLOW_THREADS
-    result = finish(&w, failed);
+    result = finish(&w, failed, "scan_ranges");
 done:
     free(h.state), free(h.accepting);
     release_common(&c);
