@@ -380,3 +380,40 @@ def test_a_row_after_one_not_stepped_walks_from_the_start():
     end_rows, end_states, split_rows, split_pos = (np.frombuffer(part, dtype=np.int32).tolist() for part in out)
     assert (end_rows, end_states) == ([0, 1, 2], [1, 0, 1])
     assert (split_rows, split_pos) == ([0, 0, 0], [1, 2, 3])
+
+
+@settings(max_examples=300, deadline=None)
+@given(case=cases(), comb=st.booleans(), choices=st.data())
+def test_a_tree_part_walks_the_picked_suffixes_and_packs_the_ids_that_end(case, comb, choices):
+    """`scan_part`: the suffixes at `picks` walked from state 0 as `scan` walks them, and the
+    ids of the rows that end inside packed as `pack_ids` packs them (None: no row ends)."""
+    trans, accept, data, offsets, lengths, rows, pos, _ = case
+    picks = np.array(choices.draw(st.lists(st.integers(0, len(rows) - 1), max_size=12)) if len(rows) else [],
+                     dtype=np.int64)
+    ids = np.array(choices.draw(st.permutations(range(len(lengths)))), dtype=np.int32) * 7 % 97  # repeats allowed
+    end_rows, _, split_rows, split_pos = reference(trans, accept, data, offsets, lengths, rows[picks], pos[picks], 0)
+    table = CombTable.from_dense(trans)
+    tables = (None, table.base, table.check, table.next) if comb else (trans, b"", b"", b"")
+    packed, got_rows, got_pos = _scan.scan_part(*tables, accept, data, offsets, lengths, _sets(_tokens(data, offsets, lengths)),
+                                                ids, rows, pos, picks, 4)
+    expected = _scan.pack_ids(ids[end_rows].astype(np.int64), 4) if len(end_rows) else None
+    assert packed == expected
+    assert np.frombuffer(got_rows, dtype=np.int32).tolist() == split_rows.tolist()
+    assert np.frombuffer(got_pos, dtype=np.int32).tolist() == split_pos.tolist()
+
+
+def _tokens(data, offsets, lengths) -> list[bytes]:
+    return [bytes(data[o:o + n]) for o, n in zip(offsets.tolist(), lengths.tolist())]
+
+
+@pytest.mark.parametrize("picks, message", [
+    ([2], "scan_part: a pick, row or position is out of range"),
+    ([-1], "scan_part: a pick, row or position is out of range"),
+])
+def test_bad_picks_are_refused(picks, message):
+    data, offsets, lengths = _packed([b"ab", b"b"])
+    with pytest.raises(ValueError) as err:
+        _scan.scan_part(np.zeros((1, 256), dtype=np.int32), b"", b"", b"", np.array([True]), data, offsets, lengths,
+                        b"", np.array([0, 1], dtype=np.int32), np.array([0, 1], dtype=np.int32),
+                        np.array([0, 0], dtype=np.int32), np.array(picks, dtype=np.int64), 1)
+    assert str(err.value) == message

@@ -1,5 +1,6 @@
 /* Walking vocabulary tokens through a terminal's DFA: the inner loop of the token index,
  * and beside it the index's other per-mask loops (each's contract is at its definition):
+ * scan_part (a token tree's part: walk some suffixes, pack the ids of those that end inside),
  * pack_rows (a scan's inside rows as a mask over token ids), next_bytes and order_by_byte
  * (a token tree level's suffixes by their next byte), pack_ids, pack_words and or_into
  * (TokenSet: made from ids or a packed mask, OR-ed into one), agree_depth (how far two
@@ -702,22 +703,17 @@ static int compare_ids(const void *a, const void *b) {
  * (dense). A few ids (under one per eight words: measured, sorting them is cheaper up to
  * there) are sorted; more are flagged in a dense mask. A token tree makes
  * thousands of small sets on a new schema, where NumPy's per-call costs were the time. */
-static PyObject *pack_ids(PyObject *self, PyObject *args) {
-    (void)self;
-    Py_buffer ids = {0};
-    Py_ssize_t n_words;
+/* The TokenSet of token ids `id` (n of them, any order, repeats allowed, each checked to be
+ * below n_words * 32) as (bits, words, count): see `pack_ids`. NULL with an error set. */
+static PyObject *packed_ids(const int64_t *id, Py_ssize_t n, Py_ssize_t n_words) {
     PyObject *result = NULL;
     int64_t *sorted = NULL;
     uint32_t *dense = NULL, *bits = NULL;
-    Py_ssize_t *words = NULL;
-    if (!PyArg_ParseTuple(args, "y*n", &ids, &n_words)) return NULL;
-    if (need(&ids, sizeof(int64_t), "ids")) goto done;
-    Py_ssize_t n = ids.len / (Py_ssize_t)sizeof(int64_t), k = 0, count = 0;
-    const int64_t *id = ids.buf;
+    Py_ssize_t *words = NULL, k = 0, count = 0;
     for (Py_ssize_t i = 0; i < n; i++)
         if (id[i] < 0 || id[i] >= (int64_t)n_words * 32) {
             PyErr_SetString(PyExc_ValueError, "pack_ids: a token id is out of range");
-            goto done;
+            return NULL;
         }
     if (n * 8 < n_words) { /* few: sort, then one (word, bits) per run of ids in one word */
         if (!(sorted = malloc((size_t)(n ? n : 1) * sizeof(int64_t))) || !(bits = malloc((size_t)(n ? n : 1) * 4)) ||
@@ -745,7 +741,87 @@ nomem:
     PyErr_NoMemory();
 done:
     free(sorted), free(dense), free(bits), free(words);
+    return result;
+}
+
+/* pack_ids(ids, n_words): the TokenSet of token ids `ids` (int64, any order, repeats allowed)
+ * over a vocabulary of n_words uint32 words, as (bits, words, count): bits uint32 and words
+ * intp (as bytes) of the non-zero words when they are at most an eighth of the vocabulary's
+ * (sparse: OR-ing a few tokens touches a few words), else (every word, None, count)
+ * (dense). A few ids (under one per eight words: measured, sorting them is cheaper up to
+ * there) are sorted; more are flagged in a dense mask. A token tree makes
+ * thousands of small sets on a new schema, where NumPy's per-call costs were the time. */
+static PyObject *pack_ids(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer ids = {0};
+    Py_ssize_t n_words;
+    if (!PyArg_ParseTuple(args, "y*n", &ids, &n_words)) return NULL;
+    PyObject *result = need(&ids, sizeof(int64_t), "ids") ? NULL
+                                                          : packed_ids(ids.buf, ids.len / (Py_ssize_t)sizeof(int64_t), n_words);
     PyBuffer_Release(&ids);
+    return result;
+}
+
+/* scan_part(trans, base, check, next, accept, data, offsets, lengths, sets, ids, rows, pos, picks, n_words):
+ * a token tree's part for one terminal, in one call: the suffixes (rows[i], pos[i]) for i in
+ * `picks` (int64) walked from the terminal's start (state 0), as `scan` walks them; returns
+ * (the `pack_ids` TokenSet of ids[r] (int32 per row) for the rows that end inside the
+ * terminal, or None when none do; split_rows; split_pos). A new schema's trees make
+ * thousands of parts of a few suffixes each, where gathering, walking and packing in
+ * separate calls cost more than the walks. */
+static PyObject *scan_part(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *trans_obj, *result = NULL, *packed = NULL;
+    Common c = {0};
+    Py_buffer ids = {0}, rows = {0}, pos = {0}, picks = {0};
+    Py_ssize_t n_words;
+    Walk w = {0};
+    int64_t *end_ids = NULL;
+    if (!PyArg_ParseTuple(args, "Oy*y*y*y*y*y*y*y*y*y*y*y*n", &trans_obj, &c.base, &c.check, &c.next, &c.accept,
+                          &c.data, &c.offsets, &c.lengths, &c.sets, &ids, &rows, &pos, &picks, &n_words))
+        return NULL;
+    if (setup(&w, &c, trans_obj, 0) || need(&ids, sizeof(int32_t), "ids") || need(&rows, sizeof(int32_t), "rows") ||
+        need(&pos, sizeof(int32_t), "pos") || need(&picks, sizeof(int64_t), "picks"))
+        goto done;
+    if (pos.len != rows.len || ids.len != c.lengths.len) {
+        PyErr_SetString(PyExc_ValueError, "scan_part: inconsistent array sizes");
+        goto done;
+    }
+    Py_ssize_t n = picks.len / (Py_ssize_t)sizeof(int64_t), n_suffixes = rows.len / (Py_ssize_t)sizeof(int32_t);
+    const int32_t *r = rows.buf, *p = pos.buf;
+    const int64_t *pick = picks.buf;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (pick[i] < 0 || pick[i] >= n_suffixes || !row_ok(&c.lengths, &c.offsets, &c.data, r[pick[i]], p[pick[i]])) {
+            PyErr_SetString(PyExc_ValueError, "scan_part: a pick, row or position is out of range");
+            goto done;
+        }
+    int failed = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n && !failed; i++) failed = walk_row(&w, r[pick[i]], p[pick[i]]);
+    Py_END_ALLOW_THREADS
+    if (failed) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t n_ends = w.out[0].len;
+    if (n_ends) {
+        const int32_t *id = ids.buf;
+        if (!(end_ids = malloc((size_t)n_ends * sizeof(int64_t)))) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        for (Py_ssize_t j = 0; j < n_ends; j++) end_ids[j] = id[w.out[0].data[j]];
+        if (!(packed = packed_ids(end_ids, n_ends, n_words))) goto done;
+    } else
+        packed = Py_NewRef(Py_None);
+    result = Py_BuildValue("(NNN)", packed, vec_bytes(&w.out[2]), vec_bytes(&w.out[3]));
+    packed = NULL;
+done:
+    Py_XDECREF(packed);
+    free(end_ids);
+    for (int i = 0; i < 4; i++) free(w.out[i].data);
+    release_common(&c);
+    PyBuffer_Release(&ids), PyBuffer_Release(&rows), PyBuffer_Release(&pos), PyBuffer_Release(&picks);
     return result;
 }
 
@@ -756,6 +832,7 @@ static PyMethodDef methods[] = {
     {"pack_rows", pack_rows, METH_VARARGS, "OR the flagged rows' token ids into a packed mask."},
     {"next_bytes", next_bytes, METH_VARARGS, "The byte at each (row, position), and their counts."},
     {"pack_ids", pack_ids, METH_VARARGS, "A TokenSet's arrays and count for some token ids."},
+    {"scan_part", scan_part, METH_VARARGS, "A token tree part: picked suffixes walked, their ends packed."},
     {"order_by_byte", order_by_byte, METH_VARARGS, "Positions grouped by their byte (a counting sort)."},
     {"pack_words", pack_words, METH_VARARGS, "A TokenSet's arrays and count for a packed mask."},
     {"or_into", or_into, METH_VARARGS, "OR a TokenSet's words into a packed mask."},

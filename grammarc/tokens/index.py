@@ -674,12 +674,19 @@ class TokenIndex:
     def _tree_part(self, level: _Level, u: int, starts: np.ndarray) -> "tuple[TokenSet | None, Tree | None]":
         """The part of terminal `u` in the tree over `level`: its suffixes at `starts` (those
         whose next byte opens `u`), scanned from `u`'s start (called under the build lock)."""
-        end_rows, end_states, split_rows, split_pos = self._scan(u, level.rows[starts], level.pos[starts], 0)
         limit = self.terminals[u].token_limit
-        if limit is not None:  # the token spends one of `u`'s budget: the rest must finish it
+        if limit is None:  # gather, walk and pack in one call (`_scan.scan_part`)
+            rows = self.tokens
+            packed, split_rows, split_pos = _scan.scan_part(
+                *self._table(u), rows.data, rows.offsets, rows.lengths, rows.sets, rows.ids, level.rows, level.pos,
+                np.asarray(starts, dtype=np.int64), self.n_words)
+            tokens = None if packed is None else TokenSet._of_packed(packed)
+            split_rows, split_pos = np.frombuffer(split_rows, dtype=np.int32), np.frombuffer(split_pos, dtype=np.int32)
+        else:  # the token spends one of `u`'s budget: the rest must finish it
+            end_rows, end_states, split_rows, split_pos = self._scan(u, level.rows[starts], level.pos[starts], 0)
             finish = [self.can_finish(u, int(s), limit - 1) for s in end_states.tolist()]
             end_rows = end_rows[np.array(finish, dtype=bool)] if len(end_rows) else end_rows
-        tokens = TokenSet.of(self.token_ids[end_rows], self.n_words) if len(end_rows) else None
+            tokens = TokenSet.of(self.token_ids[end_rows], self.n_words) if len(end_rows) else None
         child = self._tree(u, split_rows, split_pos) if len(split_rows) else None
         return _NO_PART if tokens is None and child is None else (tokens, child)
 
