@@ -227,9 +227,9 @@ class _Level:
 
     def candidates(self) -> frozenset[int]:
         index = self._index()
-        with index._build_lock:  # `_starting` fills the index's per-byte tables
+        with index._build_lock:  # `_starting` fills the index's memo
             _, counts = self.next_bytes(index)
-            return frozenset(index._starting(self.previous, np.flatnonzero(counts)))
+            return index._starting(self.previous, counts > 0)
 
     def part(self, tree: Tree, u: int) -> "tuple[TokenSet | None, Tree | None]":
         index = self._index()
@@ -378,7 +378,7 @@ class TokenIndex:
         self._openers = _openers(compiled.terminals)
         self._tables: list[tuple | None] = [None] * len(compiled.terminals)  # _scan.scan's arguments
         self._suffix_keys: dict[tuple[int, int], str] = {}  # (t, q) -> suffix_key, for the shared store
-        self._by_byte: dict[int, dict[int, list[int]]] = {}  # previous -> byte -> following that open with it
+        self._starting_memo: dict[tuple[int, bytes], frozenset[int]] = {}  # (previous, next bytes) -> `_starting`
         self._recent: dict[int, list[tuple[int, Scan]]] = {}  # t -> its last wide scans (`_scan_near`)
         self.tokens = token_bytes(vocab)  # the rows that scans walk
         # how deep `_scan_near` compares states, and the least agreement it uses (read once, as the memo budgets)
@@ -654,22 +654,19 @@ class TokenIndex:
         (its parts made when first read)."""
         return Tree(_Level(self, previous, rows, pos)) if len(rows) else Tree()
 
-    def _starting(self, previous: int, present: np.ndarray) -> list[int]:
-        """The terminals after `previous` that can start with one of the bytes `present`
-        (distinct), in follow order."""
-        following = self._follow_arrays[previous]
-        if len(present) > 16:
-            return following[self._openers[following][:, present].any(axis=1)].tolist()
-        by_byte = self._by_byte.get(previous)
-        if by_byte is None:
-            by_byte = self._by_byte[previous] = {}
-        found: set[int] = set()
-        for b in present.tolist():
-            starting = by_byte.get(b)
-            if starting is None:
-                starting = by_byte[b] = following[self._openers[following, b]].tolist()
-            found.update(starting)
-        return sorted(found)
+    def _starting(self, previous: int, present: np.ndarray) -> frozenset[int]:
+        """The terminals after `previous` that can start with a byte of `present` (bool
+        [256]), memoized: a tree level's next bytes are mostly those of another level after
+        the same terminal (the bytes that follow a string's end in tokens, say), and a big
+        grammar follows a terminal with hundreds of others."""
+        key = (previous, np.packbits(present).tobytes())
+        found = self._starting_memo.get(key)
+        if found is None:
+            if len(self._starting_memo) >= STARTING_MEMO_LIMIT:
+                self._starting_memo.clear()
+            following = self._follow_arrays[previous]
+            found = self._starting_memo[key] = frozenset(following[self._openers[following][:, present].any(axis=1)].tolist())
+        return found
 
     def _tree_part(self, level: _Level, u: int, starts: np.ndarray) -> "tuple[TokenSet | None, Tree | None]":
         """The part of terminal `u` in the tree over `level`: its suffixes at `starts` (those
@@ -690,6 +687,9 @@ class TokenIndex:
         child = self._tree(u, split_rows, split_pos) if len(split_rows) else None
         return _NO_PART if tokens is None and child is None else (tokens, child)
 
+
+# `TokenIndex._starting` answers kept per index (each a few hundred bytes at most).
+STARTING_MEMO_LIMIT = 65536
 
 # A tree level over at least this many token suffixes is made whole on first read, picking
 # each next terminal's suffixes by their next byte (`_ByByte`), and then let go (`_Level`).
