@@ -51,25 +51,32 @@ def cases(draw):
     return trans, accept, data, offsets, lengths, rows, pos, q
 
 
-def _compiled(trans, accept, data, offsets, lengths, rows, pos, q, comb: bool, sets=b""):
+def _kinds(data, offsets, lengths) -> np.ndarray:
+    return np.frombuffer(_scan.row_kinds(data, offsets, lengths), dtype=np.uint16)
+
+
+def _compiled(trans, accept, data, offsets, lengths, rows, pos, q, comb: bool, sets=b"", kinds=b""):
     if comb:
         table = CombTable.from_dense(trans)
-        out = _scan.scan(None, table.base, table.check, table.next, accept, data, offsets, lengths, sets, rows, pos,
-                         q)
+        out = _scan.scan(None, table.base, table.check, table.next, accept, data, offsets, lengths, sets, kinds, rows,
+                         pos, q)
     else:
-        out = _scan.scan(trans, b"", b"", b"", accept, data, offsets, lengths, sets, rows, pos, q)
+        out = _scan.scan(trans, b"", b"", b"", accept, data, offsets, lengths, sets, kinds, rows, pos, q)
     return [np.frombuffer(part, dtype=np.int32) for part in out]
 
 
 @settings(max_examples=400, deadline=None)
-@given(case=cases(), comb=st.booleans(), with_sets=st.booleans())
-def test_compiled_walk_equals_the_numpy_walk(case, comb, with_sets):
+@given(case=cases(), comb=st.booleans(), with_sets=st.booleans(), with_kinds=st.booleans())
+def test_compiled_walk_equals_the_numpy_walk(case, comb, with_sets, with_kinds):
     """With the rows' byte sets, rows on which the start state loops are not stepped (the
-    strategy's small DFAs loop often: a state has 5 bytes and at most 6 targets)."""
+    strategy's small DFAs loop often: a state has 5 bytes and at most 6 targets); with their
+    kinds too, the sets are read only where a byte group is partly leaving (a state looping
+    on `a` but not `b`, both letters)."""
     expected = reference(*case)
     trans, accept, data, offsets, lengths, rows, pos, q = case
     tokens = [bytes(data[o:o + n]) for o, n in zip(offsets.tolist(), lengths.tolist())]
-    got = _compiled(*case, comb=comb, sets=_sets(tokens) if with_sets else b"")
+    got = _compiled(*case, comb=comb, sets=_sets(tokens) if with_sets else b"",
+                    kinds=_kinds(data, offsets, lengths) if with_kinds else b"")
     for e, g in zip(expected, got):
         assert e.tolist() == g.tolist()
 
@@ -116,7 +123,8 @@ def test_walking_ranges_equals_walking_their_rows(case, comb, start, split_at_st
     tables = (None, table.base, table.check, table.next) if comb else (trans, b"", b"", b"")
     inside = np.zeros(len(tokens), dtype=np.uint8) if flagged else None
     got = [np.frombuffer(part, dtype=np.int32) for part in _scan.scan_ranges(
-        *tables, accept, data, offsets, lengths, _sets(tokens), shared, lo, hi, start, q, split_at_start, inside)]
+        *tables, accept, data, offsets, lengths, _sets(tokens), _kinds(data, offsets, lengths), shared, lo, hi, start,
+        q, split_at_start, inside)]
     assert [g.tolist() for g in got[2:]] == [e.tolist() for e in expected[2:]]
     if flagged:
         assert got[0].tolist() == got[1].tolist() == []
@@ -141,7 +149,7 @@ def test_bad_ranges_are_refused_not_read_out_of_bounds(change, message):
                 inside=np.zeros(3, dtype=np.uint8), shared=np.zeros(3, dtype=np.uint8))
     args.update(change)
     with pytest.raises(ValueError) as err:
-        _scan.scan_ranges(trans, b"", b"", b"", np.array([True, False]), data, offsets, lengths, b"",
+        _scan.scan_ranges(trans, b"", b"", b"", np.array([True, False]), data, offsets, lengths, b"", b"",
                           args["shared"], args["lo"], args["hi"], args["start"], args["q"], False, args["inside"])
     assert str(err.value) == message
 
@@ -152,7 +160,7 @@ def test_a_range_whose_row_runs_past_the_data_is_refused():
     lengths = np.array([2, 1, 30], dtype=np.int32)
     with pytest.raises(ValueError) as err:
         _scan.scan_ranges(np.zeros((2, 256), dtype=np.int32), b"", b"", b"", np.array([True, False]), data, offsets,
-                          lengths, b"", np.array([0, 0, 2], dtype=np.uint8), np.array([0], dtype=np.int64),
+                          lengths, b"", b"", np.array([0, 0, 2], dtype=np.uint8), np.array([0], dtype=np.int64),
                           np.array([3], dtype=np.int64), 0, 0, False, None)
     assert str(err.value) == "scan_ranges: a row or position is out of range"
 
@@ -204,6 +212,8 @@ def test_a_known_walk():
     (dict(rows=np.array([0, 0], dtype=np.int32)), "scan: inconsistent array sizes"),
     (dict(sets=np.zeros((2, 4), dtype=np.uint64)), "scan: inconsistent array sizes"),
     (dict(sets=np.zeros(3, dtype=np.uint64)), "scan: sets is not an array of 32-byte items"),
+    (dict(kinds=np.zeros(2, dtype=np.uint16)), "scan: inconsistent array sizes"),
+    (dict(kinds=np.zeros(3, dtype=np.uint8)), "scan: kinds is not an array of 2-byte items"),
     (dict(lengths=np.array([1, 2, 3], dtype=np.int64)), "scan: inconsistent array sizes"),
     (dict(offsets=np.array([0, 2], dtype=np.int64)), "scan: inconsistent array sizes"),
     (dict(offsets=np.array([5, 2, 3], dtype=np.int64)), "scan: a row or position is out of range"),
@@ -214,12 +224,12 @@ def test_a_known_walk():
 def test_bad_arrays_are_refused_not_read_out_of_bounds(change, message):
     trans = np.zeros((2, 256), dtype=np.int32)
     data, offsets, lengths = _packed([b"ab", b"b", b"aba"])
-    args = dict(accept=np.array([True, False]), data=data, offsets=offsets, lengths=lengths, sets=b"",
+    args = dict(accept=np.array([True, False]), data=data, offsets=offsets, lengths=lengths, sets=b"", kinds=b"",
                 rows=np.array([0], dtype=np.int32), pos=np.array([0], dtype=np.int32), q=0)
     args.update(change)
     with pytest.raises(ValueError) as err:
         _scan.scan(trans, b"", b"", b"", args["accept"], args["data"], args["offsets"], args["lengths"], args["sets"],
-                   args["rows"], args["pos"], args["q"])
+                   args["kinds"], args["rows"], args["pos"], args["q"])
     assert str(err.value) == message
 
 
@@ -376,7 +386,7 @@ def test_a_row_after_one_not_stepped_walks_from_the_start():
     data, offsets, lengths = _packed(tokens)
     shared = np.array(_common_prefixes(tokens), dtype=np.uint8)
     out = _scan.scan_ranges(trans, b"", b"", b"", np.array([False, True]), data, offsets, lengths, _sets(tokens),
-                            shared, np.array([0], dtype=np.int64), np.array([3], dtype=np.int64), 0, 0, False, None)
+                            _kinds(data, offsets, lengths), shared, np.array([0], dtype=np.int64), np.array([3], dtype=np.int64), 0, 0, False, None)
     end_rows, end_states, split_rows, split_pos = (np.frombuffer(part, dtype=np.int32).tolist() for part in out)
     assert (end_rows, end_states) == ([0, 1, 2], [1, 0, 1])
     assert (split_rows, split_pos) == ([0, 0, 0], [1, 2, 3])
@@ -394,7 +404,8 @@ def test_a_tree_part_walks_the_picked_suffixes_and_packs_the_ids_that_end(case, 
     end_rows, _, split_rows, split_pos = reference(trans, accept, data, offsets, lengths, rows[picks], pos[picks], 0)
     table = CombTable.from_dense(trans)
     tables = (None, table.base, table.check, table.next) if comb else (trans, b"", b"", b"")
-    packed, got_rows, got_pos = _scan.scan_part(*tables, accept, data, offsets, lengths, _sets(_tokens(data, offsets, lengths)),
+    packed, got_rows, got_pos = _scan.scan_part(*tables, accept, data, offsets, lengths,
+                                                _sets(_tokens(data, offsets, lengths)), _kinds(data, offsets, lengths),
                                                 ids, rows, pos, picks, 4)
     expected = _scan.pack_ids(ids[end_rows].astype(np.int64), 4) if len(end_rows) else None
     assert packed == expected
@@ -414,6 +425,25 @@ def test_bad_picks_are_refused(picks, message):
     data, offsets, lengths = _packed([b"ab", b"b"])
     with pytest.raises(ValueError) as err:
         _scan.scan_part(np.zeros((1, 256), dtype=np.int32), b"", b"", b"", np.array([True]), data, offsets, lengths,
-                        b"", np.array([0, 1], dtype=np.int32), np.array([0, 1], dtype=np.int32),
+                        b"", b"", np.array([0, 1], dtype=np.int32), np.array([0, 1], dtype=np.int32),
                         np.array([0, 0], dtype=np.int32), np.array(picks, dtype=np.int64), 1)
     assert str(err.value) == message
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.binary(max_size=6), min_size=1, max_size=20))
+def test_row_kinds_hold_the_group_of_every_byte(tokens):
+    """Each row's kinds: bit g set exactly when one of its bytes is in group g
+    (`_scan.BYTE_GROUPS`: byte -> group, 16 groups, the string-body bytes whole groups)."""
+    groups = _scan.BYTE_GROUPS
+    expected = [sum(1 << g for g in {groups[b] for b in token}) for token in tokens]
+    assert _kinds(*_packed(tokens)).tolist() == expected
+
+
+def test_byte_groups_split_a_json_string_body_into_whole_groups():
+    """Quote, backslash, controls and non-ASCII (what a JSON string body state leaves on) are
+    groups of their own, apart from the bytes it loops on."""
+    groups = _scan.BYTE_GROUPS
+    leaving = {0x22, 0x5C, *range(0x20), *range(0x80, 0x100)}
+    assert not {groups[b] for b in leaving} & {groups[b] for b in set(range(256)) - leaving}
+    assert len(set(groups)) == 16

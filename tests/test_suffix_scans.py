@@ -118,6 +118,23 @@ def test_scans_equal_brute_force_scans(grammar, persist_min_rows, shifted_min_sh
         assert bool(composed) == (persist_min_rows == 0 and shifted_min_share == 0), composed
 
 
+def test_a_shared_scan_after_a_first_byte_is_made_for_one_request_of_half_the_rows(monkeypatch):
+    """`_shifted_scan`: a request for at least SHIFTED_NOW of the vocabulary makes the scan at
+    once (walking those rows costs about as much); smaller ones wait until the requests sum
+    to SHIFTED_AFTER vocabularies, this one included."""
+    monkeypatch.setattr(scan_cache, "_registry", scan_cache.ScanRegistry())
+    index = TokenIndex(GRAMMARS[0].compile(), VOCAB)
+    n = len(index.token_ids)
+    t = next(t for t, terminal in enumerate(index.terminals) if not terminal.any_token)
+    p, other = 0, 1 if index.terminals[t].dfa.n_states > 1 else 0
+    assert index._shifted_scan(t, p, int(index_module.SHIFTED_NOW * n)) is not None
+    if other != p:
+        small = max(1, int(0.4 * n))
+        assert index._shifted_scan(t, other, small) is None
+        assert index._shifted_scan(t, other, small) is None
+        assert index._shifted_scan(t, other, n - 2 * small) is not None  # the asks sum to one vocabulary
+
+
 @settings(max_examples=60, deadline=None)
 @given(patterns(), st.sampled_from(["", "x", "é"]))
 def test_suffix_code_reads_a_byte_table_as_it_reads_runs(r, prefix):

@@ -14,13 +14,14 @@
  * outputs come in input order: a row's split points by position, then its end. The
  * tokens are packed end to end (Llama-3: 0.8 MB, not a 16 MB zero-padded matrix).
  *
- * scan(trans, base, check, next, accept, data, offsets, lengths, sets, rows, pos, q[, split_at_start])
+ * scan(trans, base, check, next, accept, data, offsets, lengths, sets, kinds, rows, pos, q[, split_at_start])
  *   trans  int32 [n * 256] dense transitions, or None with the comb table (base int64,
  *          check int32, next int32: next[base[s] + b] is the target when check[...] == s)
  *   accept uint8 [n]; data uint8: every token's bytes, end to end; offsets int64 and
  *          lengths int32 [rows_total]: row r is data[offsets[r] : offsets[r] + lengths[r]];
  *          sets uint64 [rows_total * 4]: bit b of row r's words = the token contains byte b
- *          (or empty: none given; see `loop_test`)
+ *          (or empty: none given; see `loop_test`); kinds uint16 [rows_total] (`row_kinds`,
+ *          or empty): the groups of bytes each row holds, read before its set (`loops_only`)
  *   rows int32, pos int32: the token rows to walk and the byte each starts at; q the state.
  *   split_at_start (default 0): also report the start itself as a split when q accepts and
  *   the row goes on (a walk entered mid-token, as if its first bytes had led to q).
@@ -29,7 +30,7 @@
  *   strictly after the start (at it, with split_at_start) and strictly before the token's
  *   end where the DFA accepts.
  *
- * scan_ranges(trans, base, check, next, accept, data, offsets, lengths, sets, shared, lo, hi, start, q,
+ * scan_ranges(trans, base, check, next, accept, data, offsets, lengths, sets, kinds, shared, lo, hi, start, q,
  *             split_at_start, inside)
  *   the same walk over every row of the ranges [lo[i], hi[i]) (int64), each from byte
  *   `start`: a scan from a DFA state walks the rows of the first bytes it takes, a few
@@ -90,12 +91,42 @@ typedef struct {
     const int64_t *offsets;
     const int32_t *lengths;
     const uint64_t *sets;  /* NULL: every row is stepped */
+    const uint16_t *kinds; /* NULL: the sets alone decide (see `loops_only`) */
     uint64_t leaves[4];    /* the bytes that take q elsewhere (or nowhere) */
+    uint16_t exact, partial; /* the byte groups all / only some of whose bytes are in `leaves` */
     int32_t q;
     int split_at_start;
     uint8_t *inside;  /* NULL: end rows and states are pushed; else end rows are flagged here */
     Vec out[4];       /* end_rows, end_states, split_rows, split_pos */
 } Walk;
+
+/* The byte groups of a row's kinds (`row_kinds`): bit g of a row's kinds = the token holds
+ * a byte of group g. Groups follow the bytes JSON and most grammars treat alike, so that the
+ * bytes a state leaves on are mostly whole groups (see `loops_only`). */
+static uint8_t byte_group[256];
+
+static void fill_byte_groups(void) {
+    for (int b = 0; b < 256; b++) {
+        uint8_t g;
+        if (b == '\t') g = 1;
+        else if (b == '\n') g = 2;
+        else if (b == '\r') g = 3;
+        else if (b < 0x20) g = 0;
+        else if (b == ' ') g = 4;
+        else if (b == '"') g = 5;
+        else if (b == '\\') g = 6;
+        else if (b >= '0' && b <= '9') g = 7;
+        else if (b == 0x7f) g = 8;
+        else if (b >= 0x80 && b < 0xc0) g = 9;
+        else if (b >= 0xc0 && b < 0xe0) g = 10;
+        else if (b >= 0xe0 && b < 0xf0) g = 11;
+        else if (b >= 0xf0) g = 12;
+        else if (strchr("+-.eE", b)) g = 13;
+        else if (strchr("{}[],:", b)) g = 14;
+        else g = 15;
+        byte_group[b] = g;
+    }
+}
 
 /* A row made only of bytes on which `q` loops to itself never leaves `q`: it ends there,
  * with a split at every position when `q` accepts, and is not stepped. `sets` (four
@@ -103,12 +134,37 @@ typedef struct {
  * so a state inside a JSON string, which loops on every byte of most tokens, costs a test
  * per token instead of a DFA step per byte. */
 static void loop_test(Walk *w) {
+    int in_leaves[16] = {0}, in_group[16] = {0};
     memset(w->leaves, 0, sizeof w->leaves);
-    for (int b = 0; b < 256; b++)
-        if (step(&w->t, w->q, (uint8_t)b) != w->q) w->leaves[b >> 6] |= (uint64_t)1 << (b & 63);
+    for (int b = 0; b < 256; b++) {
+        in_group[byte_group[b]]++;
+        if (step(&w->t, w->q, (uint8_t)b) != w->q) {
+            w->leaves[b >> 6] |= (uint64_t)1 << (b & 63);
+            in_leaves[byte_group[b]]++;
+        }
+    }
+    w->exact = w->partial = 0;
+    for (int g = 0; g < 16; g++)
+        if (in_leaves[g]) *(in_leaves[g] == in_group[g] ? &w->exact : &w->partial) |= (uint16_t)(1u << g);
     if (w->leaves[0] == UINT64_MAX && w->leaves[1] == UINT64_MAX && w->leaves[2] == UINT64_MAX &&
         w->leaves[3] == UINT64_MAX)
         w->sets = NULL; /* q loops on nothing */
+}
+
+/* Whether row `row` holds no byte that takes q elsewhere (so it is not stepped). Its kinds
+ * (two bytes: the groups its bytes fall in) answer when q's leaving bytes make up whole
+ * groups, as a string body's do (quote, backslash, controls, non-ASCII): a big scan then
+ * reads 2 bytes a row instead of its 32-byte set. Only where a group is partly leaving
+ * is the set read. */
+static inline int loops_only(const Walk *w, int32_t row) {
+    if (w->kinds) {
+        uint16_t k = w->kinds[row];
+        if (k & w->exact) return 0;
+        if (!(k & w->partial)) return 1;
+    }
+    const uint64_t *x = w->sets + 4 * (Py_ssize_t)row;
+    const uint64_t *leaves = w->leaves;
+    return !((x[0] & leaves[0]) | (x[1] & leaves[1]) | (x[2] & leaves[2]) | (x[3] & leaves[3]));
 }
 
 static inline int ended(Walk *w, int32_t row, int32_t s) {
@@ -129,15 +185,11 @@ static inline int walk_row(Walk *w, int32_t row, int32_t p) {
     int32_t s = w->q;
     if (w->split_at_start && accept[s] && p > 0 && p < length && (vec_push(split_rows, row) || vec_push(split_pos, p)))
         return -1;
-    if (w->sets) {
-        const uint64_t *x = w->sets + 4 * (Py_ssize_t)row;
-        const uint64_t *leaves = w->leaves;
-        if (!((x[0] & leaves[0]) | (x[1] & leaves[1]) | (x[2] & leaves[2]) | (x[3] & leaves[3]))) {
-            if (accept[s])
-                for (int32_t k = p + 1; k < length; k++)
-                    if (vec_push(split_rows, row) || vec_push(split_pos, k)) return -1;
-            return ended(w, row, s);
-        }
+    if (w->sets && loops_only(w, row)) {
+        if (accept[s])
+            for (int32_t k = p + 1; k < length; k++)
+                if (vec_push(split_rows, row) || vec_push(split_pos, k)) return -1;
+        return ended(w, row, s);
     }
     if (p < length) {
         s = step(&w->t, s, bytes[p++]);
@@ -179,11 +231,13 @@ static void path_reset(Path *h) {
  * (a lower bound is enough): the same outputs, stepping only the bytes past what the two
  * rows share. Checks the row as it reads it (`row_ok`, for a row already known to be one
  * of the rows): OUT_OF_RANGE when `start` is past its end or its bytes past the data. */
-static inline int walk_shared(Walk *w, Path *h, int32_t row, int32_t start, int32_t common) {
+static inline __attribute__((always_inline)) int walk_shared(Walk *w, Path *h, int32_t row, int32_t start,
+                                                            int32_t common) {
     const int32_t length = w->lengths[row];
     const int64_t offset = w->offsets[row];
-    if (length < start || offset < 0 || offset + length > w->data_len) return OUT_OF_RANGE;
-    if (path_room(h, length - start)) return OUT_OF_MEMORY;
+    /* one unsigned test: a negative offset or length wraps past the data */
+    if (length < start || (uint64_t)offset + (uint64_t)(uint32_t)length > (uint64_t)w->data_len) return OUT_OF_RANGE;
+    if (length - start > h->depth && path_room(h, length - start)) return OUT_OF_MEMORY;
     const uint8_t *bytes = w->data + offset;
     const uint8_t *accept = w->accept;
     Vec *split_rows = &w->out[2], *split_pos = &w->out[3];
@@ -196,16 +250,12 @@ static inline int walk_shared(Walk *w, Path *h, int32_t row, int32_t start, int3
             if (vec_push(split_rows, row) || vec_push(split_pos, start + h->accepting[i])) return -1;
         return 0;
     }
-    if (w->sets) {
-        const uint64_t *x = w->sets + 4 * (Py_ssize_t)row;
-        const uint64_t *leaves = w->leaves;
-        if (!((x[0] & leaves[0]) | (x[1] & leaves[1]) | (x[2] & leaves[2]) | (x[3] & leaves[3]))) {
-            path_reset(h); /* not stepped: nothing to resume from */
-            if (accept[w->q])
-                for (int32_t k = start + 1; k < length; k++)
-                    if (vec_push(split_rows, row) || vec_push(split_pos, k)) return -1;
-            return ended(w, row, w->q);
-        }
+    if (w->sets && loops_only(w, row)) {
+        path_reset(h); /* not stepped: nothing to resume from */
+        if (accept[w->q])
+            for (int32_t k = start + 1; k < length; k++)
+                if (vec_push(split_rows, row) || vec_push(split_pos, k)) return -1;
+        return ended(w, row, w->q);
     }
     int32_t d = same < h->valid ? same : h->valid;
     while (h->n_accepting && h->accepting[h->n_accepting - 1] > d) h->n_accepting--;
@@ -241,13 +291,13 @@ static int need(Py_buffer *b, Py_ssize_t itemsize, const char *what) {
 
 /* The buffers both entry points take first: the table, the accepting states and the tokens. */
 typedef struct {
-    Py_buffer trans, base, check, next, accept, data, offsets, lengths, sets;
+    Py_buffer trans, base, check, next, accept, data, offsets, lengths, sets, kinds;
 } Common;
 
 static void release_common(Common *c) {
     PyBuffer_Release(&c->base), PyBuffer_Release(&c->check), PyBuffer_Release(&c->next);
     PyBuffer_Release(&c->accept), PyBuffer_Release(&c->data), PyBuffer_Release(&c->offsets);
-    PyBuffer_Release(&c->lengths), PyBuffer_Release(&c->sets);
+    PyBuffer_Release(&c->lengths), PyBuffer_Release(&c->sets), PyBuffer_Release(&c->kinds);
     if (c->trans.obj) PyBuffer_Release(&c->trans);
 }
 
@@ -278,17 +328,19 @@ static int setup_table(Table *t, Common *c, PyObject *trans_obj, const char *who
 static int setup(Walk *w, Common *c, PyObject *trans_obj, Py_ssize_t q) {
     if (setup_table(&w->t, c, trans_obj, "scan")) return -1;
     if (need(&c->lengths, sizeof(int32_t), "lengths") || need(&c->offsets, sizeof(int64_t), "offsets") ||
-        need(&c->sets, 4 * sizeof(uint64_t), "sets"))
+        need(&c->sets, 4 * sizeof(uint64_t), "sets") || need(&c->kinds, sizeof(uint16_t), "kinds"))
         return -1;
     Py_ssize_t n_rows = c->lengths.len / (Py_ssize_t)sizeof(int32_t);
     if (c->offsets.len / (Py_ssize_t)sizeof(int64_t) != n_rows ||
-        (c->sets.len && c->sets.len / (4 * (Py_ssize_t)sizeof(uint64_t)) != n_rows) || q < 0 || q >= w->t.n_states) {
+        (c->sets.len && c->sets.len / (4 * (Py_ssize_t)sizeof(uint64_t)) != n_rows) ||
+        (c->kinds.len && c->kinds.len / (Py_ssize_t)sizeof(uint16_t) != n_rows) || q < 0 || q >= w->t.n_states) {
         PyErr_SetString(PyExc_ValueError, "scan: inconsistent array sizes");
         return -1;
     }
     w->accept = c->accept.buf, w->data = c->data.buf, w->offsets = c->offsets.buf, w->lengths = c->lengths.buf;
     w->data_len = c->data.len;
     w->sets = c->sets.len ? c->sets.buf : NULL;
+    w->kinds = c->kinds.len ? c->kinds.buf : NULL;
     w->q = (int32_t)q;
     loop_test(w);
     return 0;
@@ -325,8 +377,8 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     Py_buffer rows = {0}, pos = {0};
     Py_ssize_t q;
     Walk w = {0};
-    if (!PyArg_ParseTuple(args, "Oy*y*y*y*y*y*y*y*y*y*n|p", &trans_obj, &c.base, &c.check, &c.next, &c.accept,
-                          &c.data, &c.offsets, &c.lengths, &c.sets, &rows, &pos, &q, &w.split_at_start))
+    if (!PyArg_ParseTuple(args, "Oy*y*y*y*y*y*y*y*y*y*y*n|p", &trans_obj, &c.base, &c.check, &c.next, &c.accept,
+                          &c.data, &c.offsets, &c.lengths, &c.sets, &c.kinds, &rows, &pos, &q, &w.split_at_start))
         return NULL;
     if (setup(&w, &c, trans_obj, q) || need(&rows, sizeof(int32_t), "rows") || need(&pos, sizeof(int32_t), "pos"))
         goto done;
@@ -360,8 +412,8 @@ static PyObject *scan_ranges(PyObject *self, PyObject *args) {
     Py_ssize_t q, start;
     Walk w = {0};
     Path h = {0};
-    if (!PyArg_ParseTuple(args, "Oy*y*y*y*y*y*y*y*y*y*y*nnpO", &trans_obj, &c.base, &c.check, &c.next, &c.accept,
-                          &c.data, &c.offsets, &c.lengths, &c.sets, &shared, &lo, &hi, &start, &q,
+    if (!PyArg_ParseTuple(args, "Oy*y*y*y*y*y*y*y*y*y*y*y*nnpO", &trans_obj, &c.base, &c.check, &c.next, &c.accept,
+                          &c.data, &c.offsets, &c.lengths, &c.sets, &c.kinds, &shared, &lo, &hi, &start, &q,
                           &w.split_at_start, &inside_obj))
         return NULL;
     if (setup(&w, &c, trans_obj, q) || need(&lo, sizeof(int64_t), "lo") || need(&hi, sizeof(int64_t), "hi"))
@@ -399,9 +451,14 @@ static PyObject *scan_ranges(PyObject *self, PyObject *args) {
     path_reset(&h);
     int failed = 0;
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t i = 0; i < k && !failed; i++) /* a range's first row shares nothing with the row before */
-        for (int64_t r = a[i]; r < b[i] && !failed; r++)
-            failed = walk_shared(&w, &h, (int32_t)r, (int32_t)start, r > a[i] && common ? common[r] : 0);
+    for (Py_ssize_t i = 0; i < k && !failed; i++) {
+        if (a[i] >= b[i]) continue;
+        failed = walk_shared(&w, &h, (int32_t)a[i], (int32_t)start, 0); /* shares nothing with the row before */
+        if (common)
+            for (int64_t r = a[i] + 1; r < b[i] && !failed; r++) failed = walk_shared(&w, &h, (int32_t)r, (int32_t)start, common[r]);
+        else
+            for (int64_t r = a[i] + 1; r < b[i] && !failed; r++) failed = walk_shared(&w, &h, (int32_t)r, (int32_t)start, 0);
+    }
     Py_END_ALLOW_THREADS
     result = finish(&w, failed, "scan_ranges");
 done:
@@ -762,7 +819,7 @@ static PyObject *pack_ids(PyObject *self, PyObject *args) {
     return result;
 }
 
-/* scan_part(trans, base, check, next, accept, data, offsets, lengths, sets, ids, rows, pos, picks, n_words):
+/* scan_part(trans, base, check, next, accept, data, offsets, lengths, sets, kinds, ids, rows, pos, picks, n_words):
  * a token tree's part for one terminal, in one call: the suffixes (rows[i], pos[i]) for i in
  * `picks` (int64) walked from the terminal's start (state 0), as `scan` walks them; returns
  * (the `pack_ids` TokenSet of ids[r] (int32 per row) for the rows that end inside the
@@ -777,8 +834,8 @@ static PyObject *scan_part(PyObject *self, PyObject *args) {
     Py_ssize_t n_words;
     Walk w = {0};
     int64_t *end_ids = NULL;
-    if (!PyArg_ParseTuple(args, "Oy*y*y*y*y*y*y*y*y*y*y*y*n", &trans_obj, &c.base, &c.check, &c.next, &c.accept,
-                          &c.data, &c.offsets, &c.lengths, &c.sets, &ids, &rows, &pos, &picks, &n_words))
+    if (!PyArg_ParseTuple(args, "Oy*y*y*y*y*y*y*y*y*y*y*y*y*n", &trans_obj, &c.base, &c.check, &c.next, &c.accept,
+                          &c.data, &c.offsets, &c.lengths, &c.sets, &c.kinds, &ids, &rows, &pos, &picks, &n_words))
         return NULL;
     if (setup(&w, &c, trans_obj, 0) || need(&ids, sizeof(int32_t), "ids") || need(&rows, sizeof(int32_t), "rows") ||
         need(&pos, sizeof(int32_t), "pos") || need(&picks, sizeof(int64_t), "picks"))
@@ -825,6 +882,40 @@ done:
     return result;
 }
 
+/* row_kinds(data, offsets, lengths): uint16 per row, bit g set when the row holds a byte of
+ * group g (`byte_group`); computed once per vocabulary (grammarc.tokens.rows). */
+static PyObject *row_kinds(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer data = {0}, offsets = {0}, lengths = {0};
+    PyObject *result = NULL;
+    if (!PyArg_ParseTuple(args, "y*y*y*", &data, &offsets, &lengths)) return NULL;
+    if (need(&offsets, sizeof(int64_t), "offsets") || need(&lengths, sizeof(int32_t), "lengths")) goto done;
+    Py_ssize_t n = lengths.len / (Py_ssize_t)sizeof(int32_t);
+    if (offsets.len != n * (Py_ssize_t)sizeof(int64_t)) {
+        PyErr_SetString(PyExc_ValueError, "row_kinds: inconsistent array sizes");
+        goto done;
+    }
+    for (Py_ssize_t r = 0; r < n; r++)
+        if (!row_ok(&lengths, &offsets, &data, r, 0)) {
+            PyErr_SetString(PyExc_ValueError, "row_kinds: a row is out of range");
+            goto done;
+        }
+    result = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(uint16_t));
+    if (!result) goto done;
+    uint16_t *out = (uint16_t *)PyBytes_AS_STRING(result);
+    const uint8_t *bytes = data.buf;
+    const int64_t *off = offsets.buf;
+    const int32_t *len = lengths.buf;
+    for (Py_ssize_t r = 0; r < n; r++) {
+        uint16_t k = 0;
+        for (int32_t i = 0; i < len[r]; i++) k |= (uint16_t)(1u << byte_group[bytes[off[r] + i]]);
+        out[r] = k;
+    }
+done:
+    PyBuffer_Release(&data), PyBuffer_Release(&offsets), PyBuffer_Release(&lengths);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS, "Walk token rows through a DFA (see the module's comment)."},
     {"scan_ranges", scan_ranges, METH_VARARGS, "Walk ranges of token rows through a DFA (see the module's comment)."},
@@ -832,6 +923,7 @@ static PyMethodDef methods[] = {
     {"pack_rows", pack_rows, METH_VARARGS, "OR the flagged rows' token ids into a packed mask."},
     {"next_bytes", next_bytes, METH_VARARGS, "The byte at each (row, position), and their counts."},
     {"pack_ids", pack_ids, METH_VARARGS, "A TokenSet's arrays and count for some token ids."},
+    {"row_kinds", row_kinds, METH_VARARGS, "Each row's byte groups, as 16 bits."},
     {"scan_part", scan_part, METH_VARARGS, "A token tree part: picked suffixes walked, their ends packed."},
     {"order_by_byte", order_by_byte, METH_VARARGS, "Positions grouped by their byte (a counting sort)."},
     {"pack_words", pack_words, METH_VARARGS, "A TokenSet's arrays and count for a packed mask."},
@@ -841,4 +933,13 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_scan", "The token index's inner loops.", -1, methods};
 
-PyMODINIT_FUNC PyInit__scan(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__scan(void) {
+    fill_byte_groups();
+    PyObject *m = PyModule_Create(&module);
+    PyObject *groups = m ? PyBytes_FromStringAndSize((const char *)byte_group, 256) : NULL;
+    if (!groups || PyModule_AddObject(m, "BYTE_GROUPS", groups) < 0) { /* steals `groups` only on success */
+        Py_XDECREF(groups), Py_XDECREF(m);
+        return NULL;
+    }
+    return m;
+}

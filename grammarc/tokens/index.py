@@ -315,8 +315,12 @@ PERSIST_MIN_ROWS = 4096
 # look a shared scan up for.
 SHIFTED_MIN_SHARE = 0.03
 # ... and makes p's shared scan once the requests for it asked for this many vocabularies'
-# worth of rows (`_shifted_scan`): what the scan costs to make.
+# worth of rows (`_shifted_scan`): what the scan costs to make; or at once for a request of
+# at least SHIFTED_NOW of them, which costs about as much to walk as the scan to make (a
+# new string body's own state: the requests after it, from its UTF-8 continuations, then
+# find it made; 3% fewer rows walked on 60 MaskBench schemas).
 SHIFTED_AFTER = 1.0
+SHIFTED_NOW = 0.5
 # A wide scan is read off a recent scan of the same terminal (`TokenIndex._scan_near`) when
 # the two states agree on tokens short enough that at most this share of the rows is left
 # to walk; among the terminal's last NEAR_CANDIDATES wide scans.
@@ -595,12 +599,14 @@ class TokenIndex:
     def _shifted_scan(self, t: int, p: int, rows: int) -> Scan | None:
         """The shared scan of `p`'s language after a first byte, for `rows` of it; None until
         the requests for it, this one included, asked for as many rows as it walks (the
-        whole vocabulary): made on the second request for a string body (most of the
-        vocabulary each time), the twentieth for a UTF-8 continuation (a lead byte's ~5%),
-        never for a state met once."""
+        whole vocabulary), or this one alone for half of them: made on the first request for
+        a string body (most of the vocabulary each time), the twentieth for a UTF-8
+        continuation (a lead byte's ~5%), never for a state met once with a few rows."""
         store = self._store(t, p)
         scan = store.get(AFTER_FIRST_BYTE)
-        if scan is None and store.ask(AFTER_FIRST_BYTE, rows) >= SHIFTED_AFTER * len(self.token_ids):
+        n_rows = len(self.token_ids)
+        asked = store.ask(AFTER_FIRST_BYTE, rows) if scan is None else 0
+        if scan is None and (asked >= SHIFTED_AFTER * n_rows or rows >= SHIFTED_NOW * n_rows):
             scan = store.put(AFTER_FIRST_BYTE, self._scan_after_first_byte(t, p))
         return scan
 
@@ -627,7 +633,7 @@ class TokenIndex:
         returned (`grammarc.tokens._scan.scan_ranges`)."""
         tokens = self.tokens
         out = _scan.scan_ranges(*self._table(t), tokens.data, tokens.offsets, tokens.lengths, tokens.sets,
-                                tokens.shared, lo, hi, start, q, split_at_start,
+                                tokens.kinds, tokens.shared, lo, hi, start, q, split_at_start,
                                 None if inside is None else inside.view(np.uint8))
         return tuple(np.frombuffer(part, dtype=np.int32) for part in out)
 
@@ -639,7 +645,7 @@ class TokenIndex:
         before the token's end (int32 arrays; `grammarc.tokens._scan` does the walk).
         """
         tokens = self.tokens
-        out = _scan.scan(*self._table(t), tokens.data, tokens.offsets, tokens.lengths, tokens.sets,
+        out = _scan.scan(*self._table(t), tokens.data, tokens.offsets, tokens.lengths, tokens.sets, tokens.kinds,
                          np.ascontiguousarray(rows, dtype=np.int32), np.ascontiguousarray(pos, dtype=np.int32), q)
         return tuple(np.frombuffer(part, dtype=np.int32) for part in out)
 
@@ -675,7 +681,7 @@ class TokenIndex:
         if limit is None:  # gather, walk and pack in one call (`_scan.scan_part`)
             rows = self.tokens
             packed, split_rows, split_pos = _scan.scan_part(
-                *self._table(u), rows.data, rows.offsets, rows.lengths, rows.sets, rows.ids, level.rows, level.pos,
+                *self._table(u), rows.data, rows.offsets, rows.lengths, rows.sets, rows.kinds, rows.ids, level.rows, level.pos,
                 np.asarray(starts, dtype=np.int64), self.n_words)
             tokens = None if packed is None else TokenSet._of_packed(packed)
             split_rows, split_pos = np.frombuffer(split_rows, dtype=np.int32), np.frombuffer(split_pos, dtype=np.int32)
