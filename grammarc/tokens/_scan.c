@@ -1,10 +1,11 @@
 /* Walking vocabulary tokens through a terminal's DFA: the inner loop of the token index,
  * and beside it the index's other per-mask loops (each's contract is at its definition):
  * scan_part (a token tree's part: walk some suffixes, pack the ids of those that end inside),
- * pack_rows (a scan's inside rows as a mask over token ids), next_bytes and order_by_byte
- * (a token tree level's suffixes by their next byte), pack_ids, pack_words and or_into
- * (TokenSet: made from ids or a packed mask, OR-ed into one), agree_depth (how far two
- * states of a DFA behave alike, so one's scan can stand for the other's short tokens).
+ * row_kinds (each row's byte groups), agree_depth (how far two states of a DFA behave
+ * alike, so one's scan can stand for the other's short tokens); and, in _sets.c, pack_rows
+ * (a scan's inside rows as a mask over token ids), next_bytes and order_by_byte (a token
+ * tree level's suffixes by their next byte), pack_ids, pack_words and or_into (TokenSet:
+ * made from ids or a packed mask, OR-ed into one).
  *
  * grammarc.tokens.index builds, for a lexer item (terminal t in DFA state q), the tokens
  * that stay inside t and the places where t can end strictly inside a token. Token trees
@@ -43,11 +44,7 @@
  *   before, at the same depth, ends there too without a step: sorted tokens share most of
  *   their prefixes (Llama-3 scans step ~14x fewer bytes so).
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-#include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
+#include "_scan.h"
 
 typedef struct {
     int32_t *data;
@@ -281,14 +278,6 @@ static inline __attribute__((always_inline)) int walk_shared(Walk *w, Path *h, i
     return ended(w, row, s);
 }
 
-static int need(Py_buffer *b, Py_ssize_t itemsize, const char *what) {
-    if (b->len % itemsize) {
-        PyErr_Format(PyExc_ValueError, "scan: %s is not an array of %zd-byte items", what, itemsize);
-        return -1;
-    }
-    return 0;
-}
-
 /* The buffers both entry points take first: the table, the accepting states and the tokens. */
 typedef struct {
     Py_buffer trans, base, check, next, accept, data, offsets, lengths, sets, kinds;
@@ -344,17 +333,6 @@ static int setup(Walk *w, Common *c, PyObject *trans_obj, Py_ssize_t q) {
     w->q = (int32_t)q;
     loop_test(w);
     return 0;
-}
-
-/* Whether row `r` indexes the tokens (lengths int32 and offsets int64, one per row), `p`
- * lies within it (its end included) and it lies within the data (checked once, before a
- * loop, so the loop needs no bounds checks). */
-static int row_ok(const Py_buffer *lengths, const Py_buffer *offsets, const Py_buffer *data, Py_ssize_t r,
-                  Py_ssize_t p) {
-    const int32_t *len = lengths->buf;
-    const int64_t *off = offsets->buf;
-    Py_ssize_t n_rows = lengths->len / (Py_ssize_t)sizeof(int32_t);
-    return r >= 0 && r < n_rows && p >= 0 && p <= len[r] && off[r] >= 0 && off[r] + len[r] <= data->len;
 }
 
 static PyObject *finish(Walk *w, int failed, const char *who) {
@@ -568,254 +546,6 @@ static PyObject *agree_depth(PyObject *self, PyObject *args) {
     result = depth == -2 ? PyErr_NoMemory() : PyLong_FromSsize_t(depth);
 done:
     release_common(&c);
-    return result;
-}
-
-/* pack_rows(flags, ids, words): OR bit ids[r] % 32 of word ids[r] / 32 into `words` (uint32,
- * writable) for every row r flagged in `flags` (a byte per row): a scan's inside rows as a
- * packed mask over token ids, in one pass over the rows (NumPy took five over the
- * vocabulary: gather, flags, pack, copy, count). */
-static PyObject *pack_rows(PyObject *self, PyObject *args) {
-    (void)self;
-    Py_buffer flags = {0}, ids = {0}, words = {0};
-    PyObject *result = NULL;
-    if (!PyArg_ParseTuple(args, "y*y*w*", &flags, &ids, &words)) return NULL;
-    if (need(&ids, sizeof(int32_t), "ids") || need(&words, sizeof(uint32_t), "words")) goto done;
-    Py_ssize_t n = flags.len;
-    if (ids.len != n * (Py_ssize_t)sizeof(int32_t)) {
-        PyErr_SetString(PyExc_ValueError, "pack_rows: inconsistent array sizes");
-        goto done;
-    }
-    const uint8_t *f = flags.buf;
-    const int32_t *id = ids.buf;
-    uint32_t *w = words.buf;
-    const uint64_t limit = (uint64_t)(words.len / (Py_ssize_t)sizeof(uint32_t)) * 32;
-    for (Py_ssize_t r = 0; r < n; r++) { /* no branch on the flag: sets mix long and short runs */
-        if ((uint64_t)(uint32_t)id[r] >= limit) { /* `words` may be partly written */
-            PyErr_SetString(PyExc_ValueError, "pack_rows: a token id is out of range");
-            goto done;
-        }
-        w[id[r] >> 5] |= (uint32_t)(f[r] != 0) << (id[r] & 31);
-    }
-    Py_INCREF(Py_None);
-    result = Py_None;
-done:
-    PyBuffer_Release(&flags), PyBuffer_Release(&ids), PyBuffer_Release(&words);
-    return result;
-}
-
-/* next_bytes(data, offsets, lengths, rows, pos): the byte at position pos[i] of row rows[i]
- * for each i (bytes), and how many times each byte value comes (int64 [256], as bytes): a
- * token tree level's suffixes by their next byte, which picks the terminals that can take
- * them, in one pass (NumPy took two gathers and a scatter). */
-static PyObject *next_bytes(PyObject *self, PyObject *args) {
-    (void)self;
-    Py_buffer data = {0}, offsets = {0}, lengths = {0}, rows = {0}, pos = {0};
-    PyObject *result = NULL, *out = NULL;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*y*", &data, &offsets, &lengths, &rows, &pos)) return NULL;
-    if (need(&offsets, sizeof(int64_t), "offsets") || need(&lengths, sizeof(int32_t), "lengths") ||
-        need(&rows, sizeof(int32_t), "rows") || need(&pos, sizeof(int32_t), "pos"))
-        goto done;
-    Py_ssize_t n = rows.len / (Py_ssize_t)sizeof(int32_t), n_rows = lengths.len / (Py_ssize_t)sizeof(int32_t);
-    if (pos.len != rows.len || offsets.len / (Py_ssize_t)sizeof(int64_t) != n_rows) {
-        PyErr_SetString(PyExc_ValueError, "next_bytes: inconsistent array sizes");
-        goto done;
-    }
-    out = PyBytes_FromStringAndSize(NULL, n);
-    if (!out) goto done;
-    uint8_t *next = (uint8_t *)PyBytes_AS_STRING(out);
-    int64_t counts[256] = {0};
-    const uint8_t *d = data.buf;
-    const int64_t *off = offsets.buf;
-    const int32_t *len = lengths.buf, *r = rows.buf, *p = pos.buf;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (!row_ok(&lengths, &offsets, &data, r[i], p[i]) || p[i] == len[r[i]]) { /* the end has no next byte */
-            PyErr_SetString(PyExc_ValueError, "next_bytes: a row or position is out of range");
-            goto done;
-        }
-        counts[next[i] = d[off[r[i]] + p[i]]]++;
-    }
-    result = Py_BuildValue("(Oy#)", out, (const char *)counts, (Py_ssize_t)sizeof counts);
-done:
-    Py_XDECREF(out);
-    PyBuffer_Release(&data), PyBuffer_Release(&offsets), PyBuffer_Release(&lengths);
-    PyBuffer_Release(&rows), PyBuffer_Release(&pos);
-    return result;
-}
-
-/* order_by_byte(next_byte, counts): the positions of `next_byte` (uint8) grouped by byte value,
- * ascending within a group (int32, as bytes): a stable counting sort, given how many times
- * each byte value comes (int64 [256], from `next_bytes`). A big token tree level picks each
- * terminal's suffixes by their next byte from it. */
-static PyObject *order_by_byte(PyObject *self, PyObject *args) {
-    (void)self;
-    Py_buffer next = {0}, counts = {0};
-    PyObject *result = NULL;
-    if (!PyArg_ParseTuple(args, "y*y*", &next, &counts)) return NULL;
-    if (counts.len != 256 * (Py_ssize_t)sizeof(int64_t)) {
-        PyErr_SetString(PyExc_ValueError, "order_by_byte: counts is not 256 int64");
-        goto done;
-    }
-    const uint8_t *b = next.buf;
-    const int64_t *c = counts.buf;
-    Py_ssize_t n = next.len, at[256], total = 0;
-    for (int v = 0; v < 256; v++) at[v] = total, total += c[v];
-    int64_t seen[256] = {0};
-    for (Py_ssize_t i = 0; i < n; i++) seen[b[i]]++;
-    if (total != n || memcmp(seen, c, sizeof seen)) {
-        PyErr_SetString(PyExc_ValueError, "order_by_byte: counts do not count next_byte");
-        goto done;
-    }
-    result = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int32_t));
-    if (!result) goto done;
-    int32_t *out = (int32_t *)PyBytes_AS_STRING(result);
-    for (Py_ssize_t i = 0; i < n; i++) out[at[b[i]]++] = (int32_t)i;
-done:
-    PyBuffer_Release(&next), PyBuffer_Release(&counts);
-    return result;
-}
-
-/* The (bits, words, count) of a TokenSet whose packed mask is `dense` (n_words words): its
- * non-zero words and their numbers when they are at most an eighth of all (sparse), else
- * every word and None (dense). */
-static PyObject *set_of_dense(const uint32_t *dense, Py_ssize_t n_words) {
-    Py_ssize_t k = 0, count = 0;
-    for (Py_ssize_t w = 0; w < n_words; w++)
-        if (dense[w]) k++, count += __builtin_popcount(dense[w]);
-    if (k * 8 > n_words) return Py_BuildValue("(y#On)", (const char *)dense, n_words * 4, Py_None, count);
-    PyObject *bits = PyBytes_FromStringAndSize(NULL, k * 4);
-    PyObject *words = PyBytes_FromStringAndSize(NULL, k * (Py_ssize_t)sizeof(Py_ssize_t));
-    if (!bits || !words) {
-        Py_XDECREF(bits), Py_XDECREF(words);
-        return NULL;
-    }
-    uint32_t *b = (uint32_t *)PyBytes_AS_STRING(bits);
-    Py_ssize_t *n = (Py_ssize_t *)PyBytes_AS_STRING(words);
-    for (Py_ssize_t w = 0, j = 0; w < n_words; w++)
-        if (dense[w]) n[j] = w, b[j++] = dense[w];
-    return Py_BuildValue("(NNn)", bits, words, count);
-}
-
-/* pack_words(words): `set_of_dense` of a packed mask (uint32): what a union of sets ORed
- * together is made into, without NumPy's passes (non-zero words, their bits, a count). */
-static PyObject *pack_words(PyObject *self, PyObject *args) {
-    (void)self;
-    Py_buffer words = {0};
-    if (!PyArg_ParseTuple(args, "y*", &words)) return NULL;
-    PyObject *result = need(&words, sizeof(uint32_t), "words") ? NULL
-                                                               : set_of_dense(words.buf, words.len / (Py_ssize_t)sizeof(uint32_t));
-    PyBuffer_Release(&words);
-    return result;
-}
-
-/* or_into(acc, bits, words): acc[words[j]] |= bits[j] for each j (words: intp, as a sparse
- * TokenSet keeps them), or acc[j] |= bits[j] for every word when words is None (dense). The
- * engine ORs a handful of sets per mask; NumPy's fancy-indexed OR cost a microsecond each. */
-static PyObject *or_into(PyObject *self, PyObject *args) {
-    (void)self;
-    Py_buffer acc = {0}, bits = {0}, words = {0};
-    PyObject *words_obj, *result = NULL;
-    if (!PyArg_ParseTuple(args, "w*y*O", &acc, &bits, &words_obj)) return NULL;
-    if (need(&acc, sizeof(uint32_t), "acc") || need(&bits, sizeof(uint32_t), "bits")) goto done;
-    uint32_t *a = acc.buf;
-    const uint32_t *b = bits.buf;
-    Py_ssize_t n_acc = acc.len / 4, n = bits.len / 4;
-    if (words_obj == Py_None) {
-        if (n != n_acc) {
-            PyErr_SetString(PyExc_ValueError, "or_into: a dense set is not as long as the mask");
-            goto done;
-        }
-        for (Py_ssize_t j = 0; j < n; j++) a[j] |= b[j];
-    } else {
-        if (PyObject_GetBuffer(words_obj, &words, PyBUF_C_CONTIGUOUS) < 0) goto done;
-        if (words.len != n * (Py_ssize_t)sizeof(Py_ssize_t)) {
-            PyErr_SetString(PyExc_ValueError, "or_into: inconsistent array sizes");
-            goto done;
-        }
-        const Py_ssize_t *w = words.buf;
-        for (Py_ssize_t j = 0; j < n; j++)
-            if (w[j] < 0 || w[j] >= n_acc) {
-                PyErr_SetString(PyExc_ValueError, "or_into: a word is out of range");
-                goto done;
-            }
-        for (Py_ssize_t j = 0; j < n; j++) a[w[j]] |= b[j];
-    }
-    Py_INCREF(Py_None);
-    result = Py_None;
-done:
-    PyBuffer_Release(&acc), PyBuffer_Release(&bits);
-    if (words.obj) PyBuffer_Release(&words);
-    return result;
-}
-
-static int compare_ids(const void *a, const void *b) {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* pack_ids(ids, n_words): the TokenSet of token ids `ids` (int64, any order, repeats allowed)
- * over a vocabulary of n_words uint32 words, as (bits, words, count): bits uint32 and words
- * intp (as bytes) of the non-zero words when they are at most an eighth of the vocabulary's
- * (sparse: OR-ing a few tokens touches a few words), else (every word, None, count)
- * (dense). A few ids (under one per eight words: measured, sorting them is cheaper up to
- * there) are sorted; more are flagged in a dense mask. A token tree makes
- * thousands of small sets on a new schema, where NumPy's per-call costs were the time. */
-/* The TokenSet of token ids `id` (n of them, any order, repeats allowed, each checked to be
- * below n_words * 32) as (bits, words, count): see `pack_ids`. NULL with an error set. */
-static PyObject *packed_ids(const int64_t *id, Py_ssize_t n, Py_ssize_t n_words) {
-    PyObject *result = NULL;
-    int64_t *sorted = NULL;
-    uint32_t *dense = NULL, *bits = NULL;
-    Py_ssize_t *words = NULL, k = 0, count = 0;
-    for (Py_ssize_t i = 0; i < n; i++)
-        if (id[i] < 0 || id[i] >= (int64_t)n_words * 32) {
-            PyErr_SetString(PyExc_ValueError, "pack_ids: a token id is out of range");
-            return NULL;
-        }
-    if (n * 8 < n_words) { /* few: sort, then one (word, bits) per run of ids in one word */
-        if (!(sorted = malloc((size_t)(n ? n : 1) * sizeof(int64_t))) || !(bits = malloc((size_t)(n ? n : 1) * 4)) ||
-            !(words = malloc((size_t)(n ? n : 1) * sizeof(Py_ssize_t))))
-            goto nomem;
-        memcpy(sorted, id, (size_t)n * sizeof(int64_t));
-        qsort(sorted, (size_t)n, sizeof(int64_t), compare_ids);
-        for (Py_ssize_t i = 0; i < n; i++) {
-            if (i && sorted[i] == sorted[i - 1]) continue;
-            count++;
-            Py_ssize_t w = (Py_ssize_t)(sorted[i] >> 5);
-            if (!k || words[k - 1] != w) words[k] = w, bits[k++] = 0;
-            bits[k - 1] |= (uint32_t)1 << (sorted[i] & 31);
-        }
-        /* sparse: k <= n words, and n * 8 < n_words */
-        result = Py_BuildValue("(y#y#n)", (const char *)bits, k * 4, (const char *)words,
-                               k * (Py_ssize_t)sizeof(Py_ssize_t), count);
-    } else { /* many: flag them in a dense mask, then keep its non-zero words if they are few */
-        if (!(dense = calloc((size_t)(n_words ? n_words : 1), 4))) goto nomem;
-        for (Py_ssize_t i = 0; i < n; i++) dense[id[i] >> 5] |= (uint32_t)1 << (id[i] & 31);
-        result = set_of_dense(dense, n_words);
-    }
-    goto done;
-nomem:
-    PyErr_NoMemory();
-done:
-    free(sorted), free(dense), free(bits), free(words);
-    return result;
-}
-
-/* pack_ids(ids, n_words): the TokenSet of token ids `ids` (int64, any order, repeats allowed)
- * over a vocabulary of n_words uint32 words, as (bits, words, count): bits uint32 and words
- * intp (as bytes) of the non-zero words when they are at most an eighth of the vocabulary's
- * (sparse: OR-ing a few tokens touches a few words), else (every word, None, count)
- * (dense). A few ids (under one per eight words: measured, sorting them is cheaper up to
- * there) are sorted; more are flagged in a dense mask. A token tree makes
- * thousands of small sets on a new schema, where NumPy's per-call costs were the time. */
-static PyObject *pack_ids(PyObject *self, PyObject *args) {
-    (void)self;
-    Py_buffer ids = {0};
-    Py_ssize_t n_words;
-    if (!PyArg_ParseTuple(args, "y*n", &ids, &n_words)) return NULL;
-    PyObject *result = need(&ids, sizeof(int64_t), "ids") ? NULL
-                                                          : packed_ids(ids.buf, ids.len / (Py_ssize_t)sizeof(int64_t), n_words);
-    PyBuffer_Release(&ids);
     return result;
 }
 
