@@ -93,6 +93,7 @@ typedef struct {
     uint16_t exact, partial; /* the byte groups all / only some of whose bytes are in `leaves` */
     int32_t q;
     int split_at_start;
+    int split_start; /* a range walk's: split_at_start, and q accepts, and the start is past byte 0 */
     uint8_t *inside;  /* NULL: end rows and states are pushed; else end rows are flagged here */
     Vec out[4];       /* end_rows, end_states, split_rows, split_pos */
 } Walk;
@@ -226,27 +227,26 @@ static void path_reset(Path *h) {
 
 /* `walk_row` for the row after the one `h` holds, whose first `common` bytes it shares
  * (a lower bound is enough): the same outputs, stepping only the bytes past what the two
- * rows share. Checks the row as it reads it (`row_ok`, for a row already known to be one
- * of the rows): OUT_OF_RANGE when `start` is past its end or its bytes past the data. */
+ * rows share. Checks the row before it reads its bytes (`row_ok`, for a row already known
+ * to be one of the rows): OUT_OF_RANGE when `start` is past its end or its bytes past the
+ * data. A row that ends where the row before ended reads none of its bytes. */
 static inline __attribute__((always_inline)) int walk_shared(Walk *w, Path *h, int32_t row, int32_t start,
                                                             int32_t common) {
     const int32_t length = w->lengths[row];
+    Vec *split_rows = &w->out[2], *split_pos = &w->out[3];
+    if (w->split_start && start < length && (vec_push(split_rows, row) || vec_push(split_pos, start))) return -1;
+    int32_t same = common > start ? common - start : 0;
+    if (h->dead >= 0 && same > h->dead) { /* it has the byte that ended the last row, there: none read */
+        for (int32_t i = 0; i < h->n_accepting; i++)
+            if (vec_push(split_rows, row) || vec_push(split_pos, start + h->accepting[i])) return -1;
+        return 0;
+    }
     const int64_t offset = w->offsets[row];
     /* one unsigned test: a negative offset or length wraps past the data */
     if (length < start || (uint64_t)offset + (uint64_t)(uint32_t)length > (uint64_t)w->data_len) return OUT_OF_RANGE;
     if (length - start > h->depth && path_room(h, length - start)) return OUT_OF_MEMORY;
     const uint8_t *bytes = w->data + offset;
     const uint8_t *accept = w->accept;
-    Vec *split_rows = &w->out[2], *split_pos = &w->out[3];
-    if (w->split_at_start && accept[w->q] && start > 0 && start < length &&
-        (vec_push(split_rows, row) || vec_push(split_pos, start)))
-        return -1;
-    int32_t same = common > start ? common - start : 0;
-    if (h->dead >= 0 && same > h->dead) { /* it has the byte that ended the last row, there */
-        for (int32_t i = 0; i < h->n_accepting; i++)
-            if (vec_push(split_rows, row) || vec_push(split_pos, start + h->accepting[i])) return -1;
-        return 0;
-    }
     if (w->sets && loops_only(w, row)) {
         path_reset(h); /* not stepped: nothing to resume from */
         if (accept[w->q])
@@ -426,6 +426,7 @@ static PyObject *scan_ranges(PyObject *self, PyObject *args) {
         goto done;
     }
     h.state[0] = w.q;
+    w.split_start = w.split_at_start && w.accept[w.q] && start > 0;
     path_reset(&h);
     int failed = 0;
     Py_BEGIN_ALLOW_THREADS
