@@ -517,6 +517,24 @@ def test_literals_is_the_minimal_union(words: list[bytes]) -> None:
     assert np.array_equal(np.asarray(got.trans), np.asarray(expected.trans))
 
 
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 12), st.data())
+def test_a_compact_tables_row_is_the_dense_row(n, data) -> None:
+    """`CombTable[q]` reads a state's 256 cells side by side (the padding keeps a row with an
+    edge on byte 0 or 255, or none, inside the arrays): the dense row, as int32."""
+    from grammarc.automata.comb import CombTable
+
+    cells = data.draw(st.lists(st.sampled_from([-1, -1, *range(n)]), min_size=n * 256, max_size=n * 256))
+    dense = np.array(cells, dtype=np.int32).reshape(n, 256)
+    if data.draw(st.booleans()):
+        dense[data.draw(st.integers(0, n - 1))] = -1  # a state with no edge
+    table = CombTable.from_dense(dense)
+    for q in range(n):
+        row = table[q]
+        assert row.dtype == np.int32 and row.tolist() == dense[q].tolist()
+        assert table[np.int64(q)].tolist() == dense[q].tolist()
+
+
 def test_big_automata_are_stored_compactly() -> None:
     """Past COMPACT_FROM states a DFA keeps its edges, not 256 cells per state; it answers the
     same lookups as the dense table and has the same key."""

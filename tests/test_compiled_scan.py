@@ -111,7 +111,7 @@ def test_walking_ranges_equals_walking_their_rows(case, comb, start, split_at_st
     tokens in drawn order, or sorted as a vocabulary's rows are), any lower bound, or none."""
     trans, accept, data, offsets, lengths, lo, hi, q = case
     if sharing == "sorted":
-        data, offsets, lengths = _packed(sorted(bytes(data[o:o + n]) for o, n in zip(offsets.tolist(), lengths.tolist())))
+        data, offsets, lengths = _packed(sorted(_tokens(data, offsets, lengths)))
     tokens = [bytes(data[o:o + n]) for o, n in zip(offsets.tolist(), lengths.tolist())]
     common = _common_prefixes(tokens)
     if sharing == "less":
@@ -386,7 +386,8 @@ def test_a_row_after_one_not_stepped_walks_from_the_start():
     data, offsets, lengths = _packed(tokens)
     shared = np.array(_common_prefixes(tokens), dtype=np.uint8)
     out = _scan.scan_ranges(trans, b"", b"", b"", np.array([False, True]), data, offsets, lengths, _sets(tokens),
-                            _kinds(data, offsets, lengths), shared, np.array([0], dtype=np.int64), np.array([3], dtype=np.int64), 0, 0, False, None)
+                            _kinds(data, offsets, lengths), shared, np.array([0], dtype=np.int64),
+                            np.array([3], dtype=np.int64), 0, 0, False, None)
     end_rows, end_states, split_rows, split_pos = (np.frombuffer(part, dtype=np.int32).tolist() for part in out)
     assert (end_rows, end_states) == ([0, 1, 2], [1, 0, 1])
     assert (split_rows, split_pos) == ([0, 0, 0], [1, 2, 3])

@@ -16,7 +16,6 @@ import numpy as np
 
 __all__ = ["CombTable"]
 
-_BYTES = np.arange(256)
 _SCALARS = (int, np.integer)
 
 
@@ -78,8 +77,11 @@ class CombTable:
                 i = int(self.base[state]) + int(byte)
                 return int(self.next[i]) if self.check[i] == state else -1
             return self._lookup(np.asarray(state), np.asarray(byte))
-        if np.ndim(key) == 0:
-            return self._lookup(np.full(256, int(key)), _BYTES)
+        if np.ndim(key) == 0:  # a state's row: its 256 cells lie side by side (the padding keeps them in)
+            state = int(key)
+            start = int(self.base[state])
+            cells = slice(start, start + 256)
+            return np.where(self.check[cells] == state, self.next[cells], -1).astype(np.int32, copy=False)
         return np.asarray(self)[key]
 
     def _lookup(self, states: np.ndarray, bytes_: np.ndarray) -> np.ndarray:

@@ -433,10 +433,12 @@ static PyObject *scan_ranges(PyObject *self, PyObject *args) {
     for (Py_ssize_t i = 0; i < k && !failed; i++) {
         if (a[i] >= b[i]) continue;
         failed = walk_shared(&w, &h, (int32_t)a[i], (int32_t)start, 0); /* shares nothing with the row before */
+        int32_t from = (int32_t)start;
         if (common)
-            for (int64_t r = a[i] + 1; r < b[i] && !failed; r++) failed = walk_shared(&w, &h, (int32_t)r, (int32_t)start, common[r]);
+            for (int64_t r = a[i] + 1; r < b[i] && !failed; r++)
+                failed = walk_shared(&w, &h, (int32_t)r, from, common[r]);
         else
-            for (int64_t r = a[i] + 1; r < b[i] && !failed; r++) failed = walk_shared(&w, &h, (int32_t)r, (int32_t)start, 0);
+            for (int64_t r = a[i] + 1; r < b[i] && !failed; r++) failed = walk_shared(&w, &h, (int32_t)r, from, 0);
     }
     Py_END_ALLOW_THREADS
     result = finish(&w, failed, "scan_ranges");

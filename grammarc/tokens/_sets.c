@@ -135,8 +135,8 @@ PyObject *pack_words(PyObject *self, PyObject *args) {
     (void)self;
     Py_buffer words = {0};
     if (!PyArg_ParseTuple(args, "y*", &words)) return NULL;
-    PyObject *result = need(&words, sizeof(uint32_t), "words") ? NULL
-                                                               : set_of_dense(words.buf, words.len / (Py_ssize_t)sizeof(uint32_t));
+    Py_ssize_t n_words = words.len / (Py_ssize_t)sizeof(uint32_t);
+    PyObject *result = need(&words, sizeof(uint32_t), "words") ? NULL : set_of_dense(words.buf, n_words);
     PyBuffer_Release(&words);
     return result;
 }
@@ -246,8 +246,8 @@ PyObject *pack_ids(PyObject *self, PyObject *args) {
     Py_buffer ids = {0};
     Py_ssize_t n_words;
     if (!PyArg_ParseTuple(args, "y*n", &ids, &n_words)) return NULL;
-    PyObject *result = need(&ids, sizeof(int64_t), "ids") ? NULL
-                                                          : packed_ids(ids.buf, ids.len / (Py_ssize_t)sizeof(int64_t), n_words);
+    Py_ssize_t n = ids.len / (Py_ssize_t)sizeof(int64_t);
+    PyObject *result = need(&ids, sizeof(int64_t), "ids") ? NULL : packed_ids(ids.buf, n, n_words);
     PyBuffer_Release(&ids);
     return result;
 }

@@ -671,7 +671,8 @@ class TokenIndex:
             if len(self._starting_memo) >= STARTING_MEMO_LIMIT:
                 self._starting_memo.clear()
             following = self._follow_arrays[previous]
-            found = self._starting_memo[key] = frozenset(following[self._openers[following][:, present].any(axis=1)].tolist())
+            opening = self._openers[following][:, present].any(axis=1)
+            found = self._starting_memo[key] = frozenset(following[opening].tolist())
         return found
 
     def _tree_part(self, level: _Level, u: int, starts: np.ndarray) -> "tuple[TokenSet | None, Tree | None]":
@@ -679,10 +680,10 @@ class TokenIndex:
         whose next byte opens `u`), scanned from `u`'s start (called under the build lock)."""
         limit = self.terminals[u].token_limit
         if limit is None:  # gather, walk and pack in one call (`_scan.scan_part`)
-            rows = self.tokens
+            vocab = self.tokens
             packed, split_rows, split_pos = _scan.scan_part(
-                *self._table(u), rows.data, rows.offsets, rows.lengths, rows.sets, rows.kinds, rows.ids, level.rows, level.pos,
-                np.asarray(starts, dtype=np.int64), self.n_words)
+                *self._table(u), vocab.data, vocab.offsets, vocab.lengths, vocab.sets, vocab.kinds, vocab.ids,
+                level.rows, level.pos, np.asarray(starts, dtype=np.int64), self.n_words)
             tokens = None if packed is None else TokenSet._of_packed(packed)
             split_rows, split_pos = np.frombuffer(split_rows, dtype=np.int32), np.frombuffer(split_pos, dtype=np.int32)
         else:  # the token spends one of `u`'s budget: the rest must finish it
@@ -694,8 +695,9 @@ class TokenIndex:
         return _NO_PART if tokens is None and child is None else (tokens, child)
 
 
-# `TokenIndex._starting` answers kept per index (each a few hundred bytes at most).
-STARTING_MEMO_LIMIT = 65536
+# `TokenIndex._starting` answers kept per index (each a set of the terminals that may follow
+# one: at most a few kilobytes on a big schema).
+STARTING_MEMO_LIMIT = 4096
 
 # A tree level over at least this many token suffixes is made whole on first read, picking
 # each next terminal's suffixes by their next byte (`_ByByte`), and then let go (`_Level`).
