@@ -117,14 +117,15 @@ def test_walking_ranges_equals_walking_their_rows(case, comb, start, split_at_st
     if sharing == "less":
         common = [choices.draw(st.integers(0, c)) for c in common]
     shared = b"" if sharing == "none" else np.array(common, dtype=np.uint8)
+    skip = b"" if sharing == "none" or not choices.draw(st.booleans()) else _scan.next_smaller(shared)
     rows = np.concatenate([np.arange(a, b) for a, b in zip(lo.tolist(), hi.tolist())] + [[]]).astype(np.int32)
     expected = reference(trans, accept, data, offsets, lengths, rows, np.full(len(rows), start), q, split_at_start)
     table = CombTable.from_dense(trans)
     tables = (None, table.base, table.check, table.next) if comb else (trans, b"", b"", b"")
     inside = np.zeros(len(tokens), dtype=np.uint8) if flagged else None
     got = [np.frombuffer(part, dtype=np.int32) for part in _scan.scan_ranges(
-        *tables, accept, data, offsets, lengths, _sets(tokens), _kinds(data, offsets, lengths), shared, lo, hi, start,
-        q, split_at_start, inside)]
+        *tables, accept, data, offsets, lengths, _sets(tokens), _kinds(data, offsets, lengths), shared, skip, lo, hi,
+        start, q, split_at_start, inside)]
     assert [g.tolist() for g in got[2:]] == [e.tolist() for e in expected[2:]]
     if flagged:
         assert got[0].tolist() == got[1].tolist() == []
@@ -141,16 +142,18 @@ def test_walking_ranges_equals_walking_their_rows(case, comb, start, split_at_st
     (dict(inside=np.zeros(2, dtype=np.uint8)), "scan_ranges: inside is not one byte per row"),
     (dict(q=2), "scan: inconsistent array sizes"),
     (dict(shared=np.zeros(2, dtype=np.uint8)), "scan_ranges: shared is not one byte per row"),
+    (dict(skip=np.zeros(2, dtype=np.int32)), "scan_ranges: skip is not one int32 per row, beside shared"),
 ])
 def test_bad_ranges_are_refused_not_read_out_of_bounds(change, message):
     trans = np.zeros((2, 256), dtype=np.int32)
     data, offsets, lengths = _packed([b"ab", b"b", b"aba"])
     args = dict(lo=np.array([0], dtype=np.int64), hi=np.array([3], dtype=np.int64), start=1, q=0,
-                inside=np.zeros(3, dtype=np.uint8), shared=np.zeros(3, dtype=np.uint8))
+                inside=np.zeros(3, dtype=np.uint8), shared=np.zeros(3, dtype=np.uint8), skip=b"")
     args.update(change)
     with pytest.raises(ValueError) as err:
         _scan.scan_ranges(trans, b"", b"", b"", np.array([True, False]), data, offsets, lengths, b"", b"",
-                          args["shared"], args["lo"], args["hi"], args["start"], args["q"], False, args["inside"])
+                          args["shared"], args["skip"], args["lo"], args["hi"], args["start"], args["q"], False,
+                          args["inside"])
     assert str(err.value) == message
 
 
@@ -160,7 +163,7 @@ def test_a_range_whose_row_runs_past_the_data_is_refused():
     lengths = np.array([2, 1, 30], dtype=np.int32)
     with pytest.raises(ValueError) as err:
         _scan.scan_ranges(np.zeros((2, 256), dtype=np.int32), b"", b"", b"", np.array([True, False]), data, offsets,
-                          lengths, b"", b"", np.array([0, 0, 2], dtype=np.uint8), np.array([0], dtype=np.int64),
+                          lengths, b"", b"", np.array([0, 0, 2], dtype=np.uint8), b"", np.array([0], dtype=np.int64),
                           np.array([3], dtype=np.int64), 0, 0, False, None)
     assert str(err.value) == "scan_ranges: a row or position is out of range"
 
@@ -386,7 +389,7 @@ def test_a_row_after_one_not_stepped_walks_from_the_start():
     data, offsets, lengths = _packed(tokens)
     shared = np.array(_common_prefixes(tokens), dtype=np.uint8)
     out = _scan.scan_ranges(trans, b"", b"", b"", np.array([False, True]), data, offsets, lengths, _sets(tokens),
-                            _kinds(data, offsets, lengths), shared, np.array([0], dtype=np.int64),
+                            _kinds(data, offsets, lengths), shared, _scan.next_smaller(shared), np.array([0], dtype=np.int64),
                             np.array([3], dtype=np.int64), 0, 0, False, None)
     end_rows, end_states, split_rows, split_pos = (np.frombuffer(part, dtype=np.int32).tolist() for part in out)
     assert (end_rows, end_states) == ([0, 1, 2], [1, 0, 1])
@@ -448,3 +451,40 @@ def test_byte_groups_split_a_json_string_body_into_whole_groups():
     leaving = {0x22, 0x5C, *range(0x20), *range(0x80, 0x100)}
     assert not {groups[b] for b in leaving} & {groups[b] for b in set(range(256)) - leaving}
     assert len(set(groups)) == 16
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 255), max_size=40))
+def test_next_smaller_is_the_first_later_row_with_a_smaller_count(counts):
+    shared = np.array(counts, dtype=np.uint8)
+    expected = [next((j for j in range(i + 1, len(counts)) if counts[j] < counts[i]), len(counts))
+                for i in range(len(counts))]
+    assert np.frombuffer(_scan.next_smaller(shared), dtype=np.int32).tolist() == expected
+
+
+def test_rows_that_die_within_a_shared_prefix_are_stepped_over_and_a_bad_skip_refused():
+    """Every row after `ab` holds the `b` that kills state 0 at depth 1: none is walked,
+    and a skip that does not lead forward is refused instead of looped on."""
+    trans = np.full((1, 256), -1, dtype=np.int32)
+    trans[0, ord("a")] = 0
+    tokens = [b"ab", b"aba", b"abb", b"abba", b"ac", b"b"]
+    data, offsets, lengths = _packed(tokens)
+    shared = np.array(_common_prefixes(tokens), dtype=np.uint8)
+    args = (trans, b"", b"", b"", np.array([False]), data, offsets, lengths, b"", b"", shared)
+    ranges = (np.array([0], dtype=np.int64), np.array([6], dtype=np.int64), 0, 0, False, None)
+    out = [np.frombuffer(part, dtype=np.int32).tolist()
+           for part in _scan.scan_ranges(*args, _scan.next_smaller(shared), *ranges)]
+    assert out == [[], [], [], []]
+    tokens = [b"ab", b"abb", b"aa"]  # the row after the dead ones lives: it is walked, not stepped over
+    data, offsets, lengths = _packed(tokens)
+    shared = np.array(_common_prefixes(tokens), dtype=np.uint8)
+    out = _scan.scan_ranges(trans, b"", b"", b"", np.array([False]), data, offsets, lengths, b"", b"", shared,
+                            _scan.next_smaller(shared), np.array([0], dtype=np.int64), np.array([3], dtype=np.int64),
+                            0, 0, False, None)
+    assert [np.frombuffer(part, dtype=np.int32).tolist() for part in out] == [[2], [0], [], []]
+    data, offsets, lengths = _packed([b"ab", b"aba", b"abb", b"abba", b"ac", b"b"])
+    args = (trans, b"", b"", b"", np.array([False]), data, offsets, lengths, b"", b"",
+            np.array([0, 2, 2, 3, 1, 0], dtype=np.uint8))
+    with pytest.raises(ValueError) as err:
+        _scan.scan_ranges(*args, np.zeros(6, dtype=np.int32), *ranges)
+    assert str(err.value) == "scan_ranges: a row or position is out of range"

@@ -31,7 +31,7 @@
  *   strictly after the start (at it, with split_at_start) and strictly before the token's
  *   end where the DFA accepts.
  *
- * scan_ranges(trans, base, check, next, accept, data, offsets, lengths, sets, kinds, shared, lo, hi, start, q,
+ * scan_ranges(trans, base, check, next, accept, data, offsets, lengths, sets, kinds, shared, skip, lo, hi, start, q,
  *             split_at_start, inside)
  *   the same walk over every row of the ranges [lo[i], hi[i]) (int64), each from byte
  *   `start`: a scan from a DFA state walks the rows of the first bytes it takes, a few
@@ -42,7 +42,8 @@
  *   row r has in common with row r - 1. A row resumes from the states of the row before it
  *   where the two part (`walk_shared`), and a row that has the byte which ended the row
  *   before, at the same depth, ends there too without a step: sorted tokens share most of
- *   their prefixes (Llama-3 scans step ~14x fewer bytes so).
+ *   their prefixes (Llama-3 scans step ~14x fewer bytes so). skip int32 [rows_total] (or
+ *   empty), `next_smaller` of `shared`: such rows are stepped over all at once.
  */
 #include "_scan.h"
 
@@ -386,13 +387,13 @@ static PyObject *scan_ranges(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *trans_obj, *inside_obj, *result = NULL;
     Common c = {0};
-    Py_buffer shared = {0}, lo = {0}, hi = {0}, inside = {0};
+    Py_buffer shared = {0}, skip = {0}, lo = {0}, hi = {0}, inside = {0};
     Py_ssize_t q, start;
     Walk w = {0};
     Path h = {0};
-    if (!PyArg_ParseTuple(args, "Oy*y*y*y*y*y*y*y*y*y*y*y*nnpO", &trans_obj, &c.base, &c.check, &c.next, &c.accept,
-                          &c.data, &c.offsets, &c.lengths, &c.sets, &c.kinds, &shared, &lo, &hi, &start, &q,
-                          &w.split_at_start, &inside_obj))
+    if (!PyArg_ParseTuple(args, "Oy*y*y*y*y*y*y*y*y*y*y*y*y*nnpO", &trans_obj, &c.base, &c.check, &c.next,
+                          &c.accept, &c.data, &c.offsets, &c.lengths, &c.sets, &c.kinds, &shared, &skip, &lo, &hi,
+                          &start, &q, &w.split_at_start, &inside_obj))
         return NULL;
     if (setup(&w, &c, trans_obj, q) || need(&lo, sizeof(int64_t), "lo") || need(&hi, sizeof(int64_t), "hi"))
         goto done;
@@ -413,9 +414,15 @@ static PyObject *scan_ranges(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "scan_ranges: shared is not one byte per row");
         goto done;
     }
+    if (need(&skip, sizeof(int32_t), "skip")) goto done;
+    if (skip.len && (!shared.len || skip.len != n_rows * (Py_ssize_t)sizeof(int32_t))) {
+        PyErr_SetString(PyExc_ValueError, "scan_ranges: skip is not one int32 per row, beside shared");
+        goto done;
+    }
     Py_ssize_t k = lo.len / (Py_ssize_t)sizeof(int64_t);
     const int64_t *a = lo.buf, *b = hi.buf;
     const uint8_t *common = shared.len ? shared.buf : NULL;
+    const int32_t *next = skip.len ? skip.buf : NULL;
     for (Py_ssize_t i = 0; i < k; i++) /* the rows; each row's bytes are checked as it is walked */
         if (a[i] < b[i] && (a[i] < 0 || b[i] > n_rows || start < 0 || start > INT32_MAX)) {
             PyErr_SetString(PyExc_ValueError, "scan_ranges: a row or position is out of range");
@@ -434,18 +441,33 @@ static PyObject *scan_ranges(PyObject *self, PyObject *args) {
         if (a[i] >= b[i]) continue;
         failed = walk_shared(&w, &h, (int32_t)a[i], (int32_t)start, 0); /* shares nothing with the row before */
         int32_t from = (int32_t)start;
-        if (common)
-            for (int64_t r = a[i] + 1; r < b[i] && !failed; r++)
-                failed = walk_shared(&w, &h, (int32_t)r, from, common[r]);
-        else
+        if (!common)
             for (int64_t r = a[i] + 1; r < b[i] && !failed; r++) failed = walk_shared(&w, &h, (int32_t)r, from, 0);
+        else
+            for (int64_t r = a[i] + 1; r < b[i] && !failed;) {
+                /* rows that hold the byte which ended the row before, with no split to report
+                 * (no accepting state on the dead prefix): all of them at once, down `next` */
+                if (next && h.dead >= 0 && !h.n_accepting && !w.split_start && common[r] > from + h.dead) {
+                    int32_t limit = from + h.dead;
+                    while (r < b[i] && common[r] > limit) {
+                        if (next[r] <= r) { /* not a row after it: refuse rather than loop */
+                            failed = OUT_OF_RANGE;
+                            break;
+                        }
+                        r = next[r];
+                    }
+                    continue;
+                }
+                failed = walk_shared(&w, &h, (int32_t)r, from, common[r]);
+                r++;
+            }
     }
     Py_END_ALLOW_THREADS
     result = finish(&w, failed, "scan_ranges");
 done:
     free(h.state), free(h.accepting);
     release_common(&c);
-    PyBuffer_Release(&shared), PyBuffer_Release(&lo), PyBuffer_Release(&hi);
+    PyBuffer_Release(&shared), PyBuffer_Release(&skip), PyBuffer_Release(&lo), PyBuffer_Release(&hi);
     if (inside.obj) PyBuffer_Release(&inside);
     return result;
 }
@@ -615,6 +637,41 @@ done:
     return result;
 }
 
+/* next_smaller(shared): int32 per row, the first row after it whose shared count is smaller
+ * (the row count when none is): the rows between a row and that one all share more than its
+ * count with it, so a walk that saw a row die within that prefix steps over all of them at
+ * once (`scan_ranges`' skip). A stack of the rows still waiting for a smaller one. */
+static PyObject *next_smaller(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer shared = {0};
+    PyObject *result = NULL;
+    int32_t *waiting = NULL;
+    if (!PyArg_ParseTuple(args, "y*", &shared)) return NULL;
+    Py_ssize_t n = shared.len;
+    if (n > INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "next_smaller: too many rows");
+        goto done;
+    }
+    result = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int32_t));
+    if (!result || !(waiting = malloc((size_t)(n ? n : 1) * sizeof(int32_t)))) {
+        Py_CLEAR(result);
+        PyErr_NoMemory();
+        goto done;
+    }
+    int32_t *out = (int32_t *)PyBytes_AS_STRING(result);
+    const uint8_t *count = shared.buf;
+    Py_ssize_t top = 0;
+    for (Py_ssize_t r = 0; r < n; r++) {
+        while (top && count[waiting[top - 1]] > count[r]) out[waiting[--top]] = (int32_t)r;
+        waiting[top++] = (int32_t)r;
+    }
+    while (top) out[waiting[--top]] = (int32_t)n;
+done:
+    free(waiting);
+    PyBuffer_Release(&shared);
+    return result;
+}
+
 /* row_kinds(data, offsets, lengths): uint16 per row, bit g set when the row holds a byte of
  * group g (`byte_group`); computed once per vocabulary (grammarc.tokens.rows). */
 static PyObject *row_kinds(PyObject *self, PyObject *args) {
@@ -657,6 +714,7 @@ static PyMethodDef methods[] = {
     {"next_bytes", next_bytes, METH_VARARGS, "The byte at each (row, position), and their counts."},
     {"pack_ids", pack_ids, METH_VARARGS, "A TokenSet's arrays and count for some token ids."},
     {"row_kinds", row_kinds, METH_VARARGS, "Each row's byte groups, as 16 bits."},
+    {"next_smaller", next_smaller, METH_VARARGS, "Each row's next row with a smaller shared count."},
     {"scan_part", scan_part, METH_VARARGS, "A token tree part: picked suffixes walked, their ends packed."},
     {"order_by_byte", order_by_byte, METH_VARARGS, "Positions grouped by their byte (a counting sort)."},
     {"pack_words", pack_words, METH_VARARGS, "A TokenSet's arrays and count for a packed mask."},

@@ -633,7 +633,7 @@ class TokenIndex:
         returned (`grammarc.tokens._scan.scan_ranges`)."""
         tokens = self.tokens
         out = _scan.scan_ranges(*self._table(t), tokens.data, tokens.offsets, tokens.lengths, tokens.sets,
-                                tokens.kinds, tokens.shared, lo, hi, start, q, split_at_start,
+                                tokens.kinds, tokens.shared, tokens.skip, lo, hi, start, q, split_at_start,
                                 None if inside is None else inside.view(np.uint8))
         return tuple(np.frombuffer(part, dtype=np.int32) for part in out)
 

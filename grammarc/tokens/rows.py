@@ -69,6 +69,7 @@ class TokenBytes:
     by_length: np.ndarray  # int32: the rows, longest first
     longer: np.ndarray  # int64 [longest + 1]: how many rows are longer than d bytes (by_length[:longer[d]])
     shared: np.ndarray  # uint8: the bytes row r has in common with row r - 1 (at most 255; see `common_prefixes`)
+    skip: np.ndarray  # int32: the next row whose `shared` is smaller (`grammarc.tokens._scan.next_smaller`)
     kinds: np.ndarray  # uint16: the groups of bytes each row holds (`grammarc.tokens._scan.row_kinds`)
 
     @property
@@ -103,10 +104,12 @@ def token_bytes(vocab: Vocabulary) -> TokenBytes:
     counts = np.bincount(lengths, minlength=1)  # rows per length
     longer = (len(lengths) - np.cumsum(counts)).astype(np.int64)  # rows longer than d, d = 0..longest
     shared = common_prefixes(data, offsets, lengths)
+    skip = np.frombuffer(_scan.next_smaller(shared), dtype=np.int32)
     kinds = np.frombuffer(_scan.row_kinds(data, offsets, lengths), dtype=np.uint16)
     for array in (ids, lengths, offsets, data, sets, by_length, longer, shared):
         array.flags.writeable = False
-    return _token_bytes.put(vocab.key, TokenBytes(ids, lengths, offsets, data, sets, by_length, longer, shared, kinds))
+    return _token_bytes.put(vocab.key, TokenBytes(ids, lengths, offsets, data, sets, by_length, longer, shared,
+                                                  skip, kinds))
 
 
 def common_prefixes(data: np.ndarray, offsets: np.ndarray, lengths: np.ndarray) -> np.ndarray:
