@@ -535,6 +535,18 @@ def test_a_compact_tables_row_is_the_dense_row(n, data) -> None:
         assert table[np.int64(q)].tolist() == dense[q].tolist()
 
 
+def test_a_compact_row_outside_its_table_is_refused() -> None:
+    """A damaged table (a base past the padding) is an error, never a short row."""
+    from grammarc.automata.comb import CombTable
+
+    table = CombTable(np.array([0, 300], dtype=np.int64), np.full(512, -1, dtype=np.int32),
+                      np.full(512, -1, dtype=np.int32), 2)
+    assert table[0].tolist() == [-1] * 256
+    with pytest.raises(IndexError) as err:
+        table[1]
+    assert str(err.value) == "state 1's row lies outside the table"
+
+
 def test_big_automata_are_stored_compactly() -> None:
     """Past COMPACT_FROM states a DFA keeps its edges, not 256 cells per state; it answers the
     same lookups as the dense table and has the same key."""

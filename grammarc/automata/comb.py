@@ -80,6 +80,8 @@ class CombTable:
         if np.ndim(key) == 0:  # a state's row: its 256 cells lie side by side (the padding keeps them in)
             state = int(key)
             start = int(self.base[state])
+            if not 0 <= start <= len(self.check) - 256:
+                raise IndexError(f"state {state}'s row lies outside the table")
             cells = slice(start, start + 256)
             return np.where(self.check[cells] == state, self.next[cells], -1).astype(np.int32, copy=False)
         return np.asarray(self)[key]
