@@ -16,8 +16,8 @@ from grammarc.automata.comb import CombTable
 from grammarc.automata.dfa import DFA
 from grammarc.automata.suffix import suffix_key
 from grammarc.tokens import index as index_module, scan_cache
-from grammarc.tokens.rows import token_bytes
 from grammarc.tokens.index import TokenIndex
+from grammarc.tokens.rows import token_bytes
 
 ATOMS = ["a", "b", "é", "[ab]", "[^a]", "(ab|ba)", "a?", "b*", "(a|é)+"]
 
@@ -125,14 +125,14 @@ def test_a_shared_scan_after_a_first_byte_is_made_for_one_request_of_half_the_ro
     monkeypatch.setattr(scan_cache, "_registry", scan_cache.ScanRegistry())
     index = TokenIndex(GRAMMARS[0].compile(), VOCAB)
     n = len(index.token_ids)
-    t = next(t for t, terminal in enumerate(index.terminals) if not terminal.any_token)
-    p, other = 0, 1 if index.terminals[t].dfa.n_states > 1 else 0
+    t = next(t for t, terminal in enumerate(index.terminals) if terminal.dfa.n_states > 1)
+    p, other = 0, 1
+    assert index._store(t, p) is not index._store(t, other)  # two languages, two stores
     assert index._shifted_scan(t, p, int(index_module.SHIFTED_NOW * n)) is not None
-    if other != p:
-        small = max(1, int(0.4 * n))
-        assert index._shifted_scan(t, other, small) is None
-        assert index._shifted_scan(t, other, small) is None
-        assert index._shifted_scan(t, other, n - 2 * small) is not None  # the asks sum to one vocabulary
+    small = max(1, int(0.4 * n))
+    assert index._shifted_scan(t, other, small) is None
+    assert index._shifted_scan(t, other, small) is None
+    assert index._shifted_scan(t, other, n - 2 * small) is not None  # the asks sum to one vocabulary
 
 
 @settings(max_examples=60, deadline=None)
