@@ -389,8 +389,8 @@ def test_a_row_after_one_not_stepped_walks_from_the_start():
     data, offsets, lengths = _packed(tokens)
     shared = np.array(_common_prefixes(tokens), dtype=np.uint8)
     out = _scan.scan_ranges(trans, b"", b"", b"", np.array([False, True]), data, offsets, lengths, _sets(tokens),
-                            _kinds(data, offsets, lengths), shared, _scan.next_smaller(shared), np.array([0], dtype=np.int64),
-                            np.array([3], dtype=np.int64), 0, 0, False, None)
+                            _kinds(data, offsets, lengths), shared, _scan.next_smaller(shared),
+                            np.array([0], dtype=np.int64), np.array([3], dtype=np.int64), 0, 0, False, None)
     end_rows, end_states, split_rows, split_pos = (np.frombuffer(part, dtype=np.int32).tolist() for part in out)
     assert (end_rows, end_states) == ([0, 1, 2], [1, 0, 1])
     assert (split_rows, split_pos) == ([0, 0, 0], [1, 2, 3])
@@ -488,3 +488,21 @@ def test_rows_that_die_within_a_shared_prefix_are_stepped_over_and_a_bad_skip_re
     with pytest.raises(ValueError) as err:
         _scan.scan_ranges(*args, np.zeros(6, dtype=np.int32), *ranges)
     assert str(err.value) == "scan_ranges: a row or position is out of range"
+
+
+def test_a_compact_table_whose_rows_lie_outside_it_is_refused_before_a_walk():
+    """The walk reads `check[base[s] + b]` unchecked, so the index checks each compact table
+    once: a base past the padding, or arrays of two lengths, are refused."""
+    from types import SimpleNamespace
+
+    from grammarc.tokens.index import _scan_table
+
+    cells = np.full(512, -1, dtype=np.int32)
+    good = CombTable(np.array([0, 256], dtype=np.int64), cells, cells, 2)
+    assert _scan_table(SimpleNamespace(trans=good, accept=np.zeros(2, dtype=bool)))[1].tolist() == [0, 256]
+    for table in (CombTable(np.array([0, 257], dtype=np.int64), cells, cells, 2),
+                  CombTable(np.array([-1, 0], dtype=np.int64), cells, cells, 2),
+                  CombTable(np.array([0, 0], dtype=np.int64), cells, cells[:300], 2)):
+        with pytest.raises(ValueError) as err:
+            _scan_table(SimpleNamespace(trans=table, accept=np.zeros(2, dtype=bool)))
+        assert str(err.value) == "a compact table's rows lie outside its arrays"

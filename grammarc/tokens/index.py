@@ -759,13 +759,18 @@ def _inside_set(scan: Scan, tokens: TokenBytes, n_words: int) -> TokenSet:
 
 
 def _scan_table(dfa) -> tuple:
-    """The transition arguments of `_scan.scan` for a DFA: (dense, base, check, next, accept)."""
+    """The transition arguments of `_scan.scan` for a DFA: (dense, base, check, next, accept).
+    A compact table's rows are checked to lie inside its arrays once here: the walk's
+    steps read ``check[base[s] + b]`` unchecked."""
     trans = dfa.trans
     if isinstance(trans, CombTable):
         dense = None
         base = np.ascontiguousarray(trans.base, dtype=np.int64)
         check = np.ascontiguousarray(trans.check, dtype=np.int32)
         nxt = np.ascontiguousarray(trans.next, dtype=np.int32)
+        inside = not len(base) or 0 <= int(base.min()) <= int(base.max()) <= len(check) - 256
+        if len(check) != len(nxt) or not inside:
+            raise ValueError("a compact table's rows lie outside its arrays")
     else:
         dense, base, check, nxt = np.ascontiguousarray(trans, dtype=np.int32), b"", b"", b""
     return dense, base, check, nxt, np.ascontiguousarray(dfa.accept, dtype=np.bool_)
