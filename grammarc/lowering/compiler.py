@@ -332,10 +332,20 @@ class _Lowering:
         """The terminals a regular run becomes: its words set apart (`_words_apart`), and
         each stretch between them whole or cut to the merge budget (`_cut`)."""
         sizes = [self._merged_size(item) for item in run]
+        words = [self._word(item) for item in run]
         chunks: list[tuple[Expr, ...]] = []
-        for start, end in _words_apart(run, sizes):
+        for start, end in _words_apart(words, sizes):
             chunks.extend(self._cut(run[start:end], sizes[start:end]))
         return chunks
+
+    def _word(self, expr: Expr) -> bool:
+        """Whether `expr` is a word of its run (see `_words_apart`): a literal of `WORD_BYTES`
+        or more, or a set of keys (``json_string_except!``, itself or a rule's whole body)."""
+        if isinstance(expr, Ref) and expr.name in self.regular_rules:
+            expr = self.rules[expr.name]
+        if isinstance(expr, Literal):
+            return len(expr.text.encode("utf-8")) >= WORD_BYTES
+        return isinstance(expr, JsonStringExcept)
 
     def _cut(self, run: tuple[Expr, ...], sizes: list[int]) -> list[tuple[Expr, ...]]:
         """`run` whole when its parts' automata fit the merge budget together, else cut
@@ -540,11 +550,14 @@ class _Lowering:
         return ("repeat", self._tree(expr.item), expr.min, expr.max)
 
 
-def _words_apart(run: tuple[Expr, ...], sizes: list[int]) -> list[tuple[int, int]]:
-    """`run` as stretches ``(start, end)``, each word next to a large part alone in its own.
+def _words_apart(words: list[bool], sizes: list[int]) -> list[tuple[int, int]]:
+    """A run (its items' `words` flags and `sizes`) as stretches ``(start, end)``, each word
+    next to a large part alone in its own.
 
-    A word is a literal of `WORD_BYTES` or more (a keyword, a JSON property name); a large
-    part has `LARGE_PART` states or more (JSON's bounded whitespace has 69). Merged, a word
+    A word is a piece one schema brings and another does not share: a literal of
+    `WORD_BYTES` or more (a keyword, a JSON property name) or the set of an object's other
+    keys (``json_string_except!``); a large part has `LARGE_PART` states or more (JSON's
+    bounded whitespace has 69). Merged, a word
     and its neighbours make a terminal of their own, copying the neighbours' states once per
     word: a JSON object's ``ws? "," ws? "\"name\"" ws? ":" ws?`` is ~280 states for every
     property, each one determinized, minimized and scanned against the vocabulary anew. Set
@@ -553,15 +566,14 @@ def _words_apart(run: tuple[Expr, ...], sizes: list[int]) -> list[tuple[int, int
     than a word) stays merged, so ``ws? "," ws?`` remains one terminal."""
     stretches: list[tuple[int, int]] = []
     start = 0
-    for i, item in enumerate(run):
-        word = isinstance(item, Literal) and len(item.text.encode("utf-8")) >= WORD_BYTES
-        if word and any(0 <= j < len(run) and sizes[j] >= LARGE_PART for j in (i - 1, i + 1)):
+    for i, word in enumerate(words):
+        if word and any(0 <= j < len(words) and sizes[j] >= LARGE_PART for j in (i - 1, i + 1)):
             if start < i:
                 stretches.append((start, i))
             stretches.append((i, i + 1))
             start = i + 1
-    if start < len(run):
-        stretches.append((start, len(run)))
+    if start < len(words):
+        stretches.append((start, len(words)))
     return stretches
 
 
