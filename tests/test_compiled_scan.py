@@ -308,14 +308,15 @@ def test_counts_that_do_not_count_the_bytes_are_refused(counts, message):
     assert str(err.value) == message
 
 
-def _agree_oracle(trans, accept, q: int, p: int, limit: int) -> int:
-    """The largest d <= limit such that q and p die alike and accept alike on every string
-    of up to d bytes (-1: on the empty string already), by enumerating the strings over the
-    bytes some state takes (any other byte kills both)."""
-    alphabet = [b for b in range(256) if (trans[:, b] >= 0).any()]
+def _agree_oracle(trans, accept, q: int, p: int, limit: int, trans2=None, accept2=None) -> int:
+    """The largest d <= limit such that q and p (of a second DFA when given) die alike and
+    accept alike on every string of up to d bytes (-1: on the empty string already), by
+    enumerating the strings over the bytes some state takes (any other byte kills both)."""
+    trans2, accept2 = (trans, accept) if trans2 is None else (trans2, accept2)
+    alphabet = [b for b in range(256) if (trans[:, b] >= 0).any() or (trans2[:, b] >= 0).any()]
     level = [(q, p)]
     for depth in range(limit + 1):
-        if any(x >= 0 and bool(accept[x]) != bool(accept[y]) for x, y in level):
+        if any(x >= 0 and bool(accept[x]) != bool(accept2[y]) for x, y in level):
             return depth - 1
         if depth == limit:
             return limit
@@ -324,12 +325,20 @@ def _agree_oracle(trans, accept, q: int, p: int, limit: int) -> int:
             if x < 0:  # both dead (else found below): every longer string too
                 continue
             for b in alphabet:
-                a, c = int(trans[x, b]), int(trans[y, b])
+                a, c = int(trans[x, b]), int(trans2[y, b])
                 if (a < 0) != (c < 0):
                     return depth
                 nxt.append((a, c))
         level = nxt
     return limit
+
+
+def _args(trans, accept, comb: bool) -> tuple:
+    """A DFA as `agree_depth`'s and `agree_bytes`'s five table arguments."""
+    if comb:
+        table = CombTable.from_dense(trans)
+        return None, table.base, table.check, table.next, accept
+    return trans, b"", b"", b"", accept
 
 
 @settings(max_examples=300, deadline=None)
@@ -339,13 +348,9 @@ def test_agree_depth_is_how_deep_two_states_die_and_accept_alike(case, p, limit,
     p = p % len(trans)
     q = case[-1]
     expected = _agree_oracle(trans, accept, q, p, limit)
-    if comb:
-        table = CombTable.from_dense(trans)
-        got = _scan.agree_depth(None, table.base, table.check, table.next, accept, q, p, limit)
-    else:
-        got = _scan.agree_depth(trans, b"", b"", b"", accept, q, p, limit)
-    assert got == expected
-    assert _scan.agree_depth(trans, b"", b"", b"", accept, q, q, limit) == limit  # a state agrees with itself
+    table = _args(trans, accept, comb)
+    assert _scan.agree_depth(*table, q, *table, p, limit) == expected
+    assert _scan.agree_depth(*table, q, *table, q, limit) == limit  # a state agrees with itself
 
 
 @settings(max_examples=300, deadline=None)
@@ -355,12 +360,72 @@ def test_tokens_no_longer_than_the_agreement_scan_alike(case, p):
     every token of at most d bytes the same walk (end, splits)."""
     trans, accept, data, offsets, lengths, _, _, q = case
     p = p % len(trans)
-    depth = _scan.agree_depth(trans, b"", b"", b"", accept, q, p, 8)
+    table = _args(trans, accept, False)
+    depth = _scan.agree_depth(*table, q, *table, p, 8)
     rows = np.flatnonzero(lengths <= depth).astype(np.int32)
     zero = np.zeros(len(rows), dtype=np.int32)
     from_q = _compiled(trans, accept, data, offsets, lengths, rows, zero, q, False)
     from_p = _compiled(trans, accept, data, offsets, lengths, rows, zero, p, False)
     assert [from_q[0].tolist(), *(x.tolist() for x in from_q[2:])] == [from_p[0].tolist(), *(x.tolist() for x in from_p[2:])]
+
+
+@settings(max_examples=300, deadline=None)
+@given(case=cases(), other=cases(), limit=st.integers(0, 6), comb=st.booleans())
+def test_agree_depth_compares_states_of_two_dfas(case, other, limit, comb):
+    trans, accept, *_, q = case
+    trans2, accept2, *_, p = other
+    expected = _agree_oracle(trans, accept, q, p, limit, trans2, accept2)
+    assert _scan.agree_depth(*_args(trans, accept, comb), q, *_args(trans2, accept2, not comb), p, limit) == expected
+
+
+def _parting(trans, accept, q, trans2, accept2, p, comb: bool, max_pairs: int = 10_000) -> set[int] | None:
+    found = _scan.agree_bytes(*_args(trans, accept, comb), q, *_args(trans2, accept2, not comb), p, max_pairs)
+    return None if found is None else set(np.flatnonzero(np.unpackbits(np.frombuffer(found, dtype=np.uint8),
+                                                                       bitorder="little")).tolist())
+
+
+@settings(max_examples=400, deadline=None)
+@given(case=cases(), other=cases(), comb=st.booleans())
+def test_tokens_without_a_parting_byte_scan_alike_from_two_dfas(case, other, comb):
+    """`agree_bytes`: every token that holds none of the bytes on which q (one DFA) and p
+    (another) part walks alike from the two: the same ends and splits; every byte that
+    parts the two at once (on its own) is one of them; None exactly when q and p differ on
+    acceptance (the pair limit is not reached here)."""
+    trans, accept, data, offsets, lengths, *_, q = case
+    trans2, accept2, *_, p = other
+    parting = _parting(trans, accept, q, trans2, accept2, p, comb)
+    assert (parting is None) == (bool(accept[q]) != bool(accept2[p]))
+    if parting is None:
+        return
+    for b in range(256):
+        a, c = int(trans[q, b]), int(trans2[p, b])
+        if (a < 0) != (c < 0) or (a >= 0 and bool(accept[a]) != bool(accept2[c])):
+            assert b in parting, b
+    tokens = [bytes(data[o:o + n]) for o, n in zip(offsets.tolist(), lengths.tolist())]
+    rows = np.array([r for r, token in enumerate(tokens) if not parting & set(token)], dtype=np.int32)
+    zero = np.zeros(len(rows), dtype=np.int32)
+    from_q = _compiled(trans, accept, data, offsets, lengths, rows, zero, q, False)
+    from_p = _compiled(trans2, accept2, data, offsets, lengths, rows, zero, p, False)
+    assert [x.tolist() for i, x in enumerate(from_q) if i != 1] == [x.tolist() for i, x in enumerate(from_p) if i != 1]
+
+
+def test_agree_bytes_gives_up_past_its_pair_limit_and_refuses_bad_states():
+    """A counter (state k: k more `a`) and a loop on `a` reach a pair per count: past the
+    limit, None; within it, the one parting byte is `a` (the counter's end)."""
+    n = 6
+    counter = np.full((n, 256), -1, dtype=np.int32)
+    for k in range(n - 1):
+        counter[k, ord("a")] = k + 1
+    loop = np.full((1, 256), -1, dtype=np.int32)
+    loop[0, ord("a")] = 0
+    accept, accept_loop = np.ones(n, dtype=bool), np.ones(1, dtype=bool)
+    assert _parting(counter, accept, 0, loop, accept_loop, 0, False, max_pairs=n) == {ord("a")}
+    assert _parting(counter, accept, 0, loop, accept_loop, 0, False, max_pairs=n - 2) is None
+    for q, p, limit in ((n, 0, 5), (0, 1, 5), (0, 0, 0)):
+        with pytest.raises(ValueError, match="^agree_bytes: a state or the pair limit is out of range$"):
+            _scan.agree_bytes(counter, b"", b"", b"", accept, q, loop, b"", b"", b"", accept_loop, p, limit)
+    with pytest.raises(ValueError, match="^agree_bytes: inconsistent array sizes$"):
+        _scan.agree_bytes(counter, b"", b"", b"", accept_loop, 0, loop, b"", b"", b"", accept_loop, 0, 5)
 
 
 @pytest.mark.parametrize(
@@ -373,10 +438,13 @@ def test_tokens_no_longer_than_the_agreement_scan_alike(case, p):
 )
 def test_agree_depth_refuses_states_it_does_not_have(q, p, limit, message):
     trans = np.full((2, 256), -1, dtype=np.int32)
+    table, wrong = _args(trans, np.zeros(2, dtype=bool), False), _args(trans, np.zeros(3, dtype=bool), False)
     with pytest.raises(ValueError, match=f"^{message}$"):
-        _scan.agree_depth(trans, b"", b"", b"", np.zeros(2, dtype=bool), q, p, limit)
+        _scan.agree_depth(*table, q, *table, p, limit)
     with pytest.raises(ValueError, match="^agree_depth: inconsistent array sizes$"):
-        _scan.agree_depth(trans, b"", b"", b"", np.zeros(3, dtype=bool), 0, 0, 1)
+        _scan.agree_depth(*wrong, 0, *table, 0, 1)
+    with pytest.raises(ValueError, match="^agree_depth: inconsistent array sizes$"):
+        _scan.agree_depth(*table, 0, *wrong, 0, 1)
 
 
 def test_a_row_after_one_not_stepped_walks_from_the_start():

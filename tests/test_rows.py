@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import vocabularies
-from grammarc.tokens.rows import common_prefixes, token_bytes
+from grammarc.tokens.rows import common_prefixes, rows_by_byte, token_bytes
 from grammarc.tokens.vocabulary import Vocabulary
 
 
@@ -53,3 +53,19 @@ def test_rows_hold_the_normal_non_empty_tokens_with_their_ids():
     tokens = [bytes(rows.data[o:o + n]) for o, n in zip(rows.offsets.tolist(), rows.lengths.tolist())]
     assert list(zip(rows.ids.tolist(), tokens)) == [(3, b"a"), (1, b"ab"), (4, b"ab"), (0, b"b")]
     assert rows.shared.tolist() == [0, 1, 2, 0]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.binary(min_size=1, max_size=9).map(lambda t: bytes(b % 5 * 60 for b in t)), min_size=1, max_size=40))
+def test_rows_by_byte_list_each_row_once_under_every_byte_it_holds(tokens):
+    data, _, lengths = _rows(tokens)
+    rows, starts = rows_by_byte(data, lengths)
+    for b in range(256):
+        assert rows[starts[b]:starts[b + 1]].tolist() == [r for r, token in enumerate(tokens) if b in token], b
+    assert starts[256] == len(rows) == sum(len(set(token)) for token in tokens)
+
+
+def test_llama3_rows_holding_a_byte_are_those_whose_byte_set_has_it():
+    tokens = token_bytes(vocabularies.llama3())
+    for b in (0, ord('"'), ord("\\"), ord("a"), 0x80, 0xC3, 0xFF):
+        assert tokens.holding(b).tolist() == np.flatnonzero(tokens.sets[:, b // 64] >> np.uint64(b % 64) & np.uint64(1)).tolist()

@@ -13,7 +13,7 @@ import pytest
 from grammarc import Grammar, GrammarWarning, Vocabulary
 from grammarc.automata.suffix import suffix_key
 from grammarc.tokens import index as token_index_module
-from grammarc.tokens import scan_cache
+from grammarc.tokens import kin, scan_cache
 from grammarc.tokens.index import TokenIndex
 from grammarc import diskstore
 
@@ -29,6 +29,7 @@ VOCAB = Vocabulary.from_bytes(
 def cache(tmp_path, monkeypatch):
     monkeypatch.setenv("GRAMMARC_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(scan_cache, "_registry", scan_cache.ScanRegistry())
+    monkeypatch.setattr(kin, "KIN", kin.Kin())  # no scan of another test to read scans off
     monkeypatch.setattr(token_index_module, "PERSIST_MIN_ROWS", 0)  # a tiny vocabulary: store every scan
     return tmp_path
 
@@ -75,6 +76,7 @@ def test_scans_after_a_first_byte_round_trip_and_compose_the_same_masks(cache, m
              for slot, scan in store._scans.items()}
     scan_cache.save_all()
     scan_cache._registry.clear()  # a new process: only the disk remains
+    monkeypatch.setattr(kin, "KIN", kin.Kin())
     assert _same(first, _visit_all(TokenIndex(compiled, VOCAB)))
     loaded = {(store.dfa_key, slot): scan for store in scan_cache._registry.values()
               for slot, scan in store._scans.items()}
@@ -86,6 +88,7 @@ def test_scans_after_a_first_byte_round_trip_and_compose_the_same_masks(cache, m
         assert np.array_equal(scan.split_pos, saved[key].split_pos), key
     for store in scan_cache._registry.values():  # as if no scan from the start were stored:
         store._scans.pop(scan_cache.FROM_START, None)  # each is composed from the loaded slots
+    monkeypatch.setattr(kin, "KIN", kin.Kin())  # (not read off the states just visited)
     made, composed = [], []
     monkeypatch.setattr(TokenIndex, "_scan_after_first_byte", lambda self, t, p: made.append(p))
     compose = TokenIndex._scan_composed

@@ -15,7 +15,7 @@ from grammarc.automata import from_regex, literal
 from grammarc.automata.comb import CombTable
 from grammarc.automata.dfa import DFA
 from grammarc.automata.suffix import suffix_key
-from grammarc.tokens import index as index_module, scan_cache
+from grammarc.tokens import index as index_module, kin, scan_cache
 from grammarc.tokens.index import TokenIndex
 from grammarc.tokens.rows import token_bytes
 
@@ -185,10 +185,11 @@ def test_scans_read_off_a_neighbour_equal_brute_force_scans(grammar, enough, mos
     if most is not None:
         monkeypatch.setattr(index_module, "NEAR_MAX_SHARE", most)
     monkeypatch.setattr(scan_cache, "_registry", scan_cache.ScanRegistry())
+    monkeypatch.setattr(kin, "KIN", kin.Kin())
     index = TokenIndex(grammar.compile(), COUNTED_VOCAB)
     near = []
-    monkeypatch.setattr(index, "_scan_near",
-                        lambda t, q: near.append(found := TokenIndex._scan_near(index, t, q)) or found)
+    monkeypatch.setattr(index, "_scan_near", lambda t, q, candidates, by_bytes: near.append(
+        found := TokenIndex._scan_near(index, t, q, candidates, by_bytes=by_bytes)) or found)
     for t, terminal in enumerate(index.terminals):
         states = range(terminal.dfa.n_states)
         for q in reversed(states) if backwards else states:
@@ -197,6 +198,75 @@ def test_scans_read_off_a_neighbour_equal_brute_force_scans(grammar, enough, mos
             assert np.flatnonzero(scan.inside).tolist() == sorted(ends), (t, q)
             assert list(zip(scan.split_rows.tolist(), scan.split_pos.tolist())) == sorted(splits), (t, q)
     assert sum(found is not None for found in near) >= 5  # the counters' states were read off their neighbours
+
+
+KIN_VOCAB = Vocabulary.from_bytes(
+    [bytes([b]) for b in range(256)]
+    + [b"ab", b"ba", b"abab", b"a\xc3", b"\xc3\xa9", b"\xc3\xa9a", b'a"', b'ab"', b'"}', b'"};', b'a"}', b'b";',
+       b'"!', b'\xc3\xa9"', b"}", b"aaaa", b"bbb"]
+    + [b"<eos>"],
+    eos_token_ids=[256 + 17],
+)
+# (the terminal scanned first, the terminal whose states may read its scans off the first's)
+KIN_TAILS = [('"', '"}'), ('"', '"};?'), ('"}', '"!'), ('(a|")', '"}')]
+
+
+@settings(max_examples=60, deadline=None)
+@given(patterns(), st.sampled_from(KIN_TAILS), st.sampled_from([16, 256]))
+def test_scans_read_off_a_kin_equal_brute_force_scans(body, tails, most_parting):
+    """A state whose kin (a state of another terminal that takes the same bytes, scanned
+    before) walks alike every token without a parting byte has its scan read off the kin's
+    (`TokenIndex._scan_near`, `_scan.agree_bytes`): the same rows and splits, in the same
+    order, as a walk of every token, for every state of both terminals."""
+    first, second = (Grammar.from_ebnf(f"start ::= #'\"({body}){tail}' ;") for tail in tails)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(index_module, "PERSIST_MIN_ROWS", 0)
+        mp.setattr(index_module, "KIN_MAX_SHARE", 1.0)
+        mp.setattr(index_module, "KIN_MAX_PARTING", most_parting)
+        mp.setattr(scan_cache, "_registry", scan_cache.ScanRegistry())
+        mp.setattr(kin, "KIN", kin.Kin())
+        read_off = []
+        for grammar in (first, second):
+            index = TokenIndex(grammar.compile(), KIN_VOCAB)
+            def scan_near(t, q, candidates, by_bytes, index=index):
+                found = TokenIndex._scan_near(index, t, q, candidates, by_bytes=by_bytes)
+                if by_bytes:
+                    read_off.append(found)
+                return found
+
+            mp.setattr(index, "_scan_near", scan_near)
+            for t, terminal in enumerate(index.terminals):
+                for q in range(terminal.dfa.n_states):
+                    scan = index._terminal_scan(t, q)
+                    ends, splits = _brute_scan(index, t, q)
+                    assert np.flatnonzero(scan.inside).tolist() == sorted(ends), (t, q)
+                    assert list(zip(scan.split_rows.tolist(), scan.split_pos.tolist())) == sorted(splits), (t, q)
+    assert any(found is not None for found in read_off)  # the second terminal's body read the first's
+
+
+def test_a_string_body_that_goes_on_after_its_quote_reads_its_scan_off_any_string_body(monkeypatch):
+    """Llama-3: the body of a string value merged with what follows it (``string ws? "}"``)
+    parts from a plain string body only at the closing quote: its scan is the plain body's
+    but for the ~2% of tokens that hold a quote, and equals the scan composed without kin."""
+    import vocabularies
+
+    vocab = vocabularies.llama3()
+    monkeypatch.setenv("GRAMMARC_CACHE_DIR", "off")
+    monkeypatch.setattr(scan_cache, "_registry", scan_cache.ScanRegistry())
+    monkeypatch.setattr(kin, "KIN", kin.Kin())
+    plain = TokenIndex(Grammar.from_ebnf(r"start ::= #'\"[a-z ]*\"' ;").compile(), vocab)
+    plain._terminal_scan(0, 1)
+    merged = TokenIndex(Grammar.from_ebnf(r"start ::= #'\"[a-z ]*\" *}' ;").compile(), vocab)
+    kindred = kin.KIN.candidates(vocab.key, kin.profile(merged.terminals[0].dfa.trans[1], False))
+    assert [(dfa is plain.terminals[0].dfa, p) for dfa, p, _ in kindred] == [(True, 1)]
+    composed = merged._scan_composed(0, 1)
+    candidates = [(index_module._scan_table(dfa), p, scan) for dfa, p, scan in kindred]
+    near = merged._scan_near(0, 1, candidates, by_bytes=True)
+    assert near is not None and near is not kindred[0][2]
+    assert np.array_equal(near.inside, composed.inside)
+    assert np.array_equal(near.split_rows, composed.split_rows) and np.array_equal(near.split_pos, composed.split_pos)
+    holding_quote = merged.tokens.holding(ord('"'))
+    assert 0 < len(holding_quote) < 0.03 * len(merged.token_ids)
 
 
 LONG_VALUE = ("grammarc reads a length counter's states off their neighbours: " * 8).strip()
@@ -223,13 +293,16 @@ def test_real_vocabulary_masks_do_not_depend_on_reading_scans_off_neighbours(sch
     ids = encoder.encode(text)
     monkeypatch.setenv("GRAMMARC_CACHE_DIR", "off")
     masks, near = {}, []
-    for share in (index_module.NEAR_MAX_SHARE, -1.0):  # -1: never read off a neighbour
+    for share in (index_module.NEAR_MAX_SHARE, -1.0):  # -1: never read off a neighbour (nor a kin)
         monkeypatch.setattr(index_module, "NEAR_MAX_SHARE", share)
+        monkeypatch.setattr(index_module, "KIN_MAX_SHARE", min(share, index_module.KIN_MAX_SHARE))
+        monkeypatch.setattr(kin, "KIN", kin.Kin())
         monkeypatch.setattr(index_module, "_indexes", weakref.WeakKeyDictionary())
         monkeypatch.setattr(scan_cache, "_registry", scan_cache.ScanRegistry())
         engine = Engine(Grammar.from_json_schema(schema), vocab)
         scan_near = engine.index._scan_near
-        monkeypatch.setattr(engine.index, "_scan_near", lambda t, q: near.append((share, found := scan_near(t, q))) or found)
+        monkeypatch.setattr(engine.index, "_scan_near", lambda t, q, candidates, by_bytes: near.append(
+            (share, found := scan_near(t, q, candidates, by_bytes=by_bytes))) or found)
         masks[share] = []
         for token in ids:
             masks[share].append(engine.packed_mask().copy())

@@ -472,16 +472,17 @@ done:
     return result;
 }
 
-/* agree_depth(trans, base, check, next, accept, q, p, limit): the largest d <= limit such
- * that states q and p accept the same strings of up to d bytes and die on the same strings
- * of up to d bytes (-1: one of them accepts the empty string and the other does not). A
- * token of at most d bytes then scans from q exactly as from p: a walk sees only where it
- * dies and where it accepts, so the token dies at the same byte, has its splits at the same
- * positions and stays inside alike. A string's length counter (state k of `"` char{0,n}
- * `"`) agrees with its neighbour up to the characters it has left, so its scan is its
- * neighbour's but for the tokens longer than that (`TokenIndex._scan_near`).
- * A breadth-first walk over pairs of states, one depth at a time; equal pairs agree on
- * everything and are not followed. */
+/* agree_depth(trans, base, check, next, accept, q, trans2, base2, check2, next2, accept2, p, limit):
+ * the largest d <= limit such that state q of the first DFA and state p of the second (the
+ * same one, given twice, or another) accept the same strings of up to d bytes and die on
+ * the same strings of up to d bytes (-1: one of them accepts the empty string and the
+ * other does not). A token of at most d bytes then scans from q exactly as from p: a walk
+ * sees only where it dies and where it accepts, so the token dies at the same byte, has its
+ * splits at the same positions and stays inside alike. A string's length counter (state k
+ * of `"` char{0,n} `"`) agrees with its neighbour up to the characters it has left, and
+ * with any string body as far, so its scan is theirs but for the tokens longer than that
+ * (`TokenIndex._scan_near`). A breadth-first walk over pairs of states, one depth at a
+ * time; within one DFA, equal pairs agree on everything and are not followed. */
 typedef struct {
     uint64_t *keys;
     size_t cap, len;
@@ -512,16 +513,17 @@ static int pairs_add(PairSet *set, uint64_t key) { /* 1: added, 0: present, -1: 
     return 1;
 }
 
-static Py_ssize_t agree_walk(const Table *t, const uint8_t *accept, int32_t q, int32_t p, Py_ssize_t limit) {
+static Py_ssize_t agree_walk(const Table *t, const uint8_t *accept, int32_t q, const Table *u,
+                             const uint8_t *accept_u, int32_t p, Py_ssize_t limit, int same) {
     PairSet seen = {0};
     Vec level = {0}, next = {0}; /* pairs as consecutive (x, y) */
     Py_ssize_t depth = 0, result = -2;
-    if (q != p && (pairs_add(&seen, ((uint64_t)(uint32_t)q << 32) | (uint32_t)p) < 0 || vec_push(&level, q) ||
+    if ((!same || q != p) && (pairs_add(&seen, ((uint64_t)(uint32_t)q << 32) | (uint32_t)p) < 0 || vec_push(&level, q) ||
                    vec_push(&level, p)))
         goto done;
     for (;; depth++) {
         for (Py_ssize_t i = 0; i < level.len; i += 2)
-            if (accept[level.data[i]] != accept[level.data[i + 1]]) {
+            if (accept[level.data[i]] != accept_u[level.data[i + 1]]) {
                 result = depth - 1;
                 goto done;
             }
@@ -533,12 +535,12 @@ static Py_ssize_t agree_walk(const Table *t, const uint8_t *accept, int32_t q, i
         for (Py_ssize_t i = 0; i < level.len; i += 2) {
             int32_t x = level.data[i], y = level.data[i + 1];
             for (int b = 0; b < 256; b++) {
-                int32_t a = step(t, x, (uint8_t)b), c = step(t, y, (uint8_t)b);
+                int32_t a = step(t, x, (uint8_t)b), c = step(u, y, (uint8_t)b);
                 if ((a < 0) != (c < 0)) {
                     result = depth;
                     goto done;
                 }
-                if (a < 0 || a == c) continue;
+                if (a < 0 || (same && a == c)) continue;
                 int added = pairs_add(&seen, ((uint64_t)(uint32_t)a << 32) | (uint32_t)c);
                 if (added < 0 || (added && (vec_push(&next, a) || vec_push(&next, c)))) goto done;
             }
@@ -553,24 +555,110 @@ done:
 
 static PyObject *agree_depth(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *trans_obj, *result = NULL;
-    Common c = {0};
-    Table t = {0};
+    PyObject *trans_obj, *trans_obj2, *result = NULL;
+    Common c = {0}, c2 = {0};
+    Table t = {0}, u = {0};
     Py_ssize_t q, p, limit;
-    if (!PyArg_ParseTuple(args, "Oy*y*y*y*nnn", &trans_obj, &c.base, &c.check, &c.next, &c.accept, &q, &p, &limit))
+    if (!PyArg_ParseTuple(args, "Oy*y*y*y*nOy*y*y*y*nn", &trans_obj, &c.base, &c.check, &c.next, &c.accept, &q,
+                          &trans_obj2, &c2.base, &c2.check, &c2.next, &c2.accept, &p, &limit))
         return NULL;
-    if (setup_table(&t, &c, trans_obj, "agree_depth")) goto done;
-    if (q < 0 || q >= t.n_states || p < 0 || p >= t.n_states || limit < 0) {
+    if (setup_table(&t, &c, trans_obj, "agree_depth") || setup_table(&u, &c2, trans_obj2, "agree_depth")) goto done;
+    if (q < 0 || q >= t.n_states || p < 0 || p >= u.n_states || limit < 0) {
         PyErr_SetString(PyExc_ValueError, "agree_depth: a state or the limit is out of range");
         goto done;
     }
+    /* one DFA given twice (the same buffers): a pair of equal states agrees on everything */
+    int same = c.accept.buf == c2.accept.buf && t.trans == u.trans && t.base == u.base;
     Py_ssize_t depth;
     Py_BEGIN_ALLOW_THREADS
-    depth = agree_walk(&t, c.accept.buf, (int32_t)q, (int32_t)p, limit);
+    depth = agree_walk(&t, c.accept.buf, (int32_t)q, &u, c2.accept.buf, (int32_t)p, limit, same);
     Py_END_ALLOW_THREADS
     result = depth == -2 ? PyErr_NoMemory() : PyLong_FromSsize_t(depth);
 done:
     release_common(&c);
+    release_common(&c2);
+    return result;
+}
+
+/* agree_bytes(trans, base, check, next, accept, q, trans2, base2, check2, next2, accept2, p, max_pairs):
+ * the bytes on which walks from q (first DFA) and from p (second) may part, as 32 bytes (bit
+ * b % 8 of byte b / 8): b is one when, from some pair of states the two reach on one string
+ * of other bytes, reading b kills one walk and not the other, or leaves one accepting and the
+ * other not. A token holding none of them walks alike from q and p however long it is: it
+ * dies at the same byte, splits at the same positions and stays inside alike. None when q
+ * and p differ on acceptance or the pairs reached exceed max_pairs. A string body inside a
+ * terminal that goes on after the closing quote (``ws? ":" ws? string ws? "}"``) parts from
+ * any string body only at the quote, so its scan is theirs but for the tokens that hold one
+ * (`TokenIndex._scan_near`). A byte found parting is not followed further: the tokens that
+ * hold it are walked anyway. */
+static int agree_bytes_walk(const Table *t, const uint8_t *accept, int32_t q, const Table *u, const uint8_t *accept_u,
+                            int32_t p, Py_ssize_t max_pairs, int same, uint64_t parting[4]) {
+    PairSet seen = {0};
+    Vec todo = {0};
+    int rc = -1; /* -1: out of memory, 1: too many pairs, 0: done */
+    if (pairs_add(&seen, ((uint64_t)(uint32_t)q << 32) | (uint32_t)p) < 0 || vec_push(&todo, q) || vec_push(&todo, p))
+        goto done;
+    while (todo.len) {
+        int32_t y = todo.data[--todo.len], x = todo.data[--todo.len];
+        for (int b = 0; b < 256; b++) {
+            if (parting[b >> 6] >> (b & 63) & 1) continue;
+            int32_t a = step(t, x, (uint8_t)b), c = step(u, y, (uint8_t)b);
+            if (a < 0 && c < 0) continue;
+            if ((a < 0) != (c < 0) || accept[a] != accept_u[c]) {
+                parting[b >> 6] |= (uint64_t)1 << (b & 63);
+                continue;
+            }
+            if (same && a == c) continue; /* one state of one DFA: alike on everything */
+            int added = pairs_add(&seen, ((uint64_t)(uint32_t)a << 32) | (uint32_t)c);
+            if (added < 0) goto done;
+            if (added) {
+                if ((Py_ssize_t)seen.len > max_pairs) { rc = 1; goto done; }
+                if (vec_push(&todo, a) || vec_push(&todo, c)) goto done;
+            }
+        }
+    }
+    rc = 0;
+done:
+    free(seen.keys), free(todo.data);
+    return rc;
+}
+
+static PyObject *agree_bytes(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *trans_obj, *trans_obj2, *result = NULL;
+    Common c = {0}, c2 = {0};
+    Table t = {0}, u = {0};
+    Py_ssize_t q, p, max_pairs;
+    if (!PyArg_ParseTuple(args, "Oy*y*y*y*nOy*y*y*y*nn", &trans_obj, &c.base, &c.check, &c.next, &c.accept, &q,
+                          &trans_obj2, &c2.base, &c2.check, &c2.next, &c2.accept, &p, &max_pairs))
+        return NULL;
+    if (setup_table(&t, &c, trans_obj, "agree_bytes") || setup_table(&u, &c2, trans_obj2, "agree_bytes")) goto done;
+    if (q < 0 || q >= t.n_states || p < 0 || p >= u.n_states || max_pairs < 1) {
+        PyErr_SetString(PyExc_ValueError, "agree_bytes: a state or the pair limit is out of range");
+        goto done;
+    }
+    const uint8_t *accept = c.accept.buf, *accept_u = c2.accept.buf;
+    if (accept[q] != accept_u[p]) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    int same = accept == accept_u && t.trans == u.trans && t.base == u.base;
+    uint64_t parting[4] = {0, 0, 0, 0};
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = agree_bytes_walk(&t, accept, (int32_t)q, &u, accept_u, (int32_t)p, max_pairs, same, parting);
+    Py_END_ALLOW_THREADS
+    if (rc < 0) result = PyErr_NoMemory();
+    else if (rc > 0) result = Py_NewRef(Py_None);
+    else {
+        unsigned char out[32] = {0};
+        for (int b = 0; b < 256; b++)
+            if (parting[b >> 6] >> (b & 63) & 1) out[b >> 3] |= (unsigned char)(1u << (b & 7));
+        result = PyBytes_FromStringAndSize((const char *)out, 32);
+    }
+done:
+    release_common(&c);
+    release_common(&c2);
     return result;
 }
 
@@ -710,6 +798,7 @@ static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS, "Walk token rows through a DFA (see the module's comment)."},
     {"scan_ranges", scan_ranges, METH_VARARGS, "Walk ranges of token rows through a DFA (see the module's comment)."},
     {"agree_depth", agree_depth, METH_VARARGS, "How deep two DFA states accept and die alike."},
+    {"agree_bytes", agree_bytes, METH_VARARGS, "The bytes on which walks from two DFA states may part."},
     {"pack_rows", pack_rows, METH_VARARGS, "OR the flagged rows' token ids into a packed mask."},
     {"next_bytes", next_bytes, METH_VARARGS, "The byte at each (row, position), and their counts."},
     {"pack_ids", pack_ids, METH_VARARGS, "A TokenSet's arrays and count for some token ids."},

@@ -31,7 +31,7 @@ from grammarc.automata.comb import CombTable
 from grammarc.automata.suffix import suffix_key
 from grammarc.lowering.compiler import CompiledGrammar
 from grammarc.lowering.lr import Bnf
-from grammarc.tokens import _scan, memo
+from grammarc.tokens import _scan, kin, memo
 from grammarc.tokens.memo import Memo
 from grammarc.tokens.rows import TokenBytes, first_byte_starts, token_bytes
 from grammarc.tokens.scan_cache import AFTER_FIRST_BYTE, FROM_START, Scan, TerminalScans, terminal_scans
@@ -329,6 +329,41 @@ NEAR_CANDIDATES = 4
 # ... and stops looking (and comparing) once a candidate agrees on tokens so long that at
 # most this share is left (Llama-3: 16 bytes, 1% of the rows).
 NEAR_ENOUGH_SHARE = 0.01
+# A wide scan that no store holds is read off a kin's (`grammarc.tokens.kin`: a state of any
+# grammar that takes the same bytes) when at most this share of the rows is left to walk:
+# those longer than the two agree, or holding a byte on which the two part. Rows scattered
+# over the vocabulary walk without a whole scan's shared prefixes (~80 ns a row against
+# ~14): past ~10%, composing the whole scan costs less.
+KIN_MAX_SHARE = 0.05
+# `_scan.agree_bytes` gives up past this many pairs of states (a string body and another
+# reach a few dozen, a length counter and a string body one per character left) ...
+KIN_MAX_PAIRS = 256
+# ... and more parting bytes than this are not worth counting rows for (a string body and
+# another part at the quote; a string body and a number everywhere).
+KIN_MAX_PARTING = 16
+
+
+def _fewer(rows: np.ndarray, tokens: TokenBytes, parting: bytes, depth: int, most: float) -> np.ndarray:
+    """The rows longer than `depth` bytes that hold a byte of `parting` (32 bytes, a bit per
+    byte value: `_scan.agree_bytes`) when they are fewer than `rows` and than
+    `most` rows, else `rows`. More than `KIN_MAX_PARTING` bytes part the two states
+    everywhere (a string body from a number's digits): not worth the count."""
+    parting_bytes = np.flatnonzero(np.unpackbits(np.frombuffer(parting, dtype=np.uint8), bitorder="little"))
+    if len(parting_bytes) > KIN_MAX_PARTING:
+        return rows
+    holding = [tokens.holding(b) for b in parting_bytes.tolist()]
+    if sum(map(len, holding)) >= min(len(rows), most):
+        return rows  # as many (the union is at most the sum), or too many to walk
+    if not holding:  # no byte parts the two: every token walks alike
+        return np.zeros(0, dtype=np.int32)
+    if len(holding) > 1:
+        flags = np.zeros(len(tokens.ids), dtype=bool)
+        for rows_of_byte in holding:
+            flags[rows_of_byte] = True
+        found = np.flatnonzero(flags)
+    else:
+        found = holding[0]
+    return found[tokens.lengths[found] > depth]
 
 
 def _runs(byte: np.ndarray, starts: np.ndarray) -> list[tuple[int, int]]:
@@ -385,8 +420,8 @@ class TokenIndex:
         self._starting_memo: dict[tuple[int, bytes], frozenset[int]] = {}  # (previous, next bytes) -> `_starting`
         self._recent: dict[int, list[tuple[int, Scan]]] = {}  # t -> its last wide scans (`_scan_near`)
         self.tokens = token_bytes(vocab)  # the rows that scans walk
-        # how deep `_scan_near` compares states, and the least agreement it uses (read once, as the memo budgets)
-        self._near_depths = (self.tokens.depth_leaving(NEAR_ENOUGH_SHARE), self.tokens.depth_leaving(NEAR_MAX_SHARE))
+        # how deep `_scan_near` compares states (read once, as the memo budgets)
+        self._near_depth = self.tokens.depth_leaving(NEAR_ENOUGH_SHARE)
         self.token_ids = self.tokens.ids  # row -> token id
         self.size = vocab.size
         self.n_words = -(-vocab.size // 32)
@@ -504,54 +539,69 @@ class TokenIndex:
         many of them is read off a recent scan of the same terminal where the two states
         agree far enough (`_scan_near`: a length counter's states), else kept in the shared
         store under the language that `t` accepts from `q` (the scan depends on nothing
-        else), so every terminal, grammar and process with that language reuses it; a
-        narrow scan is cheaper to redo than to store."""
+        else), so every terminal, grammar and process with that language reuses it: found
+        there, or read off a kin's (a state of any grammar that takes the same bytes), or
+        composed. A narrow scan is cheaper to redo than to store."""
         lo, hi = self._first_byte_ranges(t, q)
         if int((hi - lo).sum()) < PERSIST_MIN_ROWS:
             end_rows, _, split_rows, split_pos = self._scan_ranges(t, lo, hi, 0, q)
             return Scan(None, split_rows, split_pos, end_rows)
-        scan = self._scan_near(t, q)  # before the store: its key costs more than this (~1 ms for a counter)
+        table, dfa = self._table(t), self.terminals[t].dfa
+        # before the store: its key costs more than this (~1 ms for a counter)
+        scan = self._scan_near(t, q, [(table, p, scan) for p, scan in self._recent.get(t, ())], by_bytes=False)
+        key = kin.profile(dfa.trans[q], bool(dfa.accept[q]))
         if scan is None:
             store = self._store(t, q)
             scan = store.get(FROM_START)
             if scan is None:
-                scan = store.put(FROM_START, self._scan_composed(t, q))
+                kindred = [(table if other is dfa else _scan_table(other), p, found)
+                           for other, p, found in kin.KIN.candidates(self.vocab.key, key)]
+                scan = store.put(FROM_START, self._scan_near(t, q, kindred, by_bytes=True) or self._scan_composed(t, q))
         recent = self._recent.setdefault(t, [])
         recent.insert(0, (q, scan))
         del recent[NEAR_CANDIDATES:]
+        kin.KIN.add(self.vocab.key, key, dfa, q, scan)
         return scan
 
-    def _scan_near(self, t: int, q: int) -> Scan | None:
-        """The scan from `q` read off that of a state `p` of the same terminal that behaves
-        like `q` on every string of up to d bytes (`_scan.agree_depth`): only the tokens
-        longer than d are walked. A length counter's state after k characters (new to every
-        grammar, met once, ~2-4 ms to scan whole) agrees so with the counter's state a token
-        earlier. Candidates: the terminal's last wide scans here, compared as deep as pays
-        (`NEAR_ENOUGH_SHARE`); None when none leaves under `NEAR_MAX_SHARE` of the rows."""
-        recent = self._recent.get(t)
-        if not recent:
-            return None
-        tokens, best, base = self.tokens, -1, None
-        enough, least = self._near_depths  # agreeing `enough` deep leaves few rows to walk
-        table = self._table(t)
-        for p, scan in recent:
-            depth = _scan.agree_depth(*table, q, p, enough)
-            if depth > best:
-                best, base = depth, scan
+    def _scan_near(self, t: int, q: int, candidates: list[tuple[tuple, int, Scan]], *, by_bytes: bool) -> Scan | None:
+        """The scan from `q` read off that of a candidate state `p` (its table, `p`, its
+        scan) that walks every token of some rows as `q` does: the tokens of up to d bytes
+        when the two behave alike on every string that long (`_scan.agree_depth`), or, with
+        `by_bytes`, the tokens without a byte on which the two part (`_scan.agree_bytes`);
+        only the other rows are walked. A length counter's state after k characters (new to
+        every grammar, met once, ~2-4 ms to scan whole) agrees so with the counter's state a
+        token earlier (the terminal's last wide scans here are its candidates); a string
+        body that a terminal goes on from after the closing quote (``ws? ":" ws? string ws?
+        "}"``) with any string body but at the quote (`kin`). Compared as deep as pays
+        (`NEAR_ENOUGH_SHARE`); None when none leaves under `NEAR_MAX_SHARE` of the rows to
+        walk (`KIN_MAX_SHARE` with `by_bytes`)."""
+        table, tokens = self._table(t), self.tokens
+        enough = self._near_depth
+        most = (KIN_MAX_SHARE if by_bytes else NEAR_MAX_SHARE) * len(tokens.ids)
+        walked, base = None, None
+        for other, p, scan in candidates:
+            depth = _scan.agree_depth(*table, q, *other, p, enough)
+            rows = tokens.longer_than(depth)
+            parting = _scan.agree_bytes(*table, q, *other, p, KIN_MAX_PAIRS) if by_bytes and depth < enough else None
+            if parting is not None:
+                rows = _fewer(rows, tokens, parting, depth, most)
+            if walked is None or len(rows) < len(walked):
+                walked, base = rows, scan
                 if depth >= enough:
                     break
-        if best < least:
+        if walked is None or len(walked) > most:
             return None
-        walked = tokens.longer_than(best)
         end_rows, _, split_rows, split_pos = self._scan(t, walked, np.zeros(len(walked), dtype=np.int32), q)
         inside = base.inside.copy()
         inside[walked] = False
         inside[end_rows] = True
-        kept = tokens.lengths[base.split_rows] <= best  # the splits of the rows read off `p`'s scan
+        read_off = np.ones(len(inside), dtype=bool)
+        read_off[walked] = False
+        kept = read_off[base.split_rows]  # the splits of the rows read off `p`'s scan
         split_rows, split_pos = _by_row([base.split_rows[kept], split_rows], [base.split_pos[kept], split_pos])
         if (np.array_equal(inside[walked], base.inside[walked]) and np.array_equal(split_rows, base.split_rows)
                 and np.array_equal(split_pos, base.split_pos)):
-            return base  # the long tokens too scan alike: share the scan and what is made from it
+            return base  # the walked tokens too scan alike: share the scan and what is made from it
         return Scan(inside, split_rows, split_pos)
 
     def _store(self, t: int, q: int) -> TerminalScans:
