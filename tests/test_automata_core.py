@@ -350,3 +350,56 @@ def test_byte_classes_refuses_malformed_tables():
         _core.byte_classes(np.zeros(255, dtype=np.int32))
     with pytest.raises(TypeError, match="items of 4 bytes"):
         _core.byte_classes(np.zeros((1, 256), dtype=np.int64))
+
+
+def _walk_oracle(dfa: DFA, data: bytes, start: int, state: int) -> tuple[int, tuple[int, ...]]:
+    """`DFA.walk` a byte at a time, through the table's indexing."""
+    ends = []
+    for i in range(start, len(data)):
+        state = int(dfa.trans[state, data[i]])
+        if state < 0:
+            return -1, tuple(ends)
+        if dfa.accept[state]:
+            ends.append(i + 1)
+    return state, tuple(ends)
+
+
+@SETTINGS
+@given(regex_patterns("ab\u00e9", depth=3),
+       st.binary(max_size=12).map(lambda b: bytes(x % 4 + 97 if x % 5 else 0xC3 for x in b)),
+       st.integers(0, 12), st.integers(0, 50), st.booleans())
+def test_walk_equals_a_step_per_byte(pattern, data, start, state, comb):
+    from grammarc.automata import from_regex
+    from grammarc.automata.comb import CombTable
+
+    dfa = from_regex(pattern)
+    if comb:
+        dfa = DFA(CombTable.from_dense(np.asarray(dfa.trans)), dfa.accept)
+    start, state = min(start, len(data)), state % dfa.n_states
+    assert dfa.walk(data, start, state) == _walk_oracle(dfa, data, start, state)
+
+
+def test_walk_refuses_what_it_cannot_read():
+    trans = np.full((2, 256), -1, dtype=np.int32)
+    trans[0, ord("a")] = 1
+    accept = np.array([False, True])
+    assert _core.walk(trans, b"", b"", b"", accept, 0, b"xa", 1) == (1, (2,))
+    assert _core.walk(trans, b"", b"", b"", accept, 0, b"xab", 1) == (-1, (2,))  # the ends before it died
+    for state, start, message in ((2, 0, "the state or the start is out of range"),
+                                  (0, 4, "the state or the start is out of range"),
+                                  (-1, 0, "the state or the start is out of range")):
+        with pytest.raises(ValueError, match=f"^walk: {message}$"):
+            _core.walk(trans, b"", b"", b"", accept, state, b"xab", start)
+    with pytest.raises(ValueError, match=r"^walk: the table is not \[len\(accept\), 256\]$"):
+        _core.walk(trans, b"", b"", b"", np.zeros(3, dtype=bool), 0, b"a", 0)
+    trans[1, ord("b")] = 7
+    with pytest.raises(ValueError, match="^walk: a target is out of range$"):
+        _core.walk(trans, b"", b"", b"", accept, 0, b"ab", 0)
+    base = np.zeros(2, dtype=np.int64)
+    with pytest.raises(ValueError, match="^walk: inconsistent array sizes$"):
+        _core.walk(None, base, np.zeros(3, dtype=np.int32), np.zeros(2, dtype=np.int32), accept, 0, b"a", 0)
+    # a comb base pointing outside the table reads as no transition, never out of bounds
+    far = np.array([10**9, -10**9], dtype=np.int64)
+    cells = np.full(512, -1, dtype=np.int32)
+    assert _core.walk(None, far, cells, cells, accept, 0, b"a", 0) == (-1, ())
+    assert _core.walk(None, far, cells, cells, accept, 1, b"a", 0) == (-1, ())

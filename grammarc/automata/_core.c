@@ -780,6 +780,10 @@ static PyMethodDef methods[] = {
      "JSON spelling of the strings a DFA over code points accepts, quotes included (per character state q, "
      "its runs lo[ptr[q]:ptr[q+1]] .. hi, to dst: int64 arrays, sorted and disjoint; accept uint8 [n]): "
      "bytes of int32 [m, 256] and bool [m], unminimized, state 0 the start; None past max_states states."},
+    {"walk", py_walk, METH_VARARGS,
+     "walk(trans, base, check, next, accept, state, data, start) -> (state, ends): data[start:] read from "
+     "`state` through a dense table (int32 [n, 256]) or, with trans None, a comb table; -1 once dead, and "
+     "the positions after which the state accepts."},
     {NULL, NULL, 0, NULL},
 };
 

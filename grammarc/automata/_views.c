@@ -3,7 +3,8 @@
  * runs        - a DFA's transitions as byte runs per state (grammarc.automata.dfa.DFA._runs);
  * suffix_code - the canonical code of the language accepted from one state
  *               (grammarc.automata.suffix.suffix_key);
- * byte_classes - a byte table's columns merged into classes (grammarc.automata.dfa.byte_classes).
+ * byte_classes - a byte table's columns merged into classes (grammarc.automata.dfa.byte_classes);
+ * walk        - a DFA's walk over some bytes (grammarc.automata.dfa.DFA.walk).
  *
  * Their Python oracles live in tests/ (tests/test_automata_core.py, tests/test_suffix_scans.py).
  */
@@ -233,5 +234,71 @@ PyObject *py_byte_classes(PyObject *self, PyObject *args)
 done:
     Py_XDECREF(table);
     PyBuffer_Release(&trans);
+    return out;
+}
+
+/* ------------------------------------------------------------------- walk */
+
+/* walk(trans, base, check, next, accept, state, data, start): read data[start:] from
+ * `state` through a DFA: its dense int32 [n, 256] table, or None and its comb table (base
+ * int64 [n], check and next int32: next[base[s] + b] is the target when check[...] == s).
+ * Returns (the state after the bytes, or -1 once one has no transition; the tuple of the
+ * positions p, start < p <= len(data), after which the state accepts). The engine reads
+ * each token so, once per lexer item, instead of a Python step per byte. */
+PyObject *py_walk(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *o_trans, *ends = NULL, *out = NULL;
+    Py_buffer trans = {0}, base = {0}, check = {0}, next = {0}, accept = {0};
+    Py_ssize_t state, start, len;
+    const unsigned char *data;
+    if (!PyArg_ParseTuple(args, "Oy*y*y*y*ny#n", &o_trans, &base, &check, &next, &accept, &state, &data, &len,
+                          &start))
+        return NULL;
+    Py_ssize_t n = accept.len, cells = check.len / 4;
+    const uint8_t *acc = accept.buf;
+    const i32 *dense = NULL, *chk = check.buf, *nxt = next.buf;
+    const i64 *bases = base.buf;
+    if (o_trans != Py_None) {
+        if (get_buf(o_trans, &trans, 4, 0, "trans") < 0) goto done;
+        if (buf_len(&trans) != n * 256) {
+            PyErr_SetString(PyExc_ValueError, "walk: the table is not [len(accept), 256]");
+            goto done;
+        }
+        dense = trans.buf;
+    } else if (base.len != n * 8 || next.len != check.len || check.len % 4) {
+        PyErr_SetString(PyExc_ValueError, "walk: inconsistent array sizes");
+        goto done;
+    }
+    if (state < 0 || state >= n || start < 0 || start > len) {
+        PyErr_SetString(PyExc_ValueError, "walk: the state or the start is out of range");
+        goto done;
+    }
+    ends = PyList_New(0);
+    if (!ends) goto done;
+    i64 s = state;
+    for (Py_ssize_t i = start; i < len && s >= 0; i++) {
+        if (dense) {
+            s = dense[s * 256 + data[i]];
+        } else {
+            i64 cell = bases[s] + data[i];
+            s = cell >= 0 && cell < cells && chk[cell] == s ? nxt[cell] : -1;
+        }
+        if (s >= n) {
+            PyErr_SetString(PyExc_ValueError, "walk: a target is out of range");
+            goto done;
+        }
+        if (s >= 0 && acc[s]) {
+            PyObject *p = PyLong_FromSsize_t(i + 1);
+            if (!p || PyList_Append(ends, p) < 0) { Py_XDECREF(p); goto done; }
+            Py_DECREF(p);
+        }
+    }
+    PyObject *tuple = PyList_AsTuple(ends);
+    if (tuple) out = Py_BuildValue("(nN)", (Py_ssize_t)s, tuple);
+done:
+    Py_XDECREF(ends);
+    if (trans.obj) PyBuffer_Release(&trans);
+    PyBuffer_Release(&base), PyBuffer_Release(&check), PyBuffer_Release(&next), PyBuffer_Release(&accept);
     return out;
 }

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from functools import cached_property, lru_cache
+from functools import cached_property, lru_cache, partial
 
 import numpy as np
 
@@ -88,6 +88,20 @@ class DFA:
             if state < 0:
                 return -1
         return int(state)
+
+    def walk(self, data: bytes, start: int = 0, state: int = 0) -> tuple[int, tuple[int, ...]]:
+        """Read ``data[start:]`` from `state`: (the state after it, or -1 once a byte has no
+        transition; the positions p, ``start < p <= len(data)``, after which the state
+        accepts). In the compiled core: one call per token and lexer item."""
+        return self._walker(state, data, start)
+
+    @cached_property
+    def _walker(self):
+        """`_core.walk` with this DFA's tables bound (the engine calls it per token)."""
+        trans = self.trans
+        if isinstance(trans, CombTable):
+            return partial(_core.walk, None, trans.base, trans.check, trans.next, self.accept)
+        return partial(_core.walk, trans, b"", b"", b"", self.accept)
 
     def matches(self, data: bytes) -> bool:
         state = self.run(data)

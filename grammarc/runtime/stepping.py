@@ -38,45 +38,55 @@ def initial(core: ParserCore) -> frozenset[Item]:
 def step(core: ParserCore, terminals: Sequence[Terminal], items: frozenset[Item], data: bytes,
          *, tokens: bool | None = None) -> frozenset[Item]:
     """The items after `data` (empty: `data` cannot continue the text). Every terminal that
-    ends at a byte is shifted into one GSS level there, which opens what may follow."""
+    ends at a byte is shifted into one GSS level there, which opens what may follow.
+
+    Each item reads its bytes in one call (`DFA.walk`), which also gives the positions
+    where its terminal may end; the positions are taken in order, so the items a level opens
+    at a position read on from it after every item that reached it."""
     whole = tokens is True
     # any! takes a whole token, so what follows it starts after the token: its items go
     # straight to the result and never see the token's bytes.
     after_any: set[Item] = set()
     any_ended: set[tuple[Node, int]] = set()
-    current: set[tuple[Node, int, int, int, bool]] = set()  # ..., touched by this token
+    batch: list[Item] = []  # the items that read on from `position`
     for node, t, q, k in items:
         if tokens is not None and terminals[t].any_token:
             if whole and q == 0 and data:
                 after_any.add((node, t, 1, 1))
                 any_ended.add((node, t))
             continue
-        current.add((node, t, q, k, False))
+        batch.append((node, t, q, k))
     if any_ended:
         after_any.update((r, u, 0, 0) for r, u in core.openings(core.level(frozenset(any_ended))))
-    for byte in data:
-        nxt: set[tuple[Node, int, int, int, bool]] = set()
-        ended: set[tuple[Node, int]] = set()
-        for node, t, q, k, touched in current:
+    out: set[Item] = set()
+    ended: list[set[tuple[Node, int]] | None] = [None] * (len(data) + 1)  # position -> (vertex, terminal)
+    position = 0
+    while True:
+        for node, t, q, k in batch:
+            if position == len(data):
+                out.add((node, t, q, k))
+                continue
             terminal = terminals[t]
             if tokens is not None and terminal.any_token:
                 continue  # opened inside this token: any! starts only at a token boundary
-            if whole and not touched and terminal.token_limit is not None:
+            if whole and terminal.token_limit is not None:  # this token touches it: one more spent
                 if k >= terminal.token_limit:
                     continue
-                k, touched = k + 1, True
-            q2 = int(terminal.dfa.trans[q, byte])
-            if q2 < 0:
-                continue
-            nxt.add((node, t, q2, k, touched))
-            if terminal.dfa.accept[q2]:
-                ended.add((node, t))
-        if ended:
-            nxt.update((r, u, 0, 0, False) for r, u in core.openings(core.level(frozenset(ended))))
-        current = nxt
-        if not current:
-            break
-    return frozenset((node, t, q, k) for node, t, q, k, _ in current) | after_any
+                k += 1
+            q, ends = terminal.dfa.walk(data, position, q)
+            if q >= 0:
+                out.add((node, t, q, k))
+            for p in ends:
+                found = ended[p]
+                if found is None:
+                    found = ended[p] = set()
+                found.add((node, t))
+        position += 1
+        while position <= len(data) and ended[position] is None:
+            position += 1
+        if position > len(data):
+            return frozenset(out) | after_any
+        batch = [(r, u, 0, 0) for r, u in core.openings(core.level(frozenset(ended[position])))]
 
 
 def complete(core: ParserCore, terminals: Sequence[Terminal], items: frozenset[Item]) -> bool:
