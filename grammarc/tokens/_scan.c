@@ -553,30 +553,48 @@ done:
     return result; /* -2: out of memory */
 }
 
+/* What agree_depth and agree_bytes take: two DFAs' tables (one given twice, or two), a state
+ * of each, and a bound. */
+typedef struct {
+    Common c, d;
+    Table t, u;
+    Py_ssize_t q, p, bound;
+    int same; /* one DFA given twice (the same buffers): a pair of equal states agrees on everything */
+} Pair;
+
+/* Parse and check a Pair's arguments; 0, or -1 with an error set (its messages name `who`
+ * and the bound, `what`, which must be at least `least`). release_pair in both cases. */
+static int parse_pair(PyObject *args, Pair *x, const char *who, const char *what, Py_ssize_t least) {
+    PyObject *trans_q, *trans_p;
+    if (!PyArg_ParseTuple(args, "Oy*y*y*y*nOy*y*y*y*nn", &trans_q, &x->c.base, &x->c.check, &x->c.next, &x->c.accept,
+                          &x->q, &trans_p, &x->d.base, &x->d.check, &x->d.next, &x->d.accept, &x->p, &x->bound))
+        return -1;
+    if (setup_table(&x->t, &x->c, trans_q, who) || setup_table(&x->u, &x->d, trans_p, who)) return -1;
+    if (x->q < 0 || x->q >= x->t.n_states || x->p < 0 || x->p >= x->u.n_states || x->bound < least) {
+        PyErr_Format(PyExc_ValueError, "%s: a state or the %s is out of range", who, what);
+        return -1;
+    }
+    x->same = x->c.accept.buf == x->d.accept.buf && x->t.trans == x->u.trans && x->t.base == x->u.base;
+    return 0;
+}
+
+static void release_pair(Pair *x) {
+    release_common(&x->c);
+    release_common(&x->d);
+}
+
 static PyObject *agree_depth(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *trans_obj, *trans_obj2, *result = NULL;
-    Common c = {0}, c2 = {0};
-    Table t = {0}, u = {0};
-    Py_ssize_t q, p, limit;
-    if (!PyArg_ParseTuple(args, "Oy*y*y*y*nOy*y*y*y*nn", &trans_obj, &c.base, &c.check, &c.next, &c.accept, &q,
-                          &trans_obj2, &c2.base, &c2.check, &c2.next, &c2.accept, &p, &limit))
-        return NULL;
-    if (setup_table(&t, &c, trans_obj, "agree_depth") || setup_table(&u, &c2, trans_obj2, "agree_depth")) goto done;
-    if (q < 0 || q >= t.n_states || p < 0 || p >= u.n_states || limit < 0) {
-        PyErr_SetString(PyExc_ValueError, "agree_depth: a state or the limit is out of range");
-        goto done;
+    Pair x = {0};
+    PyObject *result = NULL;
+    if (parse_pair(args, &x, "agree_depth", "limit", 0) == 0) {
+        Py_ssize_t depth;
+        Py_BEGIN_ALLOW_THREADS
+        depth = agree_walk(&x.t, x.c.accept.buf, (int32_t)x.q, &x.u, x.d.accept.buf, (int32_t)x.p, x.bound, x.same);
+        Py_END_ALLOW_THREADS
+        result = depth == -2 ? PyErr_NoMemory() : PyLong_FromSsize_t(depth);
     }
-    /* one DFA given twice (the same buffers): a pair of equal states agrees on everything */
-    int same = c.accept.buf == c2.accept.buf && t.trans == u.trans && t.base == u.base;
-    Py_ssize_t depth;
-    Py_BEGIN_ALLOW_THREADS
-    depth = agree_walk(&t, c.accept.buf, (int32_t)q, &u, c2.accept.buf, (int32_t)p, limit, same);
-    Py_END_ALLOW_THREADS
-    result = depth == -2 ? PyErr_NoMemory() : PyLong_FromSsize_t(depth);
-done:
-    release_common(&c);
-    release_common(&c2);
+    release_pair(&x);
     return result;
 }
 
@@ -625,28 +643,18 @@ done:
 
 static PyObject *agree_bytes(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *trans_obj, *trans_obj2, *result = NULL;
-    Common c = {0}, c2 = {0};
-    Table t = {0}, u = {0};
-    Py_ssize_t q, p, max_pairs;
-    if (!PyArg_ParseTuple(args, "Oy*y*y*y*nOy*y*y*y*nn", &trans_obj, &c.base, &c.check, &c.next, &c.accept, &q,
-                          &trans_obj2, &c2.base, &c2.check, &c2.next, &c2.accept, &p, &max_pairs))
-        return NULL;
-    if (setup_table(&t, &c, trans_obj, "agree_bytes") || setup_table(&u, &c2, trans_obj2, "agree_bytes")) goto done;
-    if (q < 0 || q >= t.n_states || p < 0 || p >= u.n_states || max_pairs < 1) {
-        PyErr_SetString(PyExc_ValueError, "agree_bytes: a state or the pair limit is out of range");
-        goto done;
-    }
-    const uint8_t *accept = c.accept.buf, *accept_u = c2.accept.buf;
-    if (accept[q] != accept_u[p]) {
+    Pair x = {0};
+    PyObject *result = NULL;
+    if (parse_pair(args, &x, "agree_bytes", "pair limit", 1) < 0) goto done;
+    const uint8_t *accept = x.c.accept.buf, *accept_u = x.d.accept.buf;
+    if (accept[x.q] != accept_u[x.p]) {
         result = Py_NewRef(Py_None);
         goto done;
     }
-    int same = accept == accept_u && t.trans == u.trans && t.base == u.base;
     uint64_t parting[4] = {0, 0, 0, 0};
     int rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = agree_bytes_walk(&t, accept, (int32_t)q, &u, accept_u, (int32_t)p, max_pairs, same, parting);
+    rc = agree_bytes_walk(&x.t, accept, (int32_t)x.q, &x.u, accept_u, (int32_t)x.p, x.bound, x.same, parting);
     Py_END_ALLOW_THREADS
     if (rc < 0) result = PyErr_NoMemory();
     else if (rc > 0) result = Py_NewRef(Py_None);
@@ -657,8 +665,7 @@ static PyObject *agree_bytes(PyObject *self, PyObject *args) {
         result = PyBytes_FromStringAndSize((const char *)out, 32);
     }
 done:
-    release_common(&c);
-    release_common(&c2);
+    release_pair(&x);
     return result;
 }
 
