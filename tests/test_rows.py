@@ -4,10 +4,12 @@ shares with the one before it, which scans resume from (tests/test_compiled_scan
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import vocabularies
+from grammarc.tokens import _scan
 from grammarc.tokens.rows import common_prefixes, rows_by_byte, token_bytes
 from grammarc.tokens.vocabulary import Vocabulary
 
@@ -58,8 +60,7 @@ def test_rows_hold_the_normal_non_empty_tokens_with_their_ids():
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.binary(min_size=1, max_size=9).map(lambda t: bytes(b % 5 * 60 for b in t)), min_size=1, max_size=40))
 def test_rows_by_byte_list_each_row_once_under_every_byte_it_holds(tokens):
-    data, _, lengths = _rows(tokens)
-    rows, starts = rows_by_byte(data, lengths)
+    rows, starts = rows_by_byte(*_rows(tokens))
     for b in range(256):
         assert rows[starts[b]:starts[b + 1]].tolist() == [r for r, token in enumerate(tokens) if b in token], b
     assert starts[256] == len(rows) == sum(len(set(token)) for token in tokens)
@@ -69,3 +70,13 @@ def test_llama3_rows_holding_a_byte_are_those_whose_byte_set_has_it():
     tokens = token_bytes(vocabularies.llama3())
     for b in (0, ord('"'), ord("\\"), ord("a"), 0x80, 0xC3, 0xFF):
         assert tokens.holding(b).tolist() == np.flatnonzero(tokens.sets[:, b // 64] >> np.uint64(b % 64) & np.uint64(1)).tolist()
+
+
+def test_rows_by_byte_refuses_rows_outside_the_data():
+    data = np.frombuffer(b"abc", dtype=np.uint8)
+    with pytest.raises(ValueError, match="^rows_by_byte: a row lies outside the data$"):
+        rows_by_byte(data, np.array([0, 2]), np.array([1, 2]))
+    with pytest.raises(ValueError, match="^rows_by_byte: a row lies outside the data$"):
+        rows_by_byte(data, np.array([-1]), np.array([1]))
+    with pytest.raises(ValueError, match="^rows_by_byte: inconsistent array sizes$"):
+        _scan.rows_by_byte(data, np.array([0, 1], dtype=np.int64), np.array([1], dtype=np.int32))

@@ -5,7 +5,7 @@
  * alike, so one's scan can stand for the other's short tokens); and, in _sets.c, pack_rows
  * (a scan's inside rows as a mask over token ids), next_bytes and order_by_byte (a token
  * tree level's suffixes by their next byte), pack_ids, pack_words and or_into (TokenSet:
- * made from ids or a packed mask, OR-ed into one).
+ * made from ids or a packed mask, OR-ed into one), rows_by_byte (the rows holding each byte).
  *
  * grammarc.tokens.index builds, for a lexer item (terminal t in DFA state q), the tokens
  * that stay inside t and the places where t can end strictly inside a token. Token trees
@@ -815,6 +815,7 @@ static PyMethodDef methods[] = {
     {"order_by_byte", order_by_byte, METH_VARARGS, "Positions grouped by their byte (a counting sort)."},
     {"pack_words", pack_words, METH_VARARGS, "A TokenSet's arrays and count for a packed mask."},
     {"or_into", or_into, METH_VARARGS, "OR a TokenSet's words into a packed mask."},
+    {"rows_by_byte", rows_by_byte, METH_VARARGS, "The rows that hold each byte (a counting sort)."},
     {NULL, NULL, 0, NULL},
 };
 

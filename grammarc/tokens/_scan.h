@@ -37,6 +37,7 @@ PyObject *order_by_byte(PyObject *self, PyObject *args);
 PyObject *pack_words(PyObject *self, PyObject *args);
 PyObject *or_into(PyObject *self, PyObject *args);
 PyObject *pack_ids(PyObject *self, PyObject *args);
+PyObject *rows_by_byte(PyObject *self, PyObject *args);
 PyObject *packed_ids(const int64_t *id, Py_ssize_t n, Py_ssize_t n_words);
 
 #endif

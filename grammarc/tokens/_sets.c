@@ -251,3 +251,53 @@ PyObject *pack_ids(PyObject *self, PyObject *args) {
     PyBuffer_Release(&ids);
     return result;
 }
+
+/* rows_by_byte(data, offsets, lengths): (rows int32, starts int64 [257]) with the rows that
+ * hold byte b, each once and ascending, at rows[starts[b]:starts[b + 1]]: a counting sort
+ * over the tokens' bytes, two passes (NumPy's sort of every byte took ~25 ms on Llama-3). */
+PyObject *rows_by_byte(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer data = {0}, offsets = {0}, lengths = {0};
+    PyObject *result = NULL;
+    int32_t *rows = NULL;
+    if (!PyArg_ParseTuple(args, "y*y*y*", &data, &offsets, &lengths)) return NULL;
+    if (need(&offsets, sizeof(int64_t), "offsets") || need(&lengths, sizeof(int32_t), "lengths")) goto done;
+    Py_ssize_t n = lengths.len / (Py_ssize_t)sizeof(int32_t);
+    if (offsets.len != n * (Py_ssize_t)sizeof(int64_t)) {
+        PyErr_SetString(PyExc_ValueError, "rows_by_byte: inconsistent array sizes");
+        goto done;
+    }
+    for (Py_ssize_t r = 0; r < n; r++)
+        if (!row_ok(&lengths, &offsets, &data, r, 0)) {
+            PyErr_SetString(PyExc_ValueError, "rows_by_byte: a row lies outside the data");
+            goto done;
+        }
+    const uint8_t *bytes = data.buf;
+    const int64_t *off = offsets.buf;
+    const int32_t *len = lengths.buf;
+    int64_t starts[257] = {0}, fill[256];
+    Py_ssize_t last[256]; /* the last row counted under each byte */
+    for (int b = 0; b < 256; b++) last[b] = -1;
+    for (Py_ssize_t r = 0; r < n; r++)
+        for (int32_t i = 0; i < len[r]; i++) {
+            uint8_t b = bytes[off[r] + i];
+            if (last[b] != r) last[b] = r, starts[b + 1]++;
+        }
+    for (int b = 0; b < 256; b++) starts[b + 1] += starts[b], fill[b] = starts[b], last[b] = -1;
+    rows = malloc((size_t)(starts[256] ? starts[256] : 1) * sizeof(int32_t));
+    if (!rows) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t r = 0; r < n; r++)
+        for (int32_t i = 0; i < len[r]; i++) {
+            uint8_t b = bytes[off[r] + i];
+            if (last[b] != r) last[b] = r, rows[fill[b]++] = (int32_t)r;
+        }
+    result = Py_BuildValue("(y#y#)", (const char *)rows, (Py_ssize_t)(starts[256] * (int64_t)sizeof(int32_t)),
+                           (const char *)starts, (Py_ssize_t)sizeof starts);
+done:
+    free(rows);
+    PyBuffer_Release(&data), PyBuffer_Release(&offsets), PyBuffer_Release(&lengths);
+    return result;
+}
