@@ -264,3 +264,17 @@ def test_an_objects_other_keys_are_a_terminal_of_their_own() -> None:
             assert grammar.accepts(text), text
     for text in ('{"name": 1, "name": 2}', '{"name": 1 "x": 2}', '{"name": 1, "x" 2}', '{"name": 1, x: 2}'):
         assert not grammar.accepts(text), text
+
+
+def test_a_rule_that_is_one_word_is_a_word_too():
+    """A rule whose whole body is a word (a keyword rule, a schema's ``const`` string) is set
+    apart from large neighbours as the literal itself would be."""
+    ebnf = r'''
+        start ::= big kw big "(" start ")" | "x";
+        kw ::= "while";
+        big ::= #/[a-c]{1,20}/;
+    '''
+    grammar = Grammar.from_ebnf(ebnf)
+    assert sorted(t.name for t in grammar.compile().terminals) == sorted(['")"', '"x"', 'big', 'big "("', 'kw'])
+    assert grammar.accepts("awhileb(cwhilea(x))")
+    assert not grammar.accepts("awhile(x)") and not grammar.accepts("whileb(x)") and not grammar.accepts("awhileb(x")

@@ -340,7 +340,8 @@ class _Lowering:
 
     def _word(self, expr: Expr) -> bool:
         """Whether `expr` is a word of its run (see `_words_apart`): a literal of `WORD_BYTES`
-        or more, or a set of keys (``json_string_except!``, itself or a rule's whole body)."""
+        or more, or a set of keys (``json_string_except!``), itself or a rule's whole body
+        (a schema's ``const`` string, an object's ``..._other_key``)."""
         if isinstance(expr, Ref) and expr.name in self.regular_rules:
             expr = self.rules[expr.name]
         if isinstance(expr, Literal):
