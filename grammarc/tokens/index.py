@@ -345,15 +345,17 @@ KIN_MAX_PARTING = 16
 
 def _fewer(rows: np.ndarray, tokens: TokenBytes, parting: bytes, depth: int, most: float) -> np.ndarray:
     """The rows longer than `depth` bytes that hold a byte of `parting` (32 bytes, a bit per
-    byte value: `_scan.agree_bytes`) when they are fewer than `rows` and than
-    `most` rows, else `rows`. More than `KIN_MAX_PARTING` bytes part the two states
-    everywhere (a string body from a number's digits): not worth the count."""
+    byte value: `_scan.agree_bytes`) when they are fewer than `rows` and than `most`, else
+    `rows`. Their count is bounded by the sum of each byte's rows: when that is not below
+    both, they are not counted (a row holds few parting bytes, so the union is rarely much
+    smaller); nor past `KIN_MAX_PARTING` bytes, which part the two states everywhere (a
+    string body from a number's digits)."""
     parting_bytes = np.flatnonzero(np.unpackbits(np.frombuffer(parting, dtype=np.uint8), bitorder="little"))
     if len(parting_bytes) > KIN_MAX_PARTING:
         return rows
     holding = [tokens.holding(b) for b in parting_bytes.tolist()]
     if sum(map(len, holding)) >= min(len(rows), most):
-        return rows  # as many (the union is at most the sum), or too many to walk
+        return rows
     if not holding:  # no byte parts the two: every token walks alike
         return np.zeros(0, dtype=np.int32)
     if len(holding) > 1:
@@ -556,7 +558,8 @@ class TokenIndex:
             if scan is None:
                 kindred = [(table if other is dfa else _scan_table(other), p, found)
                            for other, p, found in kin.KIN.candidates(self.vocab.key, key)]
-                scan = store.put(FROM_START, self._scan_near(t, q, kindred, by_bytes=True) or self._scan_composed(t, q))
+                scan = self._scan_near(t, q, kindred, by_bytes=True) or self._scan_composed(t, q)
+                scan = store.put(FROM_START, scan)
         recent = self._recent.setdefault(t, [])
         recent.insert(0, (q, scan))
         del recent[NEAR_CANDIDATES:]

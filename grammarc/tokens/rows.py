@@ -84,8 +84,8 @@ class TokenBytes:
     def holding(self, byte: int) -> np.ndarray:
         """The rows that hold `byte` (ascending int32). Made for every byte at once on first
         use (Llama-3: ~6 ms, 2.8 MB)."""
-        if not self._holding:
-            self._holding.append(rows_by_byte(self.data, self.offsets, self.lengths))  # two threads may: the first is read
+        if not self._holding:  # two threads may both make it: the first is read
+            self._holding.append(rows_by_byte(self.data, self.offsets, self.lengths))
         rows, starts = self._holding[0]
         return rows[starts[byte]:starts[byte + 1]]
 
