@@ -78,5 +78,9 @@ def test_rows_by_byte_refuses_rows_outside_the_data():
         rows_by_byte(data, np.array([0, 2]), np.array([1, 2]))
     with pytest.raises(ValueError, match="^rows_by_byte: a row lies outside the data$"):
         rows_by_byte(data, np.array([-1]), np.array([1]))
-    with pytest.raises(ValueError, match="^rows_by_byte: inconsistent array sizes$"):
-        _scan.rows_by_byte(data, np.array([0, 1], dtype=np.int64), np.array([1], dtype=np.int32))
+    for make in (_scan.rows_by_byte, _scan.row_kinds):  # the two read the rows alike
+        who = make.__name__
+        with pytest.raises(ValueError, match=f"^{who}: inconsistent array sizes$"):
+            make(data, np.array([0, 1], dtype=np.int64), np.array([1], dtype=np.int32))
+        with pytest.raises(ValueError, match=f"^{who}: a row lies outside the data$"):
+            make(data, np.array([2], dtype=np.int64), np.array([2], dtype=np.int32))

@@ -774,17 +774,8 @@ static PyObject *row_kinds(PyObject *self, PyObject *args) {
     Py_buffer data = {0}, offsets = {0}, lengths = {0};
     PyObject *result = NULL;
     if (!PyArg_ParseTuple(args, "y*y*y*", &data, &offsets, &lengths)) return NULL;
-    if (need(&offsets, sizeof(int64_t), "offsets") || need(&lengths, sizeof(int32_t), "lengths")) goto done;
-    Py_ssize_t n = lengths.len / (Py_ssize_t)sizeof(int32_t);
-    if (offsets.len != n * (Py_ssize_t)sizeof(int64_t)) {
-        PyErr_SetString(PyExc_ValueError, "row_kinds: inconsistent array sizes");
-        goto done;
-    }
-    for (Py_ssize_t r = 0; r < n; r++)
-        if (!row_ok(&lengths, &offsets, &data, r, 0)) {
-            PyErr_SetString(PyExc_ValueError, "row_kinds: a row is out of range");
-            goto done;
-        }
+    Py_ssize_t n = rows_checked(&data, &offsets, &lengths, "row_kinds");
+    if (n < 0) goto done;
     result = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(uint16_t));
     if (!result) goto done;
     uint16_t *out = (uint16_t *)PyBytes_AS_STRING(result);

@@ -30,6 +30,23 @@ static inline int row_ok(const Py_buffer *lengths, const Py_buffer *offsets, con
     return r >= 0 && r < n_rows && p >= 0 && p <= len[r] && off[r] >= 0 && off[r] + len[r] <= data->len;
 }
 
+/* The number of rows of a vocabulary's tokens (offsets int64 and lengths int32, one per row,
+ * into `data`), each checked to lie within the data; -1 with a ValueError naming `who`. */
+static inline Py_ssize_t rows_checked(Py_buffer *data, Py_buffer *offsets, Py_buffer *lengths, const char *who) {
+    if (need(offsets, sizeof(int64_t), "offsets") || need(lengths, sizeof(int32_t), "lengths")) return -1;
+    Py_ssize_t n = lengths->len / (Py_ssize_t)sizeof(int32_t);
+    if (offsets->len != n * (Py_ssize_t)sizeof(int64_t)) {
+        PyErr_Format(PyExc_ValueError, "%s: inconsistent array sizes", who);
+        return -1;
+    }
+    for (Py_ssize_t r = 0; r < n; r++)
+        if (!row_ok(lengths, offsets, data, r, 0)) {
+            PyErr_Format(PyExc_ValueError, "%s: a row lies outside the data", who);
+            return -1;
+        }
+    return n;
+}
+
 /* _sets.c (each's contract is at its definition) */
 PyObject *pack_rows(PyObject *self, PyObject *args);
 PyObject *next_bytes(PyObject *self, PyObject *args);

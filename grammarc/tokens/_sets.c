@@ -261,17 +261,8 @@ PyObject *rows_by_byte(PyObject *self, PyObject *args) {
     PyObject *result = NULL;
     int32_t *rows = NULL;
     if (!PyArg_ParseTuple(args, "y*y*y*", &data, &offsets, &lengths)) return NULL;
-    if (need(&offsets, sizeof(int64_t), "offsets") || need(&lengths, sizeof(int32_t), "lengths")) goto done;
-    Py_ssize_t n = lengths.len / (Py_ssize_t)sizeof(int32_t);
-    if (offsets.len != n * (Py_ssize_t)sizeof(int64_t)) {
-        PyErr_SetString(PyExc_ValueError, "rows_by_byte: inconsistent array sizes");
-        goto done;
-    }
-    for (Py_ssize_t r = 0; r < n; r++)
-        if (!row_ok(&lengths, &offsets, &data, r, 0)) {
-            PyErr_SetString(PyExc_ValueError, "rows_by_byte: a row lies outside the data");
-            goto done;
-        }
+    Py_ssize_t n = rows_checked(&data, &offsets, &lengths, "rows_by_byte");
+    if (n < 0) goto done;
     const uint8_t *bytes = data.buf;
     const int64_t *off = offsets.buf;
     const int32_t *len = lengths.buf;
