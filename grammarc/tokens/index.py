@@ -497,7 +497,8 @@ class TokenIndex:
             with self._build_lock:
                 found = self._ends.get(key)
                 if found is None:
-                    end_rows, end_states, _, _ = self._scan_ranges(t, *self._first_byte_ranges(t, q), 0, q)
+                    lo, hi = self._first_byte_ranges(self.terminals[t].dfa.trans[q])
+                    end_rows, end_states, _, _ = self._scan_ranges(t, lo, hi, 0, q)
                     found = self._ends[key] = {
                         int(s): TokenSet.of(self.token_ids[end_rows[end_states == s]], self.n_words)
                         for s in np.unique(end_states)
@@ -544,14 +545,16 @@ class TokenIndex:
         else), so every terminal, grammar and process with that language reuses it: found
         there, or read off a kin's (a state of any grammar that takes the same bytes), or
         composed. A narrow scan is cheaper to redo than to store."""
-        lo, hi = self._first_byte_ranges(t, q)
+        dfa = self.terminals[t].dfa
+        row = np.asarray(dfa.trans[q])  # read once: a compact table gathers it
+        lo, hi = self._first_byte_ranges(row)
         if int((hi - lo).sum()) < PERSIST_MIN_ROWS:
             end_rows, _, split_rows, split_pos = self._scan_ranges(t, lo, hi, 0, q)
             return Scan(None, split_rows, split_pos, end_rows)
-        table, dfa = self._table(t), self.terminals[t].dfa
+        table = self._table(t)
         # before the store: its key costs more than this (~1 ms for a counter)
         scan = self._scan_near(t, q, [(table, p, scan) for p, scan in self._recent.get(t, ())], by_bytes=False)
-        key = kin.profile(dfa.trans[q], bool(dfa.accept[q]))
+        key = kin.profile(row, bool(dfa.accept[q]))
         if scan is None:
             store = self._store(t, q)
             scan = store.get(FROM_START)
@@ -672,11 +675,11 @@ class TokenIndex:
         _, _, split_rows, split_pos = self._scan_ranges(t, *everything, 1, p, split_at_start=True, inside=inside)
         return Scan(inside, split_rows, split_pos)
 
-    def _first_byte_ranges(self, t: int, q: int) -> tuple[np.ndarray, np.ndarray]:
-        """The runs of token rows whose first byte terminal `t`'s DFA takes from state `q`
-        (`_joined` ranges)."""
+    def _first_byte_ranges(self, row: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The runs of token rows whose first byte a DFA state takes, given its transitions
+        `row` (`_joined` ranges)."""
         starts = first_byte_starts(self.vocab, self.tokens)
-        live = np.flatnonzero(self.terminals[t].dfa.trans[q] >= 0)
+        live = np.flatnonzero(row >= 0)
         return _joined(starts[live], starts[live + 1])
 
     def _scan_ranges(self, t: int, lo: np.ndarray, hi: np.ndarray, start: int, q: int, *,
