@@ -164,6 +164,10 @@ def test_shorten_keeps_the_end_of_a_name():
     assert sharing.identifier("io.k8s.api.core.v1.PodSpec") == "io_k8s_api_core_v1_PodSpec"
     assert sharing.identifier("9lives") == "_9lives"
     assert sharing.identifier("---") == "value"
+    # every leading segment loses its leading words first, left to right; then whole segments go
+    assert sharing.shorten("AlphaBeta_GammaDelta_EpsilonZeta_end", 20) == "Beta_Delta_Zeta_end"
+    assert sharing.shorten("AlphaBeta_GammaDelta_EpsilonZeta_end", 12) == "Zeta_end"
+    assert sharing.shorten("a_" * 30 + "LastWord", 10) == "a_LastWord"
 
 
 # -- kb_838: the Kubernetes schema that motivated this --------------------------------------------

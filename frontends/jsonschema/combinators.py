@@ -59,7 +59,8 @@ class Combinators:
                     # a branch the rest provably contradicts is left out before it is built: a
                     # chain of if/then on one discriminator distributes into ~n**2 branches, not 2**n
                     if len(branches) > 1:
-                        branches = [b for b in branches if not self._contradictory(context + (b,))] or branches[:1]
+                        around = self._conj_signature(context)  # once, not once per branch
+                        branches = [b for b in branches if not self._contradictory(around, b)] or branches[:1]
                     self.distributed += len(branches)
                     if self.distributed > MAX_DISTRIBUTED:
                         # lenient: the anyOf/oneOf is dropped (wider, as the warning says)
@@ -113,10 +114,15 @@ class Combinators:
         return parts[0] if len(parts) == 1 else Alt(tuple(parts))
 
 
-    def _contradictory(self, conj: tuple) -> bool:
-        """Whether no value satisfies the conjunction, by its signature (conservative)."""
-        sig = self._conj_signature(conj)
-        return sig is not None and self._sig_empty(sig, 0)
+    def _contradictory(self, around: "Signature | None", branch: Node) -> bool:
+        """Whether no value satisfies `branch` within the conjunction whose signature is
+        `around` (None: unknown), by their signatures (conservative). The same fold as the
+        signature of the conjunction with the branch last: a chain of n if/then distributes
+        into ~n**2 conjunctions, and folding each one whole made it cubic."""
+        if around is None:
+            return False
+        sig = self._signature(branch, set())
+        return sig is not None and self._sig_empty(around.meet(sig), 0)
 
     def _sig_empty(self, sig: "Signature", level: int) -> bool:
         if not sig.types or sig.values == []:

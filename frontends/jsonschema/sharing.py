@@ -298,14 +298,22 @@ def shorten(name: str, limit: int = MAX_NAME - 4) -> str:
     if len(name) <= limit:
         return name
     segments = [s for s in name.split("_") if s]
-    while len(segments) > 1 and len("_".join(segments)) > limit:
-        for i, segment in enumerate(segments[:-1]):
-            words = _WORD.findall(segment)
-            if len(words) > 1 and "".join(words) == segment:
-                segments[i] = "".join(words[1:])
+    length = len("_".join(segments))
+    # Linear: only the segment being cut changes, so the ones before it stay uncuttable (a
+    # distributed anyOf's hints grow a segment per level: rescanning them was quadratic).
+    i = 0
+    while len(segments) > 1 and length > limit:
+        while i < len(segments) - 1:
+            words = _WORD.findall(segments[i])
+            if len(words) > 1 and "".join(words) == segments[i]:
                 break
+            i += 1
+        if i < len(segments) - 1:
+            segments[i] = "".join(words[1:])
+            length -= len(words[0])
         else:
-            segments.pop(0)
+            length -= len(segments.pop(0)) + 1
+            i -= 1
     out = "_".join(segments)[-limit:].lstrip("_")
     return "_" + out if out[:1].isdigit() else out
 
