@@ -468,17 +468,23 @@ def test_a_row_after_one_not_stepped_walks_from_the_start():
 @given(case=cases(), comb=st.booleans(), choices=st.data())
 def test_a_tree_part_walks_the_picked_suffixes_and_packs_the_ids_that_end(case, comb, choices):
     """`scan_part`: the suffixes at `picks` walked from state 0 as `scan` walks them, and the
-    ids of the rows that end inside packed as `pack_ids` packs them (None: no row ends)."""
+    ids of the rows that end inside packed as `pack_ids` packs them (None: no row ends).
+    Without picks, the suffixes whose next byte state 0 takes, in order."""
     trans, accept, data, offsets, lengths, rows, pos, _ = case
-    picks = np.array(choices.draw(st.lists(st.integers(0, len(rows) - 1), max_size=12)) if len(rows) else [],
-                     dtype=np.int64)
+    every = choices.draw(st.booleans())
+    if every:
+        picks = np.array([i for i, (r, p) in enumerate(zip(rows.tolist(), pos.tolist()))
+                          if p < lengths[r] and trans[0, data[offsets[r] + p]] >= 0], dtype=np.int64)
+    else:
+        picks = np.array(choices.draw(st.lists(st.integers(0, len(rows) - 1), max_size=12)) if len(rows) else [],
+                         dtype=np.int64)
     ids = np.array(choices.draw(st.permutations(range(len(lengths)))), dtype=np.int32) * 7 % 97  # repeats allowed
     end_rows, _, split_rows, split_pos = reference(trans, accept, data, offsets, lengths, rows[picks], pos[picks], 0)
     table = CombTable.from_dense(trans)
     tables = (None, table.base, table.check, table.next) if comb else (trans, b"", b"", b"")
     packed, got_rows, got_pos = _scan.scan_part(*tables, accept, data, offsets, lengths,
                                                 _sets(_tokens(data, offsets, lengths)), _kinds(data, offsets, lengths),
-                                                ids, rows, pos, picks, 4)
+                                                ids, rows, pos, None if every else picks, 4)
     expected = _scan.pack_ids(ids[end_rows].astype(np.int64), 4) if len(end_rows) else None
     assert packed == expected
     assert np.frombuffer(got_rows, dtype=np.int32).tolist() == split_rows.tolist()

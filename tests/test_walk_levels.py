@@ -16,7 +16,8 @@ import grammarc
 from grammarc import Vocabulary
 from grammarc.engine import Engine
 from grammarc.runtime.recognizer import Recognizer
-from grammarc.tokens.index import _ByByte, _ranges
+from grammarc.tokens.rows import ranges as _ranges
+from grammarc.tokens.suffixes import ByByte as _ByByte
 
 JSON = grammarc.stdlib("json")
 MULTI = [b' [],\n', b' [],', b' []', b'[],', b'],\n', b'{},', b' {}]', b'"a":[', b'1,2]', b'], [', b'}]}', b'null,\n']

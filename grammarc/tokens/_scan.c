@@ -671,22 +671,24 @@ done:
 
 /* scan_part(trans, base, check, next, accept, data, offsets, lengths, sets, kinds, ids, rows, pos, picks, n_words):
  * a token tree's part for one terminal, in one call: the suffixes (rows[i], pos[i]) for i in
- * `picks` (int64) walked from the terminal's start (state 0), as `scan` walks them; returns
+ * `picks` (int64; None: every suffix whose next byte the start takes, in order) walked from
+ * the terminal's start (state 0), as `scan` walks them; returns
  * (the `pack_ids` TokenSet of ids[r] (int32 per row) for the rows that end inside the
  * terminal, or None when none do; split_rows; split_pos). A new schema's trees make
  * thousands of parts of a few suffixes each, where gathering, walking and packing in
  * separate calls cost more than the walks. */
 static PyObject *scan_part(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *trans_obj, *result = NULL, *packed = NULL;
+    PyObject *trans_obj, *picks_obj, *result = NULL, *packed = NULL;
     Common c = {0};
     Py_buffer ids = {0}, rows = {0}, pos = {0}, picks = {0};
     Py_ssize_t n_words;
     Walk w = {0};
     int64_t *end_ids = NULL;
-    if (!PyArg_ParseTuple(args, "Oy*y*y*y*y*y*y*y*y*y*y*y*y*n", &trans_obj, &c.base, &c.check, &c.next, &c.accept,
-                          &c.data, &c.offsets, &c.lengths, &c.sets, &c.kinds, &ids, &rows, &pos, &picks, &n_words))
+    if (!PyArg_ParseTuple(args, "Oy*y*y*y*y*y*y*y*y*y*y*y*On", &trans_obj, &c.base, &c.check, &c.next, &c.accept,
+                          &c.data, &c.offsets, &c.lengths, &c.sets, &c.kinds, &ids, &rows, &pos, &picks_obj, &n_words))
         return NULL;
+    if (picks_obj != Py_None && PyObject_GetBuffer(picks_obj, &picks, PyBUF_SIMPLE)) goto done;
     if (setup(&w, &c, trans_obj, 0) || need(&ids, sizeof(int32_t), "ids") || need(&rows, sizeof(int32_t), "rows") ||
         need(&pos, sizeof(int32_t), "pos") || need(&picks, sizeof(int64_t), "picks"))
         goto done;
@@ -694,17 +696,25 @@ static PyObject *scan_part(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "scan_part: inconsistent array sizes");
         goto done;
     }
-    Py_ssize_t n = picks.len / (Py_ssize_t)sizeof(int64_t), n_suffixes = rows.len / (Py_ssize_t)sizeof(int32_t);
+    Py_ssize_t n_suffixes = rows.len / (Py_ssize_t)sizeof(int32_t);
+    Py_ssize_t n = picks_obj == Py_None ? n_suffixes : picks.len / (Py_ssize_t)sizeof(int64_t);
     const int32_t *r = rows.buf, *p = pos.buf;
-    const int64_t *pick = picks.buf;
-    for (Py_ssize_t i = 0; i < n; i++)
-        if (pick[i] < 0 || pick[i] >= n_suffixes || !row_ok(&c.lengths, &c.offsets, &c.data, r[pick[i]], p[pick[i]])) {
+    const int64_t *pick = picks_obj == Py_None ? NULL : picks.buf;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t k = pick ? pick[i] : i;
+        if (k < 0 || k >= n_suffixes || !row_ok(&c.lengths, &c.offsets, &c.data, r[k], p[k])) {
             PyErr_SetString(PyExc_ValueError, "scan_part: a pick, row or position is out of range");
             goto done;
         }
+    }
     int failed = 0;
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t i = 0; i < n && !failed; i++) failed = walk_row(&w, r[pick[i]], p[pick[i]]);
+    if (pick)
+        for (Py_ssize_t i = 0; i < n && !failed; i++) failed = walk_row(&w, r[pick[i]], p[pick[i]]);
+    else  /* the suffixes whose next byte opens the terminal: the others die at once */
+        for (Py_ssize_t i = 0; i < n && !failed; i++)
+            if (p[i] < w.lengths[r[i]] && step(&w.t, 0, w.data[w.offsets[r[i]] + p[i]]) >= 0)
+                failed = walk_row(&w, r[i], p[i]);
     Py_END_ALLOW_THREADS
     if (failed) {
         PyErr_NoMemory();

@@ -33,7 +33,8 @@ from grammarc.lowering.compiler import CompiledGrammar
 from grammarc.lowering.lr import Bnf
 from grammarc.tokens import _scan, kin, memo
 from grammarc.tokens.memo import Memo
-from grammarc.tokens.rows import TokenBytes, first_byte_starts, token_bytes
+from grammarc.tokens.rows import TokenBytes, first_byte_starts, joined, token_bytes
+from grammarc.tokens.suffixes import ByByte, Suffixes, shared
 from grammarc.tokens.scan_cache import AFTER_FIRST_BYTE, FROM_START, Scan, TerminalScans, terminal_scans
 from grammarc.tokens.vocabulary import Vocabulary
 
@@ -201,16 +202,19 @@ class _Level:
     """What a tree's parts are made from: the token suffixes ``(rows[i], pos[i])`` that
     start right after terminal `previous`, and the index that scans them.
 
-    A small level keeps its arrays until every candidate's part is made (most never are).
-    A big one (`BUCKETED_ROWS`) is made whole on its first read, each terminal from the
-    suffixes of its opening bytes (`_ByByte`), and then dropped: a level after whitespace
-    holds most of the vocabulary, and its arrays would outweigh the parts never read."""
+    A big root level (`BUCKETED_ROWS`) reads its suffixes through the process's `Suffixes`
+    of them (`shared`): a few sets that every grammar's trees meet (a space-led token after
+    its space), bucketed and partly walked once. Another level keeps its arrays until every
+    candidate's part is made (most never are), or, when that big, is made whole on its first
+    read, each terminal from the suffixes of its opening bytes (`ByByte`), and then dropped
+    (its arrays would outweigh the parts never read)."""
 
-    __slots__ = ("_index", "previous", "rows", "pos", "_next_byte", "_counts")
+    __slots__ = ("_index", "previous", "rows", "pos", "shared", "_next_byte", "_counts")
 
-    def __init__(self, index: "TokenIndex", previous: int, rows: np.ndarray, pos: np.ndarray):
+    def __init__(self, index: "TokenIndex", previous: int, rows: np.ndarray, pos: np.ndarray,
+                 shared: Suffixes | None = None):
         self._index = weakref.ref(index)  # trees are held by their index: no cycle back to it
-        self.previous, self.rows, self.pos = previous, rows, pos
+        self.previous, self.rows, self.pos, self.shared = previous, rows, pos, shared
         self._next_byte: np.ndarray | None = None
         self._counts: np.ndarray | None = None  # int64 [256]: how many suffixes each byte starts
 
@@ -218,6 +222,8 @@ class _Level:
         """(each suffix's next byte, how many suffixes each byte value starts)."""
         # Each (row, pos) comes once (one scan makes it) and pos < the token's length (a
         # split is strictly inside the token), so the next byte is there to look at.
+        if self.shared is not None:
+            return self.shared.next_bytes()
         if self._next_byte is None:
             tokens = index.tokens
             found, counts = _scan.next_bytes(tokens.data, tokens.offsets, tokens.lengths, self.rows, self.pos)
@@ -236,12 +242,16 @@ class _Level:
         with index._build_lock:
             found = tree._parts.get(u)
             if found is None:
+                if self.shared is not None:
+                    found = index._tree_part(self, u, self.shared.taking(index._openers[u]))
+                    tree._publish(u, found)
+                    return found
                 next_byte, counts = self.next_bytes(index)
                 if len(next_byte) < BUCKETED_ROWS:
-                    found = index._tree_part(self, u, np.flatnonzero(index._openers[u][next_byte]))
+                    found = index._tree_part(self, u, None)
                     tree._publish(u, found)
                 else:
-                    by_byte = _ByByte(next_byte, counts)
+                    by_byte = ByByte(next_byte, counts)
                     for v in sorted(tree.candidates - tree._parts.keys()):
                         tree._publish(v, index._tree_part(self, v, by_byte.taking(index._openers[v])))
                     found = tree._parts[u]
@@ -383,29 +393,6 @@ def _by_row(rows_parts: list[np.ndarray], pos_parts: list[np.ndarray]) -> tuple[
     return rows[order], pos[order]
 
 
-def _joined(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The ranges ``[starts[i], ends[i])`` (ascending, disjoint) with the empty ones dropped
-    and the ones that touch joined (int64): the first-byte buckets of a state's live bytes
-    are mostly adjacent (a string body takes every byte but a few), so a scan's rows are a
-    handful of runs."""
-    keep = ends > starts
-    starts, ends = starts[keep], ends[keep]
-    if len(starts) <= 1:
-        return starts.astype(np.int64), ends.astype(np.int64)
-    cut = np.flatnonzero(starts[1:] != ends[:-1]) + 1  # where a range does not continue the last
-    firsts, lasts = starts[np.concatenate(([0], cut))], ends[np.concatenate((cut - 1, [len(ends) - 1]))]
-    return firsts.astype(np.int64), lasts.astype(np.int64)
-
-
-def _ranges(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """The concatenated integer ranges ``[starts[i], ends[i])``, ascending and disjoint (int32:
-    row numbers)."""
-    firsts, lasts = _joined(starts, ends)
-    if len(firsts) <= 1:
-        return np.arange(firsts[0], lasts[0], dtype=np.int32) if len(firsts) else np.zeros(0, dtype=np.int32)
-    return np.concatenate([np.arange(a, b, dtype=np.int32) for a, b in zip(firsts.tolist(), lasts.tolist())])
-
-
 class TokenIndex:
     """The per-(grammar, vocabulary) index; immutable in meaning, built lazily."""
 
@@ -531,7 +518,7 @@ class TokenIndex:
         else:
             scan = self._terminal_scan(t, q)
             inside = _inside_set(scan, self.tokens, self.n_words)
-            tree = self._tree(t, scan.split_rows, scan.split_pos)
+            tree = self._tree(t, scan.split_rows, scan.split_pos, scan)
         self._inside[(t, q)] = inside
         self._mid[(t, q)] = tree
 
@@ -639,7 +626,7 @@ class TokenIndex:
                    for scan in [self._shifted_scan(t, p, int(sizes[p]))] if scan is not None}
         walked = live[~np.isin(targets[live], list(shifted))]
         inside = np.zeros(n_rows, dtype=bool)
-        _, _, split_rows, split_pos = self._scan_ranges(t, *_joined(starts[walked], starts[walked + 1]), 0, q,
+        _, _, split_rows, split_pos = self._scan_ranges(t, *joined(starts[walked], starts[walked + 1]), 0, q,
                                                         inside=inside)
         rows_parts, pos_parts = [split_rows], [split_pos]
         for p, scan in shifted.items():
@@ -680,7 +667,7 @@ class TokenIndex:
         `row` (`_joined` ranges)."""
         starts = first_byte_starts(self.vocab, self.tokens)
         live = np.flatnonzero(row >= 0)
-        return _joined(starts[live], starts[live + 1])
+        return joined(starts[live], starts[live + 1])
 
     def _scan_ranges(self, t: int, lo: np.ndarray, hi: np.ndarray, start: int, q: int, *,
                      split_at_start: bool = False, inside: np.ndarray | None = None):
@@ -711,10 +698,16 @@ class TokenIndex:
             table = self._tables[t] = _scan_table(self.terminals[t].dfa)
         return table
 
-    def _tree(self, previous: int, rows: np.ndarray, pos: np.ndarray) -> Tree:
+    def _tree(self, previous: int, rows: np.ndarray, pos: np.ndarray, scan: Scan | None = None) -> Tree:
         """The subtree of token suffixes ``(row, pos)`` that start right after `previous`
-        (its parts made when first read)."""
-        return Tree(_Level(self, previous, rows, pos)) if len(rows) else Tree()
+        (its parts made when first read); those of `scan`'s splits when it is given, read
+        through the process's shared `Suffixes` when they are many."""
+        if not len(rows):
+            return Tree()
+        if scan is not None and len(rows) >= BUCKETED_ROWS:
+            suffixes = shared(scan, self.tokens)
+            return Tree(_Level(self, previous, suffixes.rows, suffixes.pos, suffixes))
+        return Tree(_Level(self, previous, rows, pos))
 
     def _starting(self, previous: int, present: np.ndarray) -> frozenset[int]:
         """The terminals after `previous` that can start with a byte of `present` (bool
@@ -731,18 +724,26 @@ class TokenIndex:
             found = self._starting_memo[key] = frozenset(following[opening].tolist())
         return found
 
-    def _tree_part(self, level: _Level, u: int, starts: np.ndarray) -> "tuple[TokenSet | None, Tree | None]":
+    def _tree_part(self, level: _Level, u: int, starts: np.ndarray | None) -> "tuple[TokenSet | None, Tree | None]":
         """The part of terminal `u` in the tree over `level`: its suffixes at `starts` (those
-        whose next byte opens `u`), scanned from `u`'s start (called under the build lock)."""
+        whose next byte opens `u`; None: found in the walk), scanned from `u`'s start
+        (called under the build lock)."""
         limit = self.terminals[u].token_limit
-        if limit is None:  # gather, walk and pack in one call (`_scan.scan_part`)
-            vocab = self.tokens
-            packed, split_rows, split_pos = _scan.scan_part(
-                *self._table(u), vocab.data, vocab.offsets, vocab.lengths, vocab.sets, vocab.kinds, vocab.ids,
-                level.rows, level.pos, np.asarray(starts, dtype=np.int64), self.n_words)
-            tokens = None if packed is None else TokenSet._of_packed(packed)
-            split_rows, split_pos = np.frombuffer(split_rows, dtype=np.int32), np.frombuffer(split_pos, dtype=np.int32)
+        if limit is None:
+            def walked():  # pick, walk and pack in one call (`_scan.scan_part`)
+                vocab = self.tokens
+                packed, rows, pos = _scan.scan_part(
+                    *self._table(u), vocab.data, vocab.offsets, vocab.lengths, vocab.sets, vocab.kinds, vocab.ids,
+                    level.rows, level.pos, None if starts is None else np.asarray(starts, dtype=np.int64),
+                    self.n_words)
+                return (None if packed is None else TokenSet._of_packed(packed),
+                        np.frombuffer(rows, dtype=np.int32), np.frombuffer(pos, dtype=np.int32))
+            shared_suffixes = level.shared
+            tokens, split_rows, split_pos = walked() if shared_suffixes is None else \
+                shared_suffixes.part(self.terminals[u].dfa, walked)
         else:  # the token spends one of `u`'s budget: the rest must finish it
+            if starts is None:
+                starts = np.flatnonzero(self._openers[u][level.next_bytes(self)[0]])
             end_rows, end_states, split_rows, split_pos = self._scan(u, level.rows[starts], level.pos[starts], 0)
             finish = [self.can_finish(u, int(s), limit - 1) for s in end_states.tolist()]
             end_rows = end_rows[np.array(finish, dtype=bool)] if len(end_rows) else end_rows
@@ -755,39 +756,10 @@ class TokenIndex:
 # one: at most a few kilobytes on a big schema).
 STARTING_MEMO_LIMIT = 4096
 
-# A tree level over at least this many token suffixes is made whole on first read, picking
-# each next terminal's suffixes by their next byte (`_ByByte`), and then let go (`_Level`).
+# A tree's root level over at least this many token suffixes reads them through the
+# process's shared `Suffixes`; another level that big is made whole on first read, picking
+# each next terminal's suffixes by their next byte (`ByByte`), and then let go (`_Level`).
 BUCKETED_ROWS = 1024
-
-
-class _ByByte:
-    """The positions of a tree level's suffixes grouped by their next byte, so the suffixes
-    that a terminal can take (those whose next byte opens it) are gathered bucket by bucket.
-    A level after whitespace holds every space-led token (60k on Llama-3) and may branch on
-    dozens of terminals (the keys of an object), each opening with one or two bytes: a
-    boolean test of every suffix per terminal read costs more than the scan that follows."""
-
-    __slots__ = ("_next_byte", "_order", "_bounds")
-
-    def __init__(self, next_byte: np.ndarray, counts: np.ndarray | None = None):
-        """`counts`: how many times each byte value is in `next_byte` (counted here if None)."""
-        counts = np.bincount(next_byte, minlength=256).astype(np.int64) if counts is None else counts
-        self._next_byte = next_byte
-        self._order = np.frombuffer(_scan.order_by_byte(next_byte, counts), dtype=np.int32)
-        self._bounds = np.zeros(257, dtype=np.int64)
-        np.cumsum(counts, out=self._bounds[1:])
-
-    def taking(self, opens: np.ndarray) -> np.ndarray:
-        """The positions whose next byte is one of `opens` (bool [256]), ascending: the same
-        suffixes, in the same order, as the boolean mask ``opens[next_byte]`` selects."""
-        byte = np.flatnonzero(opens)
-        if (self._bounds[byte + 1] - self._bounds[byte]).sum() * 8 > len(self._next_byte):
-            return np.flatnonzero(opens[self._next_byte])  # most of the level: one pass is cheaper
-        return self.gathered(byte)
-
-    def gathered(self, byte: np.ndarray) -> np.ndarray:
-        """The positions whose next byte is in `byte` (ascending byte values), ascending."""
-        return np.sort(self._order[_ranges(self._bounds[byte], self._bounds[byte + 1])])
 
 
 # The inside set of a scan, made once per scan: a scan from the shared store (a JSON string

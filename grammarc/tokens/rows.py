@@ -14,7 +14,7 @@ import numpy as np
 from grammarc.tokens import _scan
 from grammarc.tokens.vocabulary import Vocabulary
 
-__all__ = ["TokenBytes", "first_byte_starts", "rows_by_byte", "token_bytes"]
+__all__ = ["TokenBytes", "first_byte_starts", "joined", "ranges", "rows_by_byte", "token_bytes"]
 
 
 class _Recent:
@@ -171,3 +171,26 @@ def first_byte_starts(vocab: Vocabulary, tokens: TokenBytes) -> np.ndarray:
         cached.flags.writeable = False
         _first_bytes.put(vocab.key, cached)
     return cached
+
+
+def ranges(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """The concatenated integer ranges ``[starts[i], ends[i])``, ascending and disjoint (int32:
+    row numbers)."""
+    firsts, lasts = joined(starts, ends)
+    if len(firsts) <= 1:
+        return np.arange(firsts[0], lasts[0], dtype=np.int32) if len(firsts) else np.zeros(0, dtype=np.int32)
+    return np.concatenate([np.arange(a, b, dtype=np.int32) for a, b in zip(firsts.tolist(), lasts.tolist())])
+
+
+def joined(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The ranges ``[starts[i], ends[i])`` (ascending, disjoint) with the empty ones dropped
+    and the ones that touch joined (int64): the first-byte buckets of a state's live bytes
+    are mostly adjacent (a string body takes every byte but a few), so a scan's rows are a
+    handful of runs."""
+    keep = ends > starts
+    starts, ends = starts[keep], ends[keep]
+    if len(starts) <= 1:
+        return starts.astype(np.int64), ends.astype(np.int64)
+    cut = np.flatnonzero(starts[1:] != ends[:-1]) + 1  # where a range does not continue the last
+    firsts, lasts = starts[np.concatenate(([0], cut))], ends[np.concatenate((cut - 1, [len(ends) - 1]))]
+    return firsts.astype(np.int64), lasts.astype(np.int64)
