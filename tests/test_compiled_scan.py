@@ -378,8 +378,10 @@ def test_agree_depth_compares_states_of_two_dfas(case, other, limit, comb):
     assert _scan.agree_depth(*_args(trans, accept, comb), q, *_args(trans2, accept2, not comb), p, limit) == expected
 
 
-def _parting(trans, accept, q, trans2, accept2, p, comb: bool, max_pairs: int = 10_000) -> set[int] | None:
-    found = _scan.agree_bytes(*_args(trans, accept, comb), q, *_args(trans2, accept2, not comb), p, max_pairs)
+def _parting(trans, accept, q, trans2, accept2, p, comb: bool, max_pairs: int = 10_000,
+             max_parting: int = 256) -> set[int] | None:
+    found = _scan.agree_bytes(*_args(trans, accept, comb), q, *_args(trans2, accept2, not comb), p, max_pairs,
+                              max_parting)
     return None if found is None else set(np.flatnonzero(np.unpackbits(np.frombuffer(found, dtype=np.uint8),
                                                                        bitorder="little")).tolist())
 
@@ -397,6 +399,9 @@ def test_tokens_without_a_parting_byte_scan_alike_from_two_dfas(case, other, com
     assert (parting is None) == (bool(accept[q]) != bool(accept2[p]))
     if parting is None:
         return
+    if parting:  # a cap below what parts them gives up; one at it changes nothing
+        assert _parting(trans, accept, q, trans2, accept2, p, comb, max_parting=len(parting) - 1) is None
+        assert _parting(trans, accept, q, trans2, accept2, p, comb, max_parting=len(parting)) == parting
     for b in range(256):
         a, c = int(trans[q, b]), int(trans2[p, b])
         if (a < 0) != (c < 0) or (a >= 0 and bool(accept[a]) != bool(accept2[c])):
@@ -411,7 +416,8 @@ def test_tokens_without_a_parting_byte_scan_alike_from_two_dfas(case, other, com
 
 def test_agree_bytes_gives_up_past_its_pair_limit_and_refuses_bad_states():
     """A counter (state k: k more `a`) and a loop on `a` reach a pair per count: past the
-    limit, None; within it, the one parting byte is `a` (the counter's end)."""
+    limit, None; within it, the one parting byte is `a` (the counter's end). Limits are
+    checked, a negative parting limit too."""
     n = 6
     counter = np.full((n, 256), -1, dtype=np.int32)
     for k in range(n - 1):
@@ -423,9 +429,11 @@ def test_agree_bytes_gives_up_past_its_pair_limit_and_refuses_bad_states():
     assert _parting(counter, accept, 0, loop, accept_loop, 0, False, max_pairs=n - 2) is None
     for q, p, limit in ((n, 0, 5), (0, 1, 5), (0, 0, 0)):
         with pytest.raises(ValueError, match="^agree_bytes: a state or the pair limit is out of range$"):
-            _scan.agree_bytes(counter, b"", b"", b"", accept, q, loop, b"", b"", b"", accept_loop, p, limit)
+            _scan.agree_bytes(counter, b"", b"", b"", accept, q, loop, b"", b"", b"", accept_loop, p, limit, 16)
     with pytest.raises(ValueError, match="^agree_bytes: inconsistent array sizes$"):
-        _scan.agree_bytes(counter, b"", b"", b"", accept_loop, 0, loop, b"", b"", b"", accept_loop, 0, 5)
+        _scan.agree_bytes(counter, b"", b"", b"", accept_loop, 0, loop, b"", b"", b"", accept_loop, 0, 5, 16)
+    with pytest.raises(ValueError, match="^agree_bytes: the parting limit is out of range$"):
+        _scan.agree_bytes(counter, b"", b"", b"", accept, 0, loop, b"", b"", b"", accept_loop, 0, 5, -1)
 
 
 @pytest.mark.parametrize(

@@ -598,22 +598,26 @@ static PyObject *agree_depth(PyObject *self, PyObject *args) {
     return result;
 }
 
-/* agree_bytes(trans, base, check, next, accept, q, trans2, base2, check2, next2, accept2, p, max_pairs):
+/* agree_bytes(trans, base, check, next, accept, q, trans2, base2, check2, next2, accept2, p, max_pairs,
+ *             max_parting):
  * the bytes on which walks from q (first DFA) and from p (second) may part, as 32 bytes (bit
  * b % 8 of byte b / 8): b is one when, from some pair of states the two reach on one string
  * of other bytes, reading b kills one walk and not the other, or leaves one accepting and the
  * other not. A token holding none of them walks alike from q and p however long it is: it
  * dies at the same byte, splits at the same positions and stays inside alike. None when q
- * and p differ on acceptance or the pairs reached exceed max_pairs. A string body inside a
+ * and p differ on acceptance, the pairs reached exceed max_pairs or more than max_parting
+ * bytes part them (so many part the two almost everywhere: a string body from a key trie's
+ * state, which parts at every byte the trie goes on with). A string body inside a
  * terminal that goes on after the closing quote (``ws? ":" ws? string ws? "}"``) parts from
  * any string body only at the quote, so its scan is theirs but for the tokens that hold one
  * (`TokenIndex._scan_near`). A byte found parting is not followed further: the tokens that
  * hold it are walked anyway. */
 static int agree_bytes_walk(const Table *t, const uint8_t *accept, int32_t q, const Table *u, const uint8_t *accept_u,
-                            int32_t p, Py_ssize_t max_pairs, int same, uint64_t parting[4]) {
+                            int32_t p, Py_ssize_t max_pairs, Py_ssize_t max_parting, int same, uint64_t parting[4]) {
     PairSet seen = {0};
     Vec todo = {0};
-    int rc = -1; /* -1: out of memory, 1: too many pairs, 0: done */
+    Py_ssize_t n_parting = 0;
+    int rc = -1; /* -1: out of memory, 1: too many pairs or parting bytes, 0: done */
     if (pairs_add(&seen, ((uint64_t)(uint32_t)q << 32) | (uint32_t)p) < 0 || vec_push(&todo, q) || vec_push(&todo, p))
         goto done;
     while (todo.len) {
@@ -624,6 +628,7 @@ static int agree_bytes_walk(const Table *t, const uint8_t *accept, int32_t q, co
             if (a < 0 && c < 0) continue;
             if ((a < 0) != (c < 0) || accept[a] != accept_u[c]) {
                 parting[b >> 6] |= (uint64_t)1 << (b & 63);
+                if (++n_parting > max_parting) { rc = 1; goto done; }
                 continue;
             }
             if (same && a == c) continue; /* one state of one DFA: alike on everything */
@@ -644,8 +649,20 @@ done:
 static PyObject *agree_bytes(PyObject *self, PyObject *args) {
     (void)self;
     Pair x = {0};
-    PyObject *result = NULL;
-    if (parse_pair(args, &x, "agree_bytes", "pair limit", 1) < 0) goto done;
+    PyObject *result = NULL, *pair_args = NULL;
+    Py_ssize_t max_parting;
+    if (PyTuple_GET_SIZE(args) != 14) {
+        PyErr_SetString(PyExc_TypeError, "agree_bytes takes 14 arguments");
+        return NULL;
+    }
+    max_parting = PyLong_AsSsize_t(PyTuple_GET_ITEM(args, 13));
+    if (max_parting == -1 && PyErr_Occurred()) return NULL;
+    if (max_parting < 0) {
+        PyErr_SetString(PyExc_ValueError, "agree_bytes: the parting limit is out of range");
+        return NULL;
+    }
+    if (!(pair_args = PyTuple_GetSlice(args, 0, 13))) return NULL;
+    if (parse_pair(pair_args, &x, "agree_bytes", "pair limit", 1) < 0) goto done;
     const uint8_t *accept = x.c.accept.buf, *accept_u = x.d.accept.buf;
     if (accept[x.q] != accept_u[x.p]) {
         result = Py_NewRef(Py_None);
@@ -654,7 +671,8 @@ static PyObject *agree_bytes(PyObject *self, PyObject *args) {
     uint64_t parting[4] = {0, 0, 0, 0};
     int rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = agree_bytes_walk(&x.t, accept, (int32_t)x.q, &x.u, accept_u, (int32_t)x.p, x.bound, x.same, parting);
+    rc = agree_bytes_walk(&x.t, accept, (int32_t)x.q, &x.u, accept_u, (int32_t)x.p, x.bound, max_parting, x.same,
+                          parting);
     Py_END_ALLOW_THREADS
     if (rc < 0) result = PyErr_NoMemory();
     else if (rc > 0) result = Py_NewRef(Py_None);
@@ -666,6 +684,7 @@ static PyObject *agree_bytes(PyObject *self, PyObject *args) {
     }
 done:
     release_pair(&x);
+    Py_XDECREF(pair_args);
     return result;
 }
 

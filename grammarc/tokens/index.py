@@ -348,8 +348,9 @@ KIN_MAX_SHARE = 0.05
 # `_scan.agree_bytes` gives up past this many pairs of states (a string body and another
 # reach a few dozen, a length counter and a string body one per character left) ...
 KIN_MAX_PAIRS = 256
-# ... and more parting bytes than this are not worth counting rows for (a string body and
-# another part at the quote; a string body and a number everywhere).
+# ... and past this many bytes on which the two part: so many part them almost everywhere
+# (a string body and another part at the quote; a string body and a key trie's state at
+# every byte the trie goes on with; a string body and a number everywhere).
 KIN_MAX_PARTING = 16
 
 
@@ -358,11 +359,8 @@ def _fewer(rows: np.ndarray, tokens: TokenBytes, parting: bytes, depth: int, mos
     byte value: `_scan.agree_bytes`) when they are fewer than `rows` and than `most`, else
     `rows`. Their count is bounded by the sum of each byte's rows: when that is not below
     both, they are not counted (a row holds few parting bytes, so the union is rarely much
-    smaller); nor past `KIN_MAX_PARTING` bytes, which part the two states everywhere (a
-    string body from a number's digits)."""
+    smaller)."""
     parting_bytes = np.flatnonzero(np.unpackbits(np.frombuffer(parting, dtype=np.uint8), bitorder="little"))
-    if len(parting_bytes) > KIN_MAX_PARTING:
-        return rows
     holding = [tokens.holding(b) for b in parting_bytes.tolist()]
     if sum(map(len, holding)) >= min(len(rows), most):
         return rows
@@ -575,7 +573,8 @@ class TokenIndex:
         for other, p, scan in candidates:
             depth = _scan.agree_depth(*table, q, *other, p, enough)
             rows = tokens.longer_than(depth)
-            parting = _scan.agree_bytes(*table, q, *other, p, KIN_MAX_PAIRS) if by_bytes and depth < enough else None
+            parting = _scan.agree_bytes(*table, q, *other, p, KIN_MAX_PAIRS, KIN_MAX_PARTING) \
+                if by_bytes and depth < enough else None
             if parting is not None:
                 rows = _fewer(rows, tokens, parting, depth, most)
             if walked is None or len(rows) < len(walked):
