@@ -1,5 +1,6 @@
-/* grammarc.tokens._scan: what its C files share (the buffer check) and the functions
- * _sets.c gives to the module table in _scan.c. */
+/* grammarc.tokens._scan: what its C files share (the buffer checks, a growing array, a DFA's
+ * table and the buffers it comes in) and the functions _sets.c and _pairs.c give to the
+ * module table in _scan.c. */
 
 #ifndef GRAMMARC_SCAN_H
 #define GRAMMARC_SCAN_H
@@ -47,6 +48,76 @@ static inline Py_ssize_t rows_checked(Py_buffer *data, Py_buffer *offsets, Py_bu
     return n;
 }
 
+/* A growing array of int32 (a walk's outputs, a pair walk's queue). */
+typedef struct {
+    int32_t *data;
+    Py_ssize_t len, cap;
+} Vec;
+
+static inline int vec_push(Vec *v, int32_t x) {
+    if (v->len == v->cap) {
+        Py_ssize_t cap = v->cap ? 2 * v->cap : 64;
+        int32_t *data = realloc(v->data, (size_t)cap * sizeof(int32_t));
+        if (!data) return -1;
+        v->data = data;
+        v->cap = cap;
+    }
+    v->data[v->len++] = x;
+    return 0;
+}
+
+static inline PyObject *vec_bytes(Vec *v) {
+    return PyBytes_FromStringAndSize((const char *)v->data, v->len * (Py_ssize_t)sizeof(int32_t));
+}
+
+typedef struct {
+    const int32_t *trans;  /* dense, or NULL */
+    const int64_t *base;
+    const int32_t *check, *next;
+    Py_ssize_t n_states, comb_size;
+} Table;
+
+static inline int32_t step(const Table *t, int32_t s, uint8_t b) {
+    if (t->trans) return t->trans[(Py_ssize_t)s * 256 + b];
+    Py_ssize_t i = (Py_ssize_t)t->base[s] + b;
+    return t->check[i] == s ? t->next[i] : -1;
+}
+
+/* The buffers both entry points take first: the table, the accepting states and the tokens. */
+typedef struct {
+    Py_buffer trans, base, check, next, accept, data, offsets, lengths, sets, kinds;
+} Common;
+
+static inline void release_common(Common *c) {
+    PyBuffer_Release(&c->base), PyBuffer_Release(&c->check), PyBuffer_Release(&c->next);
+    PyBuffer_Release(&c->accept), PyBuffer_Release(&c->data), PyBuffer_Release(&c->offsets);
+    PyBuffer_Release(&c->lengths), PyBuffer_Release(&c->sets), PyBuffer_Release(&c->kinds);
+    if (c->trans.obj) PyBuffer_Release(&c->trans);
+}
+
+/* Fill `t` from the table buffers of `c` (trans_obj: the dense table or None) and check
+ * `accept` against it; -1 with an error set (its messages name `who`). */
+static inline int setup_table(Table *t, Common *c, PyObject *trans_obj, const char *who) {
+    if (trans_obj != Py_None) {
+        if (PyObject_GetBuffer(trans_obj, &c->trans, PyBUF_C_CONTIGUOUS) < 0) return -1;
+        if (need(&c->trans, 256 * sizeof(int32_t), "trans")) return -1;
+        t->trans = c->trans.buf;
+        t->n_states = c->trans.len / (256 * (Py_ssize_t)sizeof(int32_t));
+    } else {
+        if (need(&c->base, sizeof(int64_t), "base") || need(&c->check, sizeof(int32_t), "check") ||
+            need(&c->next, sizeof(int32_t), "next"))
+            return -1;
+        t->base = c->base.buf, t->check = c->check.buf, t->next = c->next.buf;
+        t->n_states = c->base.len / (Py_ssize_t)sizeof(int64_t);
+        t->comb_size = c->check.len / (Py_ssize_t)sizeof(int32_t);
+    }
+    if (c->accept.len != t->n_states) {
+        PyErr_Format(PyExc_ValueError, "%s: inconsistent array sizes", who);
+        return -1;
+    }
+    return 0;
+}
+
 /* _sets.c (each's contract is at its definition) */
 PyObject *pack_rows(PyObject *self, PyObject *args);
 PyObject *next_bytes(PyObject *self, PyObject *args);
@@ -56,5 +127,9 @@ PyObject *or_into(PyObject *self, PyObject *args);
 PyObject *pack_ids(PyObject *self, PyObject *args);
 PyObject *rows_by_byte(PyObject *self, PyObject *args);
 PyObject *packed_ids(const int64_t *id, Py_ssize_t n, Py_ssize_t n_words);
+
+/* _pairs.c */
+PyObject *agree_depth(PyObject *self, PyObject *args);
+PyObject *agree_bytes(PyObject *self, PyObject *args);
 
 #endif
