@@ -134,6 +134,55 @@ def test_walking_ranges_equals_walking_their_rows(case, comb, start, split_at_st
         assert [g.tolist() for g in got[:2]] == [e.tolist() for e in expected[:2]]
 
 
+@settings(max_examples=400, deadline=None)
+@given(case=cases(), comb=st.booleans(), exact=st.booleans(), choices=st.data())
+def test_a_narrow_state_walks_the_rows_of_the_first_bytes_it_takes(case, comb, exact, choices):
+    """`scan_state`: over a vocabulary's rows sorted by bytes, the rows whose first byte q
+    takes, walked from byte 0 as `scan` walks them, and the ids of those that end inside
+    packed as `pack_ids` packs them (None: none end); None once those rows are `most`."""
+    trans, accept, data, offsets, lengths, *_, q = case
+    tokens = sorted(set(_tokens(data, offsets, lengths)))
+    data, offsets, lengths = _packed(tokens)
+    starts = np.zeros(257, dtype=np.int64)
+    np.cumsum(np.bincount([t[0] for t in tokens], minlength=256), out=starts[1:])
+    rows = np.array([r for r, t in enumerate(tokens) if trans[q, t[0]] >= 0], dtype=np.int32)
+    most = len(rows) + (1 if exact else choices.draw(st.integers(-len(rows), 5)))
+    ids = np.array(choices.draw(st.permutations(range(len(tokens)))), dtype=np.int32) * 5 % 61
+    shared = np.array(_common_prefixes(tokens), dtype=np.uint8)
+    table = CombTable.from_dense(trans)
+    tables = (None, table.base, table.check, table.next) if comb else (trans, b"", b"", b"")
+    got = _scan.scan_state(*tables, accept, data, offsets, lengths, _sets(tokens), _kinds(data, offsets, lengths),
+                           shared, _scan.next_smaller(shared), ids, starts, q, most, 2)
+    if len(rows) >= most:
+        assert got is None
+        return
+    end_rows, _, split_rows, split_pos = reference(trans, accept, data, offsets, lengths, rows,
+                                                   np.zeros(len(rows), dtype=np.int32), q)
+    packed, *arrays = got
+    assert packed == (_scan.pack_ids(ids[end_rows].astype(np.int64), 2) if len(end_rows) else None)
+    assert [np.frombuffer(a, dtype=np.int32).tolist() for a in arrays] == [end_rows.tolist(), split_rows.tolist(),
+                                                                          split_pos.tolist()]
+
+
+@pytest.mark.parametrize("change, message", [
+    (dict(starts=np.zeros(256, dtype=np.int64)), "scan_state: inconsistent array sizes"),
+    (dict(starts=np.array([0] * 97 + [2, 1] + [3] * 158, dtype=np.int64)), "scan_state: inconsistent array sizes"),
+    (dict(starts=np.array([0] * 97 + [4] * 160, dtype=np.int64)), "scan_state: inconsistent array sizes"),
+    (dict(ids=np.zeros(2, dtype=np.int32)), "scan_state: inconsistent array sizes"),
+    (dict(shared=np.zeros(2, dtype=np.uint8)), "scan_state: shared is not one byte per row"),
+])
+def test_bad_narrow_states_are_refused_not_read_out_of_bounds(change, message):
+    trans = np.zeros((2, 256), dtype=np.int32)
+    data, offsets, lengths = _packed([b"ab", b"aba", b"b"])
+    args = dict(starts=np.array([0] * 98 + [2] + [3] * 158, dtype=np.int64), ids=np.zeros(3, dtype=np.int32),
+                shared=np.array([0, 2, 0], dtype=np.uint8))
+    args.update(change)
+    with pytest.raises(ValueError) as err:
+        _scan.scan_state(trans, b"", b"", b"", np.array([True, False]), data, offsets, lengths, b"", b"",
+                         args["shared"], b"", args["ids"], args["starts"], 0, 100, 1)
+    assert str(err.value) == message
+
+
 @pytest.mark.parametrize("change, message", [
     (dict(hi=np.array([4], dtype=np.int64)), "scan_ranges: a row or position is out of range"),
     (dict(lo=np.array([-1], dtype=np.int64)), "scan_ranges: a row or position is out of range"),

@@ -315,6 +315,53 @@ done:
     return result;
 }
 
+/* The rows of the ranges [a[i], b[i]) (i < k, each checked to lie in the rows), each walked
+ * from byte `start` (`walk_shared`, resuming from the row before where `common` says the two
+ * share bytes, stepping over the rows `next` says end alike); 0, OUT_OF_MEMORY or
+ * OUT_OF_RANGE. Called without the GIL. */
+static int walk_ranges(Walk *w, Path *h, const int64_t *a, const int64_t *b, Py_ssize_t k, int32_t start,
+                       const uint8_t *common, const int32_t *next) {
+    int failed = 0;
+    for (Py_ssize_t i = 0; i < k && !failed; i++) {
+        if (a[i] >= b[i]) continue;
+        failed = walk_shared(w, h, (int32_t)a[i], start, 0); /* shares nothing with the row before */
+        int32_t from = start;
+        if (!common)
+            for (int64_t r = a[i] + 1; r < b[i] && !failed; r++) failed = walk_shared(w, h, (int32_t)r, from, 0);
+        else
+            for (int64_t r = a[i] + 1; r < b[i] && !failed;) {
+                /* rows that hold the byte which ended the row before, with no split to report
+                 * (no accepting state on the dead prefix): all of them at once, down `next` */
+                if (next && h->dead >= 0 && !h->n_accepting && !w->split_start && common[r] > from + h->dead) {
+                    int32_t limit = from + h->dead;
+                    while (r < b[i] && common[r] > limit) {
+                        if (next[r] <= r) return OUT_OF_RANGE; /* not a row after it: refuse rather than loop */
+                        r = next[r];
+                    }
+                    continue;
+                }
+                failed = walk_shared(w, h, (int32_t)r, from, common[r]);
+                r++;
+            }
+    }
+    return failed;
+}
+
+/* `shared` and `skip` as scan_ranges and scan_state take them (each may be empty), checked
+ * against the row count; -1 with a ValueError naming `who`. */
+static int check_shared(Py_buffer *shared, Py_buffer *skip, Py_ssize_t n_rows, const char *who) {
+    if (shared->len && shared->len != n_rows) {
+        PyErr_Format(PyExc_ValueError, "%s: shared is not one byte per row", who);
+        return -1;
+    }
+    if (need(skip, sizeof(int32_t), "skip")) return -1;
+    if (skip->len && (!shared->len || skip->len != n_rows * (Py_ssize_t)sizeof(int32_t))) {
+        PyErr_Format(PyExc_ValueError, "%s: skip is not one int32 per row, beside shared", who);
+        return -1;
+    }
+    return 0;
+}
+
 static PyObject *scan_ranges(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *trans_obj, *inside_obj, *result = NULL;
@@ -342,19 +389,9 @@ static PyObject *scan_ranges(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "scan_ranges: inconsistent array sizes");
         goto done;
     }
-    if (shared.len && shared.len != n_rows) {
-        PyErr_SetString(PyExc_ValueError, "scan_ranges: shared is not one byte per row");
-        goto done;
-    }
-    if (need(&skip, sizeof(int32_t), "skip")) goto done;
-    if (skip.len && (!shared.len || skip.len != n_rows * (Py_ssize_t)sizeof(int32_t))) {
-        PyErr_SetString(PyExc_ValueError, "scan_ranges: skip is not one int32 per row, beside shared");
-        goto done;
-    }
+    if (check_shared(&shared, &skip, n_rows, "scan_ranges")) goto done;
     Py_ssize_t k = lo.len / (Py_ssize_t)sizeof(int64_t);
     const int64_t *a = lo.buf, *b = hi.buf;
-    const uint8_t *common = shared.len ? shared.buf : NULL;
-    const int32_t *next = skip.len ? skip.buf : NULL;
     for (Py_ssize_t i = 0; i < k; i++) /* the rows; each row's bytes are checked as it is walked */
         if (a[i] < b[i] && (a[i] < 0 || b[i] > n_rows || start < 0 || start > INT32_MAX)) {
             PyErr_SetString(PyExc_ValueError, "scan_ranges: a row or position is out of range");
@@ -367,33 +404,10 @@ static PyObject *scan_ranges(PyObject *self, PyObject *args) {
     h.state[0] = w.q;
     w.split_start = w.split_at_start && w.accept[w.q] && start > 0;
     path_reset(&h);
-    int failed = 0;
+    int failed;
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t i = 0; i < k && !failed; i++) {
-        if (a[i] >= b[i]) continue;
-        failed = walk_shared(&w, &h, (int32_t)a[i], (int32_t)start, 0); /* shares nothing with the row before */
-        int32_t from = (int32_t)start;
-        if (!common)
-            for (int64_t r = a[i] + 1; r < b[i] && !failed; r++) failed = walk_shared(&w, &h, (int32_t)r, from, 0);
-        else
-            for (int64_t r = a[i] + 1; r < b[i] && !failed;) {
-                /* rows that hold the byte which ended the row before, with no split to report
-                 * (no accepting state on the dead prefix): all of them at once, down `next` */
-                if (next && h.dead >= 0 && !h.n_accepting && !w.split_start && common[r] > from + h.dead) {
-                    int32_t limit = from + h.dead;
-                    while (r < b[i] && common[r] > limit) {
-                        if (next[r] <= r) { /* not a row after it: refuse rather than loop */
-                            failed = OUT_OF_RANGE;
-                            break;
-                        }
-                        r = next[r];
-                    }
-                    continue;
-                }
-                failed = walk_shared(&w, &h, (int32_t)r, from, common[r]);
-                r++;
-            }
-    }
+    failed = walk_ranges(&w, &h, a, b, k, (int32_t)start, shared.len ? shared.buf : NULL,
+                         skip.len ? skip.buf : NULL);
     Py_END_ALLOW_THREADS
     result = finish(&w, failed, "scan_ranges");
 done:
@@ -401,6 +415,90 @@ done:
     release_common(&c);
     PyBuffer_Release(&shared), PyBuffer_Release(&skip), PyBuffer_Release(&lo), PyBuffer_Release(&hi);
     if (inside.obj) PyBuffer_Release(&inside);
+    return result;
+}
+
+/* scan_state(trans, base, check, next, accept, data, offsets, lengths, sets, kinds, shared, skip, ids, starts, q,
+ *            most, n_words):
+ * a narrow state's scan in one call: the rows whose first byte q takes (starts int64 [257]:
+ * the rows of first byte b are starts[b]:starts[b + 1] of the vocabulary sorted by bytes),
+ * walked from their first byte as scan_ranges walks them. None when they are `most` or more
+ * (a wide state, which the caller reads off shared scans); else (the `pack_ids` TokenSet of
+ * ids[r] (int32 per row) for the rows that end inside, or None; those rows; split_rows;
+ * split_pos). Most states of a new schema's terminals take a few first bytes: their scans,
+ * ~700 rows on average, cost less than the NumPy calls that picked the rows and packed the
+ * ids did. */
+static PyObject *scan_state(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *trans_obj, *result = NULL, *packed = NULL;
+    Common c = {0};
+    Py_buffer shared = {0}, skip = {0}, ids = {0}, starts = {0};
+    Py_ssize_t q, most, n_words;
+    Walk w = {0};
+    Path h = {0};
+    int64_t *end_ids = NULL;
+    if (!PyArg_ParseTuple(args, "Oy*y*y*y*y*y*y*y*y*y*y*y*y*nnn", &trans_obj, &c.base, &c.check, &c.next, &c.accept,
+                          &c.data, &c.offsets, &c.lengths, &c.sets, &c.kinds, &shared, &skip, &ids, &starts, &q,
+                          &most, &n_words))
+        return NULL;
+    if (setup(&w, &c, trans_obj, q) || need(&ids, sizeof(int32_t), "ids")) goto done;
+    Py_ssize_t n_rows = c.lengths.len / (Py_ssize_t)sizeof(int32_t);
+    if (check_shared(&shared, &skip, n_rows, "scan_state")) goto done;
+    const int64_t *st = starts.buf;
+    int ordered = starts.len == 257 * (Py_ssize_t)sizeof(int64_t) && ids.len == c.lengths.len && st[0] >= 0 &&
+                  st[256] <= n_rows;
+    for (int v = 0; ordered && v < 256; v++) ordered = st[v] <= st[v + 1];
+    if (!ordered) {
+        PyErr_SetString(PyExc_ValueError, "scan_state: inconsistent array sizes");
+        goto done;
+    }
+    int64_t lo[256], hi[256];
+    Py_ssize_t k = 0, total = 0;
+    for (int v = 0; v < 256; v++) /* the first bytes q takes, touching buckets joined */
+        if (st[v] < st[v + 1] && step(&w.t, w.q, (uint8_t)v) >= 0) {
+            if (k && hi[k - 1] == st[v]) hi[k - 1] = st[v + 1];
+            else lo[k] = st[v], hi[k] = st[v + 1], k++;
+            total += (Py_ssize_t)(st[v + 1] - st[v]);
+        }
+    if (total >= most) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    if (path_room(&h, 64)) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    h.state[0] = w.q;
+    path_reset(&h);
+    int failed;
+    Py_BEGIN_ALLOW_THREADS
+    failed = walk_ranges(&w, &h, lo, hi, k, 0, shared.len ? shared.buf : NULL, skip.len ? skip.buf : NULL);
+    Py_END_ALLOW_THREADS
+    if (failed) {
+        if (failed == OUT_OF_RANGE) PyErr_SetString(PyExc_ValueError, "scan_state: a row or position is out of range");
+        else PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t n_ends = w.out[0].len;
+    if (n_ends) {
+        const int32_t *id = ids.buf;
+        if (!(end_ids = malloc((size_t)n_ends * sizeof(int64_t)))) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        for (Py_ssize_t j = 0; j < n_ends; j++) end_ids[j] = id[w.out[0].data[j]];
+        if (!(packed = packed_ids(end_ids, n_ends, n_words))) goto done;
+    } else
+        packed = Py_NewRef(Py_None);
+    result = Py_BuildValue("(NNNN)", packed, vec_bytes(&w.out[0]), vec_bytes(&w.out[2]), vec_bytes(&w.out[3]));
+    packed = NULL;
+done:
+    Py_XDECREF(packed);
+    free(end_ids);
+    for (int i = 0; i < 4; i++) free(w.out[i].data);
+    free(h.state), free(h.accepting);
+    release_common(&c);
+    PyBuffer_Release(&shared), PyBuffer_Release(&skip), PyBuffer_Release(&ids), PyBuffer_Release(&starts);
     return result;
 }
 
@@ -547,6 +645,7 @@ static PyMethodDef methods[] = {
     {"pack_ids", pack_ids, METH_VARARGS, "A TokenSet's arrays and count for some token ids."},
     {"row_kinds", row_kinds, METH_VARARGS, "Each row's byte groups, as 16 bits."},
     {"next_smaller", next_smaller, METH_VARARGS, "Each row's next row with a smaller shared count."},
+    {"scan_state", scan_state, METH_VARARGS, "A narrow state's scan: its first bytes' rows walked, their ends packed."},
     {"scan_part", scan_part, METH_VARARGS, "A token tree part: picked suffixes walked, their ends packed."},
     {"order_by_byte", order_by_byte, METH_VARARGS, "Positions grouped by their byte (a counting sort)."},
     {"pack_words", pack_words, METH_VARARGS, "A TokenSet's arrays and count for a packed mask."},

@@ -530,12 +530,11 @@ class TokenIndex:
         else), so every terminal, grammar and process with that language reuses it: found
         there, or read off a kin's (a state of any grammar that takes the same bytes), or
         composed. A narrow scan is cheaper to redo than to store."""
+        narrow = self._scan_narrow(t, q)
+        if narrow is not None:
+            return narrow
         dfa = self.terminals[t].dfa
         row = np.asarray(dfa.trans[q])  # read once: a compact table gathers it
-        lo, hi = self._first_byte_ranges(row)
-        if int((hi - lo).sum()) < PERSIST_MIN_ROWS:
-            end_rows, _, split_rows, split_pos = self._scan_ranges(t, lo, hi, 0, q)
-            return Scan(None, split_rows, split_pos, end_rows)
         table = self._table(t)
         # before the store: its key costs more than this (~1 ms for a counter)
         scan = self._scan_near(t, q, [(table, p, scan) for p, scan in self._recent.get(t, ())], by_bytes=False)
@@ -552,6 +551,24 @@ class TokenIndex:
         recent.insert(0, (q, scan))
         del recent[NEAR_CANDIDATES:]
         kin.KIN.add(self.vocab.key, key, dfa, q, scan)
+        return scan
+
+    def _scan_narrow(self, t: int, q: int) -> Scan | None:
+        """The scan from `q` when it walks fewer than `PERSIST_MIN_ROWS` rows (those whose
+        first byte `q` takes), its inside set made with it (`_inside_set` finds it); else
+        None. One call (`_scan.scan_state`): most states of a new schema's terminals are
+        narrow, and their walks cost less than picking the rows and packing the ids in NumPy."""
+        tokens = self.tokens
+        found = _scan.scan_state(*self._table(t), tokens.data, tokens.offsets, tokens.lengths, tokens.sets,
+                                 tokens.kinds, tokens.shared, tokens.skip, tokens.ids,
+                                 first_byte_starts(self.vocab, tokens), q, PERSIST_MIN_ROWS, self.n_words)
+        if found is None:
+            return None
+        packed, end_rows, split_rows, split_pos = found
+        scan = Scan(None, np.frombuffer(split_rows, dtype=np.int32), np.frombuffer(split_pos, dtype=np.int32),
+                    np.frombuffer(end_rows, dtype=np.int32))
+        with _inside_sets_lock:
+            _inside_sets[scan] = (None if packed is None else TokenSet._of_packed(packed)) or TokenSet.empty()
         return scan
 
     def _scan_near(self, t: int, q: int, candidates: list[tuple[tuple, int, Scan]], *, by_bytes: bool) -> Scan | None:
