@@ -197,6 +197,8 @@ def test_scans_read_off_a_neighbour_equal_brute_force_scans(grammar, enough, mos
             ends, splits = _brute_scan(index, t, q)
             assert np.flatnonzero(scan.inside).tolist() == sorted(ends), (t, q)
             assert list(zip(scan.split_rows.tolist(), scan.split_pos.tolist())) == sorted(splits), (t, q)
+            inside = index_module._inside_set(scan, index.tokens, index.n_words)  # edited from the neighbour's
+            assert inside.ids().tolist() == sorted(index.token_ids[np.array(sorted(ends), dtype=np.intp)].tolist()), (t, q)
     assert sum(found is not None for found in near) >= 5  # the counters' states were read off their neighbours
 
 
@@ -241,6 +243,8 @@ def test_scans_read_off_a_kin_equal_brute_force_scans(body, tails, most_parting)
                     ends, splits = _brute_scan(index, t, q)
                     assert np.flatnonzero(scan.inside).tolist() == sorted(ends), (t, q)
                     assert list(zip(scan.split_rows.tolist(), scan.split_pos.tolist())) == sorted(splits), (t, q)
+                    inside = index_module._inside_set(scan, index.tokens, index.n_words)  # edited from the kin's
+                    assert inside.ids().tolist() == sorted(index.token_ids[np.array(sorted(ends), dtype=np.intp)].tolist()), (t, q)
     assert any(found is not None for found in read_off)  # the second terminal's body read the first's
 
 
