@@ -403,3 +403,24 @@ def test_walk_refuses_what_it_cannot_read():
     cells = np.full(512, -1, dtype=np.int32)
     assert _core.walk(None, far, cells, cells, accept, 0, b"a", 0) == (-1, ())
     assert _core.walk(None, far, cells, cells, accept, 1, b"a", 0) == (-1, ())
+
+
+@SETTINGS
+@given(st.integers(1, 6).flatmap(lambda n: st.tuples(
+    st.just(n), st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, 255), st.integers(-1, n - 1)), max_size=60))))
+def test_byte_runs_cut_exactly_where_some_state_treats_neighbours_apart(table):
+    """`DFA.byte_runs`: neighbouring bytes share a run exactly when every state sends them to
+    the same target (or none); the same runs from a dense table and from a compact one."""
+    from grammarc.automata.comb import CombTable
+
+    n, edges = table
+    trans = np.full((n, 256), -1, dtype=np.int32)
+    for s, b, target in edges:
+        trans[s, b] = target
+    accept = np.zeros(n, dtype=bool)
+    runs = np.frombuffer(DFA(trans, accept).byte_runs, dtype=np.uint8).tolist()
+    assert runs[0] == 0
+    for b in range(1, 256):
+        apart = any(trans[s, b] != trans[s, b - 1] for s in range(n))
+        assert runs[b] == runs[b - 1] + apart, b
+    assert DFA(CombTable.from_dense(trans), accept).byte_runs == DFA(trans, accept).byte_runs

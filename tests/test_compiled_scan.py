@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from grammarc.automata.comb import CombTable
+from grammarc.automata.dfa import DFA
 from grammarc.tokens import _scan
 from grammarc.tokens.rows import _byte_sets
 
@@ -382,22 +383,23 @@ def _agree_oracle(trans, accept, q: int, p: int, limit: int, trans2=None, accept
     return limit
 
 
-def _args(trans, accept, comb: bool) -> tuple:
-    """A DFA as `agree_depth`'s and `agree_bytes`'s five table arguments."""
+def _args(trans, accept, comb: bool, runs: bool = True) -> tuple:
+    """A DFA as `agree_depth`'s and `agree_bytes`'s six table arguments: with its byte runs
+    (`DFA.byte_runs`, of the table it is stored as) or none (a run per byte)."""
     if comb:
         table = CombTable.from_dense(trans)
-        return None, table.base, table.check, table.next, accept
-    return trans, b"", b"", b"", accept
+        return None, table.base, table.check, table.next, accept, DFA(table, accept).byte_runs if runs else b""
+    return trans, b"", b"", b"", accept, DFA(trans, accept).byte_runs if runs else b""
 
 
 @settings(max_examples=300, deadline=None)
-@given(case=cases(), p=st.integers(0, 5), limit=st.integers(0, 6), comb=st.booleans())
-def test_agree_depth_is_how_deep_two_states_die_and_accept_alike(case, p, limit, comb):
+@given(case=cases(), p=st.integers(0, 5), limit=st.integers(0, 6), comb=st.booleans(), runs=st.booleans())
+def test_agree_depth_is_how_deep_two_states_die_and_accept_alike(case, p, limit, comb, runs):
     trans, accept, *_ = case
     p = p % len(trans)
     q = case[-1]
     expected = _agree_oracle(trans, accept, q, p, limit)
-    table = _args(trans, accept, comb)
+    table = _args(trans, accept, comb, runs)
     assert _scan.agree_depth(*table, q, *table, p, limit) == expected
     assert _scan.agree_depth(*table, q, *table, q, limit) == limit  # a state agrees with itself
 
@@ -419,18 +421,19 @@ def test_tokens_no_longer_than_the_agreement_scan_alike(case, p):
 
 
 @settings(max_examples=300, deadline=None)
-@given(case=cases(), other=cases(), limit=st.integers(0, 6), comb=st.booleans())
-def test_agree_depth_compares_states_of_two_dfas(case, other, limit, comb):
+@given(case=cases(), other=cases(), limit=st.integers(0, 6), comb=st.booleans(), runs=st.booleans())
+def test_agree_depth_compares_states_of_two_dfas(case, other, limit, comb, runs):
     trans, accept, *_, q = case
     trans2, accept2, *_, p = other
     expected = _agree_oracle(trans, accept, q, p, limit, trans2, accept2)
-    assert _scan.agree_depth(*_args(trans, accept, comb), q, *_args(trans2, accept2, not comb), p, limit) == expected
+    assert _scan.agree_depth(*_args(trans, accept, comb, runs), q, *_args(trans2, accept2, not comb), p,
+                             limit) == expected
 
 
 def _parting(trans, accept, q, trans2, accept2, p, comb: bool, max_pairs: int = 10_000,
-             max_parting: int = 256) -> set[int] | None:
-    found = _scan.agree_bytes(*_args(trans, accept, comb), q, *_args(trans2, accept2, not comb), p, max_pairs,
-                              max_parting)
+             max_parting: int = 256, runs: bool = True) -> set[int] | None:
+    found = _scan.agree_bytes(*_args(trans, accept, comb, runs), q, *_args(trans2, accept2, not comb, runs), p,
+                              max_pairs, max_parting)
     return None if found is None else set(np.flatnonzero(np.unpackbits(np.frombuffer(found, dtype=np.uint8),
                                                                        bitorder="little")).tolist())
 
@@ -441,10 +444,12 @@ def test_tokens_without_a_parting_byte_scan_alike_from_two_dfas(case, other, com
     """`agree_bytes`: every token that holds none of the bytes on which q (one DFA) and p
     (another) part walks alike from the two: the same ends and splits; every byte that
     parts the two at once (on its own) is one of them; None exactly when q and p differ on
-    acceptance (the pair limit is not reached here)."""
+    acceptance (the pair limit is not reached here). Reading one byte per run of bytes the
+    two treat alike finds the same bytes as reading every byte."""
     trans, accept, data, offsets, lengths, *_, q = case
     trans2, accept2, *_, p = other
     parting = _parting(trans, accept, q, trans2, accept2, p, comb)
+    assert parting == _parting(trans, accept, q, trans2, accept2, p, comb, runs=False)
     assert (parting is None) == (bool(accept[q]) != bool(accept2[p]))
     if parting is None:
         return
@@ -478,11 +483,13 @@ def test_agree_bytes_gives_up_past_its_pair_limit_and_refuses_bad_states():
     assert _parting(counter, accept, 0, loop, accept_loop, 0, False, max_pairs=n - 2) is None
     for q, p, limit in ((n, 0, 5), (0, 1, 5), (0, 0, 0)):
         with pytest.raises(ValueError, match="^agree_bytes: a state or the pair limit is out of range$"):
-            _scan.agree_bytes(counter, b"", b"", b"", accept, q, loop, b"", b"", b"", accept_loop, p, limit, 16)
+            _scan.agree_bytes(counter, b"", b"", b"", accept, b"", q, loop, b"", b"", b"", accept_loop, b"", p, limit, 16)
     with pytest.raises(ValueError, match="^agree_bytes: inconsistent array sizes$"):
-        _scan.agree_bytes(counter, b"", b"", b"", accept_loop, 0, loop, b"", b"", b"", accept_loop, 0, 5, 16)
+        _scan.agree_bytes(counter, b"", b"", b"", accept_loop, b"", 0, loop, b"", b"", b"", accept_loop, b"", 0, 5, 16)
     with pytest.raises(ValueError, match="^agree_bytes: the parting limit is out of range$"):
-        _scan.agree_bytes(counter, b"", b"", b"", accept, 0, loop, b"", b"", b"", accept_loop, 0, 5, -1)
+        _scan.agree_bytes(counter, b"", b"", b"", accept, b"", 0, loop, b"", b"", b"", accept_loop, b"", 0, 5, -1)
+    with pytest.raises(ValueError, match="^agree_bytes: runs are not 256 bytes$"):
+        _scan.agree_bytes(counter, b"", b"", b"", accept, b"\0", 0, loop, b"", b"", b"", accept_loop, b"", 0, 5, 16)
 
 
 @pytest.mark.parametrize(

@@ -144,6 +144,29 @@ class DFA:
         return None
 
     @cached_property
+    def byte_runs(self) -> bytes:
+        """A run number per byte (256 bytes, ascending from 0): neighbouring bytes share one
+        when every state treats them alike (same target, or none), so a walk over pairs of
+        states may read one byte per run (`grammarc.tokens._scan.agree_bytes`). Maximal
+        runs, not classes: bytes far apart that behave alike are in different runs."""
+        cut = np.zeros(256, dtype=bool)  # cut[b]: some state treats b and b - 1 apart
+        if isinstance(self.trans, CombTable):
+            src, byte, dst = self._edges()
+            if len(src):
+                goes_on = (src[1:] == src[:-1]) & (byte[1:] == byte[:-1] + 1) & (dst[1:] == dst[:-1])
+                first = np.ones(len(src), dtype=bool)  # an edge that does not continue the one before
+                first[1:] = ~goes_on
+                last = np.ones(len(src), dtype=bool)  # an edge that the next one does not continue
+                last[:-1] = ~goes_on
+                cut[byte[first]] = True
+                cut[byte[last][byte[last] < 255] + 1] = True
+        else:
+            trans = np.asarray(self.trans)
+            cut[1:] = (trans[:, 1:] != trans[:, :-1]).any(axis=0)
+        cut[0] = False
+        return np.cumsum(cut).astype(np.uint8).tobytes()
+
+    @cached_property
     def _runs(self) -> list[list[tuple[int, int, int]]]:
         """Per state, maximal byte runs (lo, hi, target) with the same live target."""
         if isinstance(self.trans, np.ndarray) and self.trans.dtype == np.int32:

@@ -5,7 +5,7 @@
 
 #include "_scan.h"
 
-/* agree_depth(trans, base, check, next, accept, q, trans2, base2, check2, next2, accept2, p, limit):
+/* agree_depth(trans, base, check, next, accept, runs, q, trans2, base2, check2, next2, accept2, runs2, p, limit):
  * the largest d <= limit such that state q of the first DFA and state p of the second (the
  * same one, given twice, or another) accept the same strings of up to d bytes and die on
  * the same strings of up to d bytes (-1: one of them accepts the empty string and the
@@ -15,7 +15,9 @@
  * of `"` char{0,n} `"`) agrees with its neighbour up to the characters it has left, and
  * with any string body as far, so its scan is theirs but for the tokens longer than that
  * (`TokenIndex._scan_near`). A breadth-first walk over pairs of states, one depth at a
- * time; within one DFA, equal pairs agree on everything and are not followed. */
+ * time; within one DFA, equal pairs agree on everything and are not followed. Each DFA
+ * comes with its byte runs (`DFA.byte_runs`, or empty: a run per byte): the walks read one
+ * byte of each run both treat alike, a few dozen where there were 256. */
 typedef struct {
     uint64_t *keys;
     size_t cap, len;
@@ -46,8 +48,14 @@ static int pairs_add(PairSet *set, uint64_t key) { /* 1: added, 0: present, -1: 
     return 1;
 }
 
+/* The runs of bytes that both DFAs treat alike: [lo[j], hi[j]] for j < n, in order. */
+typedef struct {
+    uint8_t lo[256], hi[256];
+    int n;
+} Runs;
+
 static Py_ssize_t agree_walk(const Table *t, const uint8_t *accept, int32_t q, const Table *u,
-                             const uint8_t *accept_u, int32_t p, Py_ssize_t limit, int same) {
+                             const uint8_t *accept_u, int32_t p, Py_ssize_t limit, int same, const Runs *runs) {
     PairSet seen = {0};
     Vec level = {0}, next = {0}; /* pairs as consecutive (x, y) */
     Py_ssize_t depth = 0, result = -2;
@@ -67,8 +75,8 @@ static Py_ssize_t agree_walk(const Table *t, const uint8_t *accept, int32_t q, c
         next.len = 0;
         for (Py_ssize_t i = 0; i < level.len; i += 2) {
             int32_t x = level.data[i], y = level.data[i + 1];
-            for (int b = 0; b < 256; b++) {
-                int32_t a = step(t, x, (uint8_t)b), c = step(u, y, (uint8_t)b);
+            for (int j = 0; j < runs->n; j++) { /* one byte stands for its run */
+                int32_t a = step(t, x, runs->lo[j]), c = step(u, y, runs->lo[j]);
                 if ((a < 0) != (c < 0)) {
                     result = depth;
                     goto done;
@@ -86,27 +94,47 @@ done:
     return result; /* -2: out of memory */
 }
 
-/* What agree_depth and agree_bytes take: two DFAs' tables (one given twice, or two), a state
- * of each, and a bound. */
+/* What agree_depth and agree_bytes take: two DFAs' tables (one given twice, or two), each
+ * with its byte runs, a state of each, and a bound. */
 typedef struct {
     Common c, d;
+    Py_buffer runs_c, runs_d;
     Table t, u;
+    Runs runs; /* the runs both DFAs treat alike */
     Py_ssize_t q, p, bound;
     int same; /* one DFA given twice (the same buffers): a pair of equal states agrees on everything */
 } Pair;
 
+/* Cut the bytes where either DFA's runs (256 run numbers, or empty: a run per byte) cut. */
+static void joint_runs(Runs *r, const Py_buffer *a, const Py_buffer *b) {
+    const uint8_t *x = a->len ? a->buf : NULL, *y = b->len ? b->buf : NULL;
+    r->n = 0;
+    for (int v = 0; v < 256; v++) {
+        if (v == 0 || !x || !y || x[v] != x[v - 1] || y[v] != y[v - 1]) r->lo[r->n++] = (uint8_t)v;
+        r->hi[r->n - 1] = (uint8_t)v;
+    }
+}
+
 /* Parse and check a Pair's arguments; 0, or -1 with an error set (its messages name `who`
- * and the bound, `what`, which must be at least `least`). release_pair in both cases. */
+ * and the bound, `what`, which must be at least `least`). release_pair in both cases. A
+ * DFA's runs are trusted to be runs of bytes that each of its states treats alike (`DFA.byte_runs`):
+ * the walks read one byte of each. */
 static int parse_pair(PyObject *args, Pair *x, const char *who, const char *what, Py_ssize_t least) {
     PyObject *trans_q, *trans_p;
-    if (!PyArg_ParseTuple(args, "Oy*y*y*y*nOy*y*y*y*nn", &trans_q, &x->c.base, &x->c.check, &x->c.next, &x->c.accept,
-                          &x->q, &trans_p, &x->d.base, &x->d.check, &x->d.next, &x->d.accept, &x->p, &x->bound))
+    if (!PyArg_ParseTuple(args, "Oy*y*y*y*y*nOy*y*y*y*y*nn", &trans_q, &x->c.base, &x->c.check, &x->c.next,
+                          &x->c.accept, &x->runs_c, &x->q, &trans_p, &x->d.base, &x->d.check, &x->d.next,
+                          &x->d.accept, &x->runs_d, &x->p, &x->bound))
         return -1;
     if (setup_table(&x->t, &x->c, trans_q, who) || setup_table(&x->u, &x->d, trans_p, who)) return -1;
     if (x->q < 0 || x->q >= x->t.n_states || x->p < 0 || x->p >= x->u.n_states || x->bound < least) {
         PyErr_Format(PyExc_ValueError, "%s: a state or the %s is out of range", who, what);
         return -1;
     }
+    if ((x->runs_c.len && x->runs_c.len != 256) || (x->runs_d.len && x->runs_d.len != 256)) {
+        PyErr_Format(PyExc_ValueError, "%s: runs are not 256 bytes", who);
+        return -1;
+    }
+    joint_runs(&x->runs, &x->runs_c, &x->runs_d);
     x->same = x->c.accept.buf == x->d.accept.buf && x->t.trans == x->u.trans && x->t.base == x->u.base;
     return 0;
 }
@@ -114,6 +142,7 @@ static int parse_pair(PyObject *args, Pair *x, const char *who, const char *what
 static void release_pair(Pair *x) {
     release_common(&x->c);
     release_common(&x->d);
+    PyBuffer_Release(&x->runs_c), PyBuffer_Release(&x->runs_d);
 }
 
 PyObject *agree_depth(PyObject *self, PyObject *args) {
@@ -123,7 +152,8 @@ PyObject *agree_depth(PyObject *self, PyObject *args) {
     if (parse_pair(args, &x, "agree_depth", "limit", 0) == 0) {
         Py_ssize_t depth;
         Py_BEGIN_ALLOW_THREADS
-        depth = agree_walk(&x.t, x.c.accept.buf, (int32_t)x.q, &x.u, x.d.accept.buf, (int32_t)x.p, x.bound, x.same);
+        depth = agree_walk(&x.t, x.c.accept.buf, (int32_t)x.q, &x.u, x.d.accept.buf, (int32_t)x.p, x.bound, x.same,
+                           &x.runs);
         Py_END_ALLOW_THREADS
         result = depth == -2 ? PyErr_NoMemory() : PyLong_FromSsize_t(depth);
     }
@@ -131,8 +161,8 @@ PyObject *agree_depth(PyObject *self, PyObject *args) {
     return result;
 }
 
-/* agree_bytes(trans, base, check, next, accept, q, trans2, base2, check2, next2, accept2, p, max_pairs,
- *             max_parting):
+/* agree_bytes(trans, base, check, next, accept, runs, q, trans2, base2, check2, next2, accept2, runs2, p,
+ *             max_pairs, max_parting):
  * the bytes on which walks from q (first DFA) and from p (second) may part, as 32 bytes (bit
  * b % 8 of byte b / 8): b is one when, from some pair of states the two reach on one string
  * of other bytes, reading b kills one walk and not the other, or leaves one accepting and the
@@ -146,7 +176,8 @@ PyObject *agree_depth(PyObject *self, PyObject *args) {
  * (`TokenIndex._scan_near`). A byte found parting is not followed further: the tokens that
  * hold it are walked anyway. */
 static int agree_bytes_walk(const Table *t, const uint8_t *accept, int32_t q, const Table *u, const uint8_t *accept_u,
-                            int32_t p, Py_ssize_t max_pairs, Py_ssize_t max_parting, int same, uint64_t parting[4]) {
+                            int32_t p, Py_ssize_t max_pairs, Py_ssize_t max_parting, int same, const Runs *runs,
+                            uint64_t parting[4]) {
     PairSet seen = {0};
     Vec todo = {0};
     Py_ssize_t n_parting = 0;
@@ -155,13 +186,15 @@ static int agree_bytes_walk(const Table *t, const uint8_t *accept, int32_t q, co
         goto done;
     while (todo.len) {
         int32_t y = todo.data[--todo.len], x = todo.data[--todo.len];
-        for (int b = 0; b < 256; b++) {
+        for (int j = 0; j < runs->n; j++) { /* one byte stands for its run, which parts whole */
+            int b = runs->lo[j];
             if (parting[b >> 6] >> (b & 63) & 1) continue;
             int32_t a = step(t, x, (uint8_t)b), c = step(u, y, (uint8_t)b);
             if (a < 0 && c < 0) continue;
             if ((a < 0) != (c < 0) || accept[a] != accept_u[c]) {
-                parting[b >> 6] |= (uint64_t)1 << (b & 63);
-                if (++n_parting > max_parting) { rc = 1; goto done; }
+                for (int v = b; v <= runs->hi[j]; v++) parting[v >> 6] |= (uint64_t)1 << (v & 63);
+                n_parting += runs->hi[j] - b + 1;
+                if (n_parting > max_parting) { rc = 1; goto done; }
                 continue;
             }
             if (same && a == c) continue; /* one state of one DFA: alike on everything */
@@ -184,17 +217,17 @@ PyObject *agree_bytes(PyObject *self, PyObject *args) {
     Pair x = {0};
     PyObject *result = NULL, *pair_args = NULL;
     Py_ssize_t max_parting;
-    if (PyTuple_GET_SIZE(args) != 14) {
-        PyErr_SetString(PyExc_TypeError, "agree_bytes takes 14 arguments");
+    if (PyTuple_GET_SIZE(args) != 16) {
+        PyErr_SetString(PyExc_TypeError, "agree_bytes takes 16 arguments");
         return NULL;
     }
-    max_parting = PyLong_AsSsize_t(PyTuple_GET_ITEM(args, 13));
+    max_parting = PyLong_AsSsize_t(PyTuple_GET_ITEM(args, 15));
     if (max_parting == -1 && PyErr_Occurred()) return NULL;
     if (max_parting < 0) {
         PyErr_SetString(PyExc_ValueError, "agree_bytes: the parting limit is out of range");
         return NULL;
     }
-    if (!(pair_args = PyTuple_GetSlice(args, 0, 13))) return NULL;
+    if (!(pair_args = PyTuple_GetSlice(args, 0, 15))) return NULL;
     if (parse_pair(pair_args, &x, "agree_bytes", "pair limit", 1) < 0) goto done;
     const uint8_t *accept = x.c.accept.buf, *accept_u = x.d.accept.buf;
     if (accept[x.q] != accept_u[x.p]) {
@@ -205,7 +238,7 @@ PyObject *agree_bytes(PyObject *self, PyObject *args) {
     int rc;
     Py_BEGIN_ALLOW_THREADS
     rc = agree_bytes_walk(&x.t, accept, (int32_t)x.q, &x.u, accept_u, (int32_t)x.p, x.bound, max_parting, x.same,
-                          parting);
+                          &x.runs, parting);
     Py_END_ALLOW_THREADS
     if (rc < 0) result = PyErr_NoMemory();
     else if (rc > 0) result = Py_NewRef(Py_None);

@@ -549,16 +549,15 @@ class TokenIndex:
             return narrow
         dfa = self.terminals[t].dfa
         row = np.asarray(dfa.trans[q])  # read once: a compact table gathers it
-        table = self._table(t)
+        own = _pair_args(dfa)
         # before the store: its key costs more than this (~1 ms for a counter)
-        scan = self._scan_near(t, q, [(table, p, scan) for p, scan in self._recent.get(t, ())], by_bytes=False)
+        scan = self._scan_near(t, q, [(own, p, scan) for p, scan in self._recent.get(t, ())], by_bytes=False)
         key = kin.profile(row, bool(dfa.accept[q]))
         if scan is None:
             store = self._store(t, q)
             scan = store.get(FROM_START)
             if scan is None:
-                kindred = [(table if other is dfa else _scan_table(other), p, found)
-                           for other, p, found in kin.KIN.candidates(self.vocab.key, key)]
+                kindred = [(_pair_args(other), p, found) for other, p, found in kin.KIN.candidates(self.vocab.key, key)]
                 scan = self._scan_near(t, q, kindred, by_bytes=True) or self._scan_composed(t, q)
                 scan = store.put(FROM_START, scan)
         recent = self._recent.setdefault(t, [])
@@ -581,13 +580,13 @@ class TokenIndex:
         packed, end_rows, split_rows, split_pos = found
         scan = Scan(None, np.frombuffer(split_rows, dtype=np.int32), np.frombuffer(split_pos, dtype=np.int32),
                     np.frombuffer(end_rows, dtype=np.int32))
-        with _inside_sets_lock:
+        with _weak_lock:
             _inside_sets[scan] = (None if packed is None else TokenSet._of_packed(packed)) or TokenSet.empty()
         return scan
 
     def _scan_near(self, t: int, q: int, candidates: list[tuple[tuple, int, Scan]], *, by_bytes: bool) -> Scan | None:
-        """The scan from `q` read off that of a candidate state `p` (its table, `p`, its
-        scan) that walks every token of some rows as `q` does: the tokens of up to d bytes
+        """The scan from `q` read off that of a candidate state `p` (its DFA's `_pair_args`,
+        `p`, its scan) that walks every token of some rows as `q` does: the tokens of up to d bytes
         when the two behave alike on every string that long (`_scan.agree_depth`), or, with
         `by_bytes`, the tokens without a byte on which the two part (`_scan.agree_bytes`);
         only the other rows are walked. A length counter's state after k characters (new to
@@ -597,7 +596,7 @@ class TokenIndex:
         "}"``) with any string body but at the quote (`kin`). Compared as deep as pays
         (`NEAR_ENOUGH_SHARE`); None when none leaves under `NEAR_MAX_SHARE` of the rows to
         walk (`KIN_MAX_SHARE` with `by_bytes`)."""
-        table, tokens = self._table(t), self.tokens
+        table, tokens = _pair_args(self.terminals[t].dfa), self.tokens
         enough = self._near_depth
         most = (KIN_MAX_SHARE if by_bytes else NEAR_MAX_SHARE) * len(tokens.ids)
         walked, base = None, None
@@ -628,7 +627,7 @@ class TokenIndex:
         scan = Scan(inside, split_rows, split_pos)
         ids = tokens.ids
         edited = _inside_set(base, tokens, self.n_words).edited(ids[walked], ids[end_rows], self.n_words)
-        with _inside_sets_lock:
+        with _weak_lock:
             _inside_sets[scan] = edited  # `_inside_set` finds it
         return scan
 
@@ -801,13 +800,13 @@ BUCKETED_ROWS = 1024
 # body, whitespace, a number) is met by every grammar's index, and packing its 100k+ token
 # ids costs more than the rest of the state's build. Lives as long as the scan does.
 _inside_sets: "weakref.WeakKeyDictionary[Scan, TokenSet]" = weakref.WeakKeyDictionary()
-_inside_sets_lock = threading.Lock()
+_weak_lock = threading.Lock()  # guards the module's weak tables (inside sets, pair arguments)
 
 
 def _inside_set(scan: Scan, tokens: TokenBytes, n_words: int) -> TokenSet:
     """`scan.inside` (bool over token rows) as a set of token ids (the scan and the tokens
     belong to one vocabulary)."""
-    with _inside_sets_lock:
+    with _weak_lock:
         found = _inside_sets.get(scan)
     if found is None:
         if scan.ends is not None:
@@ -816,8 +815,25 @@ def _inside_set(scan: Scan, tokens: TokenBytes, n_words: int) -> TokenSet:
             words = np.zeros(n_words, dtype=np.uint32)
             _scan.pack_rows(scan.inside.view(np.uint8), tokens.ids, words)
             found = TokenSet.from_words(words) or TokenSet.empty()
-        with _inside_sets_lock:
+        with _weak_lock:
             found = _inside_sets.setdefault(scan, found)
+    return found
+
+
+# automaton -> its `_pair_args`, as long as it lives
+_pair_tables: "weakref.WeakKeyDictionary[object, tuple]" = weakref.WeakKeyDictionary()
+
+
+def _pair_args(dfa) -> tuple:
+    """`dfa`'s arguments to the pair walks (`_scan.agree_depth`, `_scan.agree_bytes`): its
+    `_scan_table` with its byte runs after `accept` (made once per automaton: kin are
+    other grammars' terminals)."""
+    with _weak_lock:
+        found = _pair_tables.get(dfa)
+    if found is None:
+        dense, base, check, nxt, accept = _scan_table(dfa)
+        with _weak_lock:
+            found = _pair_tables.setdefault(dfa, (dense, base, check, nxt, accept, dfa.byte_runs))
     return found
 
 
