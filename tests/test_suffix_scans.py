@@ -46,8 +46,12 @@ def test_the_c_suffix_code_matches_its_python_oracle(r, prefix):
     from automata_reference import suffix_code
 
     d = from_regex(prefix + "(" + r + ")")
+    table = np.ascontiguousarray(d.trans, dtype=np.int32)
     for q in range(d.n_states):
         assert _core.suffix_code(d._runs, d.accept.view(np.uint8), q) == suffix_code(d, q)
+        # a table read once per byte run, or cell by cell: one code
+        assert _core.suffix_code(table, d.accept.view(np.uint8), q, d.byte_runs) == suffix_code(d, q)
+        assert _core.suffix_code(table, d.accept.view(np.uint8), q) == suffix_code(d, q)
         # suffix_key reads a dense table directly and a compact one through its runs: one key
         compact = DFA(CombTable.from_dense(np.asarray(d.trans)), d.accept)
         assert suffix_key(d, q) == suffix_key(compact, q)
@@ -63,6 +67,15 @@ def test_suffix_code_refuses_bad_input():
         _core.suffix_code([[(0, 5, 2)], []], accept, 0)
     with pytest.raises(ValueError, match=r"suffix_code: a run is not \(lo, hi, target\)"):
         _core.suffix_code([[(0, 5)], []], accept, 0)
+    table = np.zeros((2, 256), dtype=np.int32)
+    for runs in (b"\0" * 255, bytes(256) + b"\0"):
+        with pytest.raises(ValueError, match="^suffix_code: byte runs are 256 bytes, beside a table$"):
+            _core.suffix_code(table, accept, 0, runs)
+    with pytest.raises(ValueError, match="^suffix_code: byte runs are 256 bytes, beside a table$"):
+        _core.suffix_code([[], []], accept, 0, bytes(256))
+    table[0, 7] = 2  # a target past the states, read at the start of its run
+    with pytest.raises(ValueError, match="^suffix_code: a target out of range$"):
+        _core.suffix_code(table, accept, 0, bytes(7) + b"\1" + b"\2" * 248)
 
 
 def test_every_state_of_a_literal_has_its_own_language():

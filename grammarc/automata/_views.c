@@ -121,22 +121,46 @@ static int runs_of_list(PyObject *row, Py_ssize_t n, Runs *r)
     return 0;
 }
 
+/* A table row's runs read at the first byte of each of the DFA's byte runs (`starts`, k of
+ * them, ascending from 0: DFA.byte_runs, inside which every state treats all bytes alike),
+ * neighbouring ones with one target joined: runs_of_row's runs, in k reads, not 256. */
+static int runs_of_row_by(const i32 *row, const unsigned char *starts, int k, Py_ssize_t n, Runs *r)
+{
+    r->m = 0;
+    for (int j = 0; j < k;) {
+        i32 target = row[starts[j]];
+        int lo = starts[j];
+        while (++j < k && row[starts[j]] == target) {}
+        if (target < 0) continue;
+        if (target >= n) {
+            PyErr_SetString(PyExc_ValueError, "suffix_code: a target out of range");
+            return -1;
+        }
+        r->lo[r->m] = (unsigned char)lo; r->hi[r->m] = (unsigned char)((j < k ? starts[j] : 256) - 1);
+        r->target[r->m++] = target;
+    }
+    return 0;
+}
+
 /* The canonical code of the sub-automaton reachable from `state`, given a DFA's byte runs
  * (DFA._runs: per state a list of (lo, hi, target)) or its int32 [n, 256] byte table, and its
  * accept flags: states numbered breadth first, runs in byte order; per state its flag, its
  * run count (2 bytes) and each run as lo, hi (1 byte each) and the target's number (4 bytes,
- * little-endian). Both storages of one DFA give the same code. */
+ * little-endian). Both storages of one DFA give the same code. With a table, `byte_runs`
+ * (DFA.byte_runs: 256 run numbers, trusted to be runs every state treats alike, or None)
+ * lets each row be read once per run. */
 PyObject *py_suffix_code(PyObject *self, PyObject *args)
 {
     (void)self;
-    PyObject *runs, *o_acc, *out = NULL;
+    PyObject *runs, *o_acc, *o_byte_runs = Py_None, *out = NULL;
     Py_ssize_t state;
-    Py_buffer acc = {0}, table = {0};
+    Py_buffer acc = {0}, table = {0}, byte_runs = {0};
     i32 *number = NULL, *order = NULL;
-    unsigned char *buf = NULL;
+    unsigned char *buf = NULL, starts[256];
+    int k = 0;
     Runs *r = NULL;
     Py_ssize_t len = 0, cap = 256;
-    if (!PyArg_ParseTuple(args, "OOn", &runs, &o_acc, &state))
+    if (!PyArg_ParseTuple(args, "OOn|O", &runs, &o_acc, &state, &o_byte_runs))
         return NULL;
     int listed = PyList_Check(runs);
     Py_ssize_t n = listed ? PyList_GET_SIZE(runs) : get_byte_table(runs, &table, "suffix_code");
@@ -145,6 +169,16 @@ PyObject *py_suffix_code(PyObject *self, PyObject *args)
     if (buf_len(&acc) != n || state < 0 || state >= n) {
         PyErr_SetString(PyExc_ValueError, "suffix_code: state or accept out of range");
         goto done;
+    }
+    if (o_byte_runs != Py_None) {
+        if (get_buf(o_byte_runs, &byte_runs, 1, 0, "byte_runs") < 0) goto done;
+        if (buf_len(&byte_runs) != 256 || listed) {
+            PyErr_SetString(PyExc_ValueError, "suffix_code: byte runs are 256 bytes, beside a table");
+            goto done;
+        }
+        const unsigned char *b = byte_runs.buf;
+        for (int v = 0; v < 256; v++)
+            if (v == 0 || b[v] != b[v - 1]) starts[k++] = (unsigned char)v;
     }
     number = malloc(n * sizeof *number);
     order = malloc(n * sizeof *order);
@@ -155,11 +189,12 @@ PyObject *py_suffix_code(PyObject *self, PyObject *args)
     const unsigned char *accept = acc.buf;
     Py_ssize_t count = 1;
     order[0] = (i32)state; number[state] = 0;
-    for (Py_ssize_t k = 0; k < count; k++) {
-        int bad = listed ? runs_of_list(PyList_GET_ITEM(runs, order[k]), n, r)
-                         : runs_of_row((const i32 *)table.buf + (size_t)order[k] * 256, n, r, "suffix_code");
+    for (Py_ssize_t i = 0; i < count; i++) {
+        const i32 *row = listed ? NULL : (const i32 *)table.buf + (size_t)order[i] * 256;
+        int bad = listed ? runs_of_list(PyList_GET_ITEM(runs, order[i]), n, r)
+                         : k ? runs_of_row_by(row, starts, k, n, r) : runs_of_row(row, n, r, "suffix_code");
         if (bad) goto done;
-        unsigned char head[3] = {accept[order[k]] ? 'A' : 'N', (unsigned char)(r->m & 0xff),
+        unsigned char head[3] = {accept[order[i]] ? 'A' : 'N', (unsigned char)(r->m & 0xff),
                                  (unsigned char)(r->m >> 8)};
         if (put_bytes(&buf, &len, &cap, head, 3) < 0) goto done;
         for (int j = 0; j < r->m; j++) {
@@ -177,6 +212,7 @@ done:
     free(number); free(order); free(buf); free(r);
     if (table.obj) PyBuffer_Release(&table);
     if (acc.obj) PyBuffer_Release(&acc);
+    if (byte_runs.obj) PyBuffer_Release(&byte_runs);
     return out;
 }
 

@@ -14,6 +14,8 @@ languages. (For a DFA that is not minimal, equal keys still imply equal language
 from __future__ import annotations
 
 import hashlib
+import threading
+import weakref
 
 import numpy as np
 
@@ -25,8 +27,23 @@ def suffix_key(dfa: DFA, state: int) -> str:
     """A hex digest naming the language `dfa` accepts from `state` (the canonical code is
     built in C: `_core.suffix_code`; its Python oracle is tests/automata_reference.py).
 
-    A dense table is read as it is; only a compact one goes through the DFA's runs, whose
-    Python lists cost more than the code (and, made on a cold state, a garbage collection)."""
-    table = dfa.dense_table
-    code = _core.suffix_code(dfa._runs if table is None else table, dfa.accept.view(np.uint8), state)
-    return hashlib.blake2b(code, digest_size=20).hexdigest()
+    A dense table is read as it is, a row once per run of bytes its states treat alike
+    (`DFA.byte_runs`); only a compact one goes through the DFA's runs, whose Python lists
+    cost more than the code (and, made on a cold state, a garbage collection). Kept per
+    automaton while it lives: grammars that share a terminal's automaton (JSON's strings
+    and separators) ask for the same states' keys."""
+    with _lock:
+        keys = _keys.get(dfa)
+        if keys is None:
+            keys = _keys[dfa] = {}
+    found = keys.get(state)
+    if found is None:
+        table = dfa.dense_table
+        code = _core.suffix_code(dfa._runs if table is None else table, dfa.accept.view(np.uint8), state,
+                                 None if table is None else dfa.byte_runs)
+        found = keys.setdefault(state, hashlib.blake2b(code, digest_size=20).hexdigest())
+    return found
+
+
+_lock = threading.Lock()
+_keys: "weakref.WeakKeyDictionary[DFA, dict[int, str]]" = weakref.WeakKeyDictionary()  # automaton -> state -> key
