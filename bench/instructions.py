@@ -1,0 +1,94 @@
+"""MaskBench's cold protocol counted in instructions, for before/after figures this machine's
+noise does not blur.
+
+On a shared machine the same build's cold-path timings move by 10-25% between runs, more
+than most single changes; an instruction count moves by well under 0.1%. Run under
+callgrind with instrumentation off at start: the script switches it on for the measured
+schemas only (after the warm-up on other schemas, with the collector frozen, as
+maskbench.py's ``--no-fork`` does), so valgrind's total is the measured responses' work:
+schema -> grammar -> compiled -> first mask, then advance + mask per token.
+
+    valgrind --tool=callgrind --cache-sim=no --instr-atstart=no --callgrind-out-file=/tmp/cg.out \\
+        python bench/instructions.py --schemas 30
+    callgrind_annotate /tmp/cg.out.1 | head -40          # where they went, by C function
+
+``Collected :`` in valgrind's report is the figure. Instruction counts are not time (a
+memory-bound loop costs more per instruction than the interpreter does), so read them with
+a timed run beside. Compare revisions as bench/README.md says (each installed on its own);
+the script re-executes itself with ``PYTHONHASHSEED=0``, so that runs hash alike. Outside valgrind the switches do nothing and the script
+just runs the protocol. The switches are valgrind's client requests, compiled on first use
+with the machine's C compiler (needs ``valgrind/callgrind.h``; without it, or without a
+compiler, the whole run is counted and the script says so).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import gc
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import maskbench as mb  # noqa: E402  (bench/ is not a package)
+
+SWITCHES = r"""
+#include <valgrind/callgrind.h>
+void measure_on(void) { CALLGRIND_ZERO_STATS; CALLGRIND_START_INSTRUMENTATION; }
+void measure_off(void) { CALLGRIND_STOP_INSTRUMENTATION; CALLGRIND_DUMP_STATS; }
+"""
+
+
+def switches() -> tuple:
+    """(on, off): callgrind's client requests, or no-ops where they cannot be built."""
+    folder = Path(tempfile.mkdtemp(prefix="grammarc-instructions-"))
+    source, library = folder / "switches.c", folder / "switches.so"
+    source.write_text(SWITCHES)
+    try:
+        subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-o", str(library), str(source)], check=True,
+                       capture_output=True)
+    except (OSError, subprocess.CalledProcessError) as error:
+        print(f"instructions: no callgrind switches ({error}); the whole run is counted", file=sys.stderr)
+        return (lambda: None), (lambda: None)
+    lib = ctypes.CDLL(str(library))
+    return lib.measure_on, lib.measure_off
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, default=mb.DATA)
+    parser.add_argument("--schemas", type=int, default=30, help="never-seen schemas measured (default 30)")
+    parser.add_argument("--warmup", type=int, default=10, help="other schemas warmed up on first (default 10)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--vocab", choices=sorted(mb.ml.VOCABS), default="llama3")
+    parser.add_argument("--layout", choices=sorted(mb.GRAMMARC_OPTIONS), default="flexible")
+    args = parser.parse_args()
+    if os.environ.get("PYTHONHASHSEED") != "0":  # one hash seed: string hashes steer dict layouts
+        os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, "PYTHONHASHSEED": "0"})
+    os.environ.setdefault("GRAMMARC_CACHE_DIR", tempfile.mkdtemp(prefix="grammarc-instructions-cache-"))
+    cases = mb.load_cases(args.data)
+    measured, warm = mb.cold_split(cases, args.schemas, args.warmup, args.seed)
+    vocab, encode = mb.ml.VOCABS[args.vocab]()
+    text = mb.COLD_TEXT[args.layout]
+    ids = {case.name: encode(json.dumps(case.valid_instance(), ensure_ascii=False, **text))
+           for case in warm + measured}
+    on, off = switches()
+    for case in warm:
+        mb.respond_grammarc(case, ids[case.name], vocab, args.layout)
+    gc.collect()
+    gc.freeze()  # the warm state is old, as in a server that has run a while
+    statuses = []
+    on()
+    for case in measured:
+        statuses.append(mb.respond_grammarc(case, ids[case.name], vocab, args.layout).status)
+    off()
+    print(f"measured {len(measured)} schemas after {len(warm)} others ({statuses.count('ok')} answered in full)")
+
+
+if __name__ == "__main__":
+    main()
