@@ -15,10 +15,11 @@ schema -> grammar -> compiled -> first mask, then advance + mask per token.
 ``Collected :`` in valgrind's report is the figure. Instruction counts are not time (a
 memory-bound loop costs more per instruction than the interpreter does), so read them with
 a timed run beside. Compare revisions as bench/README.md says (each installed on its own);
-the script re-executes itself with ``PYTHONHASHSEED=0``, so that runs hash alike. Outside valgrind the switches do nothing and the script
-just runs the protocol. The switches are valgrind's client requests, compiled on first use
-with the machine's C compiler (needs ``valgrind/callgrind.h``; without it, or without a
-compiler, the whole run is counted and the script says so).
+the script re-executes itself with ``PYTHONHASHSEED=0``, so that runs hash alike. Outside
+valgrind the switches do nothing and the script just runs the protocol. The switches are
+valgrind's client requests, compiled on first use with the machine's C compiler (needs
+``valgrind/callgrind.h``; without it, or without a compiler, the whole run is counted and
+the script says so).
 """
 
 from __future__ import annotations

@@ -483,7 +483,8 @@ def test_agree_bytes_gives_up_past_its_pair_limit_and_refuses_bad_states():
     assert _parting(counter, accept, 0, loop, accept_loop, 0, False, max_pairs=n - 2) is None
     for q, p, limit in ((n, 0, 5), (0, 1, 5), (0, 0, 0)):
         with pytest.raises(ValueError, match="^agree_bytes: a state or the pair limit is out of range$"):
-            _scan.agree_bytes(counter, b"", b"", b"", accept, b"", q, loop, b"", b"", b"", accept_loop, b"", p, limit, 16)
+            _scan.agree_bytes(counter, b"", b"", b"", accept, b"", q, loop, b"", b"", b"", accept_loop, b"", p, limit,
+                              16)
     with pytest.raises(ValueError, match="^agree_bytes: inconsistent array sizes$"):
         _scan.agree_bytes(counter, b"", b"", b"", accept_loop, b"", 0, loop, b"", b"", b"", accept_loop, b"", 0, 5, 16)
     with pytest.raises(ValueError, match="^agree_bytes: the parting limit is out of range$"):

@@ -211,7 +211,8 @@ def test_scans_read_off_a_neighbour_equal_brute_force_scans(grammar, enough, mos
             assert np.flatnonzero(scan.inside).tolist() == sorted(ends), (t, q)
             assert list(zip(scan.split_rows.tolist(), scan.split_pos.tolist())) == sorted(splits), (t, q)
             inside = index_module._inside_set(scan, index.tokens, index.n_words)  # edited from the neighbour's
-            assert inside.ids().tolist() == sorted(index.token_ids[np.array(sorted(ends), dtype=np.intp)].tolist()), (t, q)
+            ids = index.token_ids[np.array(sorted(ends), dtype=np.intp)]
+            assert inside.ids().tolist() == sorted(ids.tolist()), (t, q)
     assert sum(found is not None for found in near) >= 5  # the counters' states were read off their neighbours
 
 
@@ -257,7 +258,8 @@ def test_scans_read_off_a_kin_equal_brute_force_scans(body, tails, most_parting)
                     assert np.flatnonzero(scan.inside).tolist() == sorted(ends), (t, q)
                     assert list(zip(scan.split_rows.tolist(), scan.split_pos.tolist())) == sorted(splits), (t, q)
                     inside = index_module._inside_set(scan, index.tokens, index.n_words)  # edited from the kin's
-                    assert inside.ids().tolist() == sorted(index.token_ids[np.array(sorted(ends), dtype=np.intp)].tolist()), (t, q)
+                    ids = index.token_ids[np.array(sorted(ends), dtype=np.intp)]
+            assert inside.ids().tolist() == sorted(ids.tolist()), (t, q)
     assert any(found is not None for found in read_off)  # the second terminal's body read the first's
 
 

@@ -315,6 +315,19 @@ done:
     return result;
 }
 
+/* The `pack_ids` TokenSet of ids[r] (int32 per row) for the rows a walk ended inside
+ * (out[0]), or None when none did; NULL with an error set. */
+static PyObject *packed_ends(const Walk *w, const int32_t *id, Py_ssize_t n_words) {
+    Py_ssize_t n = w->out[0].len;
+    if (!n) return Py_NewRef(Py_None);
+    int64_t *ends = malloc((size_t)n * sizeof(int64_t));
+    if (!ends) return PyErr_NoMemory();
+    for (Py_ssize_t j = 0; j < n; j++) ends[j] = id[w->out[0].data[j]];
+    PyObject *packed = packed_ids(ends, n, n_words);
+    free(ends);
+    return packed;
+}
+
 /* The rows of the ranges [a[i], b[i]) (i < k, each checked to lie in the rows), each walked
  * from byte `start` (`walk_shared`, resuming from the row before where `common` says the two
  * share bytes, stepping over the rows `next` says end alike); 0, OUT_OF_MEMORY or
@@ -436,7 +449,6 @@ static PyObject *scan_state(PyObject *self, PyObject *args) {
     Py_ssize_t q, most, n_words;
     Walk w = {0};
     Path h = {0};
-    int64_t *end_ids = NULL;
     if (!PyArg_ParseTuple(args, "Oy*y*y*y*y*y*y*y*y*y*y*y*y*nnn", &trans_obj, &c.base, &c.check, &c.next, &c.accept,
                           &c.data, &c.offsets, &c.lengths, &c.sets, &c.kinds, &shared, &skip, &ids, &starts, &q,
                           &most, &n_words))
@@ -479,22 +491,11 @@ static PyObject *scan_state(PyObject *self, PyObject *args) {
         else PyErr_NoMemory();
         goto done;
     }
-    Py_ssize_t n_ends = w.out[0].len;
-    if (n_ends) {
-        const int32_t *id = ids.buf;
-        if (!(end_ids = malloc((size_t)n_ends * sizeof(int64_t)))) {
-            PyErr_NoMemory();
-            goto done;
-        }
-        for (Py_ssize_t j = 0; j < n_ends; j++) end_ids[j] = id[w.out[0].data[j]];
-        if (!(packed = packed_ids(end_ids, n_ends, n_words))) goto done;
-    } else
-        packed = Py_NewRef(Py_None);
+    if (!(packed = packed_ends(&w, ids.buf, n_words))) goto done;
     result = Py_BuildValue("(NNNN)", packed, vec_bytes(&w.out[0]), vec_bytes(&w.out[2]), vec_bytes(&w.out[3]));
     packed = NULL;
 done:
     Py_XDECREF(packed);
-    free(end_ids);
     for (int i = 0; i < 4; i++) free(w.out[i].data);
     free(h.state), free(h.accepting);
     release_common(&c);
@@ -517,7 +518,6 @@ static PyObject *scan_part(PyObject *self, PyObject *args) {
     Py_buffer ids = {0}, rows = {0}, pos = {0}, picks = {0};
     Py_ssize_t n_words;
     Walk w = {0};
-    int64_t *end_ids = NULL;
     if (!PyArg_ParseTuple(args, "Oy*y*y*y*y*y*y*y*y*y*y*y*On", &trans_obj, &c.base, &c.check, &c.next, &c.accept,
                           &c.data, &c.offsets, &c.lengths, &c.sets, &c.kinds, &ids, &rows, &pos, &picks_obj, &n_words))
         return NULL;
@@ -553,22 +553,11 @@ static PyObject *scan_part(PyObject *self, PyObject *args) {
         PyErr_NoMemory();
         goto done;
     }
-    Py_ssize_t n_ends = w.out[0].len;
-    if (n_ends) {
-        const int32_t *id = ids.buf;
-        if (!(end_ids = malloc((size_t)n_ends * sizeof(int64_t)))) {
-            PyErr_NoMemory();
-            goto done;
-        }
-        for (Py_ssize_t j = 0; j < n_ends; j++) end_ids[j] = id[w.out[0].data[j]];
-        if (!(packed = packed_ids(end_ids, n_ends, n_words))) goto done;
-    } else
-        packed = Py_NewRef(Py_None);
+    if (!(packed = packed_ends(&w, ids.buf, n_words))) goto done;
     result = Py_BuildValue("(NNN)", packed, vec_bytes(&w.out[2]), vec_bytes(&w.out[3]));
     packed = NULL;
 done:
     Py_XDECREF(packed);
-    free(end_ids);
     for (int i = 0; i < 4; i++) free(w.out[i].data);
     release_common(&c);
     PyBuffer_Release(&ids), PyBuffer_Release(&rows), PyBuffer_Release(&pos), PyBuffer_Release(&picks);

@@ -34,8 +34,8 @@ from grammarc.lowering.lr import Bnf
 from grammarc.tokens import _scan, kin, memo
 from grammarc.tokens.memo import Memo
 from grammarc.tokens.rows import TokenBytes, first_byte_starts, joined, token_bytes
-from grammarc.tokens.suffixes import ByByte, Suffixes, shared
 from grammarc.tokens.scan_cache import AFTER_FIRST_BYTE, FROM_START, Scan, TerminalScans, terminal_scans
+from grammarc.tokens.suffixes import ByByte, Suffixes, shared
 from grammarc.tokens.vocabulary import Vocabulary
 
 
@@ -586,8 +586,8 @@ class TokenIndex:
 
     def _scan_near(self, t: int, q: int, candidates: list[tuple[tuple, int, Scan]], *, by_bytes: bool) -> Scan | None:
         """The scan from `q` read off that of a candidate state `p` (its DFA's `_pair_args`,
-        `p`, its scan) that walks every token of some rows as `q` does: the tokens of up to d bytes
-        when the two behave alike on every string that long (`_scan.agree_depth`), or, with
+        `p`, its scan) that walks every token of some rows as `q` does: the tokens of up to d
+        bytes when the two behave alike on every string that long (`_scan.agree_depth`), or, with
         `by_bytes`, the tokens without a byte on which the two part (`_scan.agree_bytes`);
         only the other rows are walked. A length counter's state after k characters (new to
         every grammar, met once, ~2-4 ms to scan whole) agrees so with the counter's state a
@@ -698,7 +698,7 @@ class TokenIndex:
 
     def _first_byte_ranges(self, row: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The runs of token rows whose first byte a DFA state takes, given its transitions
-        `row` (`_joined` ranges)."""
+        `row` (`joined` ranges)."""
         starts = first_byte_starts(self.vocab, self.tokens)
         live = np.flatnonzero(row >= 0)
         return joined(starts[live], starts[live + 1])
