@@ -15,7 +15,7 @@ import grammarc
 from grammarc import Vocabulary
 from grammarc.engine import Engine
 from grammarc.runtime.recognizer import Recognizer
-from grammarc.tokens import index, suffixes
+from grammarc.tokens import index, kin, scan_cache, suffixes
 from grammarc.tokens.rows import token_bytes
 from grammarc.tokens.scan_cache import Scan
 
@@ -88,7 +88,9 @@ def test_grammars_with_one_terminal_walk_its_part_once_over_shared_suffixes():
 
     separators = []
     with mock.patch.object(index, "BUCKETED_ROWS", 0), mock.patch.object(index, "PERSIST_MIN_ROWS", 0), \
-            mock.patch.object(suffixes.Suffixes, "part", spied):
+            mock.patch.object(suffixes.Suffixes, "part", spied), \
+            mock.patch.object(scan_cache, "_registry", scan_cache.ScanRegistry()), \
+            mock.patch.object(kin, "KIN", kin.Kin()):  # no scans from other tests
         for grammar, text in zip(grammars, ("[a ,a ,", "(a ,b ,")):
             engine, recognizer = Engine(grammar, VOCAB), Recognizer(grammar.compile())
             separators.append(next(t.dfa for t in engine.index.terminals if t.name == "sep"))
