@@ -35,7 +35,7 @@ from grammarc.tokens import _scan, kin, memo
 from grammarc.tokens.memo import Memo
 from grammarc.tokens.rows import TokenBytes, first_byte_starts, joined, token_bytes
 from grammarc.tokens.scan_cache import AFTER_FIRST_BYTE, FROM_START, Scan, TerminalScans, terminal_scans
-from grammarc.tokens.suffixes import ByByte, Suffixes, shared
+from grammarc.tokens.suffixes import Suffixes, shared
 from grammarc.tokens.vocabulary import Vocabulary
 
 
@@ -213,42 +213,27 @@ _NO_PART: "tuple[TokenSet | None, Tree | None]" = (None, None)
 
 
 class _Level:
-    """What a tree's parts are made from: the token suffixes ``(rows[i], pos[i])`` that
-    start right after terminal `previous`, and the index that scans them.
+    """What a tree's parts are made from: the token suffixes that start right after
+    terminal `previous` (`Suffixes`: their next bytes and buckets made once), and the index
+    that scans them.
 
-    A big root level (`BUCKETED_ROWS`) reads its suffixes through the process's `Suffixes`
-    of them (`shared`): a few sets that every grammar's trees meet (a space-led token after
-    its space), bucketed and partly walked once. Another level keeps its arrays until every
-    candidate's part is made (most never are), or, when that big, is made whole on its first
-    read, each terminal from the suffixes of its opening bytes (`ByByte`), and then dropped
-    (its arrays would outweigh the parts never read)."""
+    A big root level (`BUCKETED_ROWS`) reads the process's `Suffixes` of them (`shared`): a
+    few sets that every grammar's trees meet (a space-led token after its space), bucketed
+    and partly walked once. Another level has suffixes of its own, kept until every
+    candidate's part is made (most never are), or, when that big, made whole on its first
+    read, each terminal from the suffixes of its opening bytes, and then dropped (its
+    arrays would outweigh the parts never read)."""
 
-    __slots__ = ("_index", "previous", "rows", "pos", "shared", "_next_byte", "_counts")
+    __slots__ = ("_index", "previous", "suffixes", "shared")
 
-    def __init__(self, index: "TokenIndex", previous: int, rows: np.ndarray, pos: np.ndarray,
-                 shared: Suffixes | None = None):
+    def __init__(self, index: "TokenIndex", previous: int, suffixes: Suffixes, shared: bool):
         self._index = weakref.ref(index)  # trees are held by their index: no cycle back to it
-        self.previous, self.rows, self.pos, self.shared = previous, rows, pos, shared
-        self._next_byte: np.ndarray | None = None
-        self._counts: np.ndarray | None = None  # int64 [256]: how many suffixes each byte starts
-
-    def next_bytes(self, index: "TokenIndex") -> tuple[np.ndarray, np.ndarray]:
-        """(each suffix's next byte, how many suffixes each byte value starts)."""
-        # Each (row, pos) comes once (one scan makes it) and pos < the token's length (a
-        # split is strictly inside the token), so the next byte is there to look at.
-        if self.shared is not None:
-            return self.shared.next_bytes()
-        if self._next_byte is None:
-            tokens = index.tokens
-            found, counts = _scan.next_bytes(tokens.data, tokens.offsets, tokens.lengths, self.rows, self.pos)
-            self._counts = np.frombuffer(counts, dtype=np.int64)
-            self._next_byte = np.frombuffer(found, dtype=np.uint8)
-        return self._next_byte, self._counts
+        self.previous, self.suffixes, self.shared = previous, suffixes, shared
 
     def candidates(self) -> frozenset[int]:
         index = self._index()
         with index._build_lock:  # `_starting` fills the index's memo
-            _, counts = self.next_bytes(index)
+            _, counts = self.suffixes.next_bytes()
             return index._starting(self.previous, counts > 0)
 
     def part(self, tree: Tree, u: int) -> "tuple[TokenSet | None, Tree | None]":
@@ -256,18 +241,16 @@ class _Level:
         with index._build_lock:
             found = tree._parts.get(u)
             if found is None:
-                if self.shared is not None:
-                    found = index._tree_part(self, u, self.shared.taking(index._openers[u]))
+                suffixes = self.suffixes
+                if self.shared:
+                    found = index._tree_part(self, u, suffixes.taking(index._openers[u]))
                     tree._publish(u, found)
-                    return found
-                next_byte, counts = self.next_bytes(index)
-                if len(next_byte) < BUCKETED_ROWS:
-                    found = index._tree_part(self, u, None)
+                elif len(suffixes.rows) < BUCKETED_ROWS:
+                    found = index._tree_part(self, u, None)  # the walk picks by next byte
                     tree._publish(u, found)
                 else:
-                    by_byte = ByByte(next_byte, counts)
                     for v in sorted(tree.candidates - tree._parts.keys()):
-                        tree._publish(v, index._tree_part(self, v, by_byte.taking(index._openers[v])))
+                        tree._publish(v, index._tree_part(self, v, suffixes.taking(index._openers[v])))
                     found = tree._parts[u]
         return found
 
@@ -739,9 +722,8 @@ class TokenIndex:
         if not len(rows):
             return Tree()
         if scan is not None and len(rows) >= BUCKETED_ROWS:
-            suffixes = shared(scan, self.tokens)
-            return Tree(_Level(self, previous, suffixes.rows, suffixes.pos, suffixes))
-        return Tree(_Level(self, previous, rows, pos))
+            return Tree(_Level(self, previous, shared(scan, self.tokens), True))
+        return Tree(_Level(self, previous, Suffixes(self.tokens, rows, pos), False))
 
     def _starting(self, previous: int, present: np.ndarray) -> frozenset[int]:
         """The terminals after `previous` that can start with a byte of `present` (bool
@@ -762,23 +744,21 @@ class TokenIndex:
         """The part of terminal `u` in the tree over `level`: its suffixes at `starts` (those
         whose next byte opens `u`; None: found in the walk), scanned from `u`'s start
         (called under the build lock)."""
-        limit = self.terminals[u].token_limit
+        limit, suffixes = self.terminals[u].token_limit, level.suffixes
         if limit is None:
             def walked():  # pick, walk and pack in one call (`_scan.scan_part`)
                 vocab = self.tokens
                 packed, rows, pos = _scan.scan_part(
                     *self._table(u), vocab.data, vocab.offsets, vocab.lengths, vocab.sets, vocab.kinds, vocab.ids,
-                    level.rows, level.pos, None if starts is None else np.asarray(starts, dtype=np.int64),
+                    suffixes.rows, suffixes.pos, None if starts is None else np.asarray(starts, dtype=np.int64),
                     self.n_words)
                 return (None if packed is None else TokenSet._of_packed(packed),
                         np.frombuffer(rows, dtype=np.int32), np.frombuffer(pos, dtype=np.int32))
-            shared_suffixes = level.shared
-            tokens, split_rows, split_pos = walked() if shared_suffixes is None else \
-                shared_suffixes.part(self.terminals[u].dfa, walked)
+            tokens, split_rows, split_pos = suffixes.part(self.terminals[u].dfa, walked) if level.shared else walked()
         else:  # the token spends one of `u`'s budget: the rest must finish it
             if starts is None:
-                starts = np.flatnonzero(self._openers[u][level.next_bytes(self)[0]])
-            end_rows, end_states, split_rows, split_pos = self._scan(u, level.rows[starts], level.pos[starts], 0)
+                starts = np.flatnonzero(self._openers[u][suffixes.next_bytes()[0]])
+            end_rows, end_states, split_rows, split_pos = self._scan(u, suffixes.rows[starts], suffixes.pos[starts], 0)
             finish = [self.can_finish(u, int(s), limit - 1) for s in end_states.tolist()]
             end_rows = end_rows[np.array(finish, dtype=bool)] if len(end_rows) else end_rows
             tokens = TokenSet.of(self.token_ids[end_rows], self.n_words) if len(end_rows) else None
@@ -792,7 +772,8 @@ STARTING_MEMO_LIMIT = 4096
 
 # A tree's root level over at least this many token suffixes reads them through the
 # process's shared `Suffixes`; another level that big is made whole on first read, picking
-# each next terminal's suffixes by their next byte (`ByByte`), and then let go (`_Level`).
+# each next terminal's suffixes by their next byte (`Suffixes.taking`), and then let go
+# (`_Level`).
 BUCKETED_ROWS = 1024
 
 
@@ -805,16 +786,14 @@ _weak_lock = threading.Lock()  # guards the module's weak tables (inside sets, p
 
 def _inside_set(scan: Scan, tokens: TokenBytes, n_words: int) -> TokenSet:
     """`scan.inside` (bool over token rows) as a set of token ids (the scan and the tokens
-    belong to one vocabulary)."""
+    belong to one vocabulary). A narrow scan's set is made with it (`_scan_narrow`), and a
+    scan read off another's is edited from that one's (`_scan_near`)."""
     with _weak_lock:
         found = _inside_sets.get(scan)
     if found is None:
-        if scan.ends is not None:
-            found = TokenSet.of(tokens.ids[scan.ends], n_words)
-        else:
-            words = np.zeros(n_words, dtype=np.uint32)
-            _scan.pack_rows(scan.inside.view(np.uint8), tokens.ids, words)
-            found = TokenSet.from_words(words) or TokenSet.empty()
+        words = np.zeros(n_words, dtype=np.uint32)
+        _scan.pack_rows(scan.inside.view(np.uint8), tokens.ids, words)
+        found = TokenSet.from_words(words) or TokenSet.empty()
         with _weak_lock:
             found = _inside_sets.setdefault(scan, found)
     return found

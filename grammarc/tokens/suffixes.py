@@ -15,7 +15,8 @@ terminals' parts at once, because its arrays were too big to keep for the parts 
 bytes takes are gathered once (an object's keys all open at the quote); and a terminal's
 part is walked once per terminal automaton (`part`: shared by every grammar whose
 terminal is the same automaton, such as JSON's separators and values). Levels over a
-`Suffixes` make their parts one at a time, when read, as small levels do.
+shared `Suffixes` make their parts one at a time, when read, as small levels do; every
+other level has a `Suffixes` of its own (its next bytes and buckets, made once).
 """
 
 from __future__ import annotations
@@ -36,8 +37,9 @@ __all__ = ["ByByte", "Suffixes", "shared"]
 class Suffixes:
     """Token suffixes ``(rows[i], pos[i])`` (read-only int32 arrays, each suffix once, every
     `pos` strictly inside its token) with what levels over them read: next bytes, buckets,
-    the suffixes each set of opening bytes takes, and parts by terminal automaton. Made on
-    first use and published once (threads that race compute twice and keep the first)."""
+    the suffixes each set of opening bytes takes, and parts by terminal automaton (`part`:
+    only for shared ones, whose levels read it). Made on first use and published once
+    (threads that race compute twice and keep the first)."""
 
     __slots__ = ("rows", "pos", "_tokens", "_next", "_by_byte", "_taken", "_parts", "__weakref__")
 
