@@ -8,14 +8,15 @@ schemas only (after the warm-up on other schemas, with the collector frozen, as
 maskbench.py's ``--no-fork`` does), so valgrind's total is the measured responses' work:
 schema -> grammar -> compiled -> first mask, then advance + mask per token.
 
-    valgrind --tool=callgrind --cache-sim=no --instr-atstart=no --callgrind-out-file=/tmp/cg.out \\
-        python bench/instructions.py --schemas 30
+    PYTHONHASHSEED=0 valgrind --tool=callgrind --cache-sim=no --instr-atstart=no \\
+        --callgrind-out-file=/tmp/cg.out python bench/instructions.py --schemas 30
     callgrind_annotate /tmp/cg.out.1 | head -40          # where they went, by C function
 
 ``Collected :`` in valgrind's report is the figure. Instruction counts are not time (a
 memory-bound loop costs more per instruction than the interpreter does), so read them with
-a timed run beside. Compare revisions as bench/README.md says (each installed on its own);
-the script re-executes itself with ``PYTHONHASHSEED=0``, so that runs hash alike. Outside
+a timed run beside. Compare revisions as bench/README.md says (each installed on its own),
+with ``PYTHONHASHSEED=0`` so that the runs hash alike (the script says so when it is not
+set; re-executing itself would leave valgrind behind). Outside
 valgrind the switches do nothing and the script just runs the protocol. The switches are
 valgrind's client requests, compiled on first use with the machine's C compiler (needs
 ``valgrind/callgrind.h``; without it, or without a compiler, the whole run is counted and
@@ -69,8 +70,9 @@ def main() -> None:
     parser.add_argument("--vocab", choices=sorted(mb.ml.VOCABS), default="llama3")
     parser.add_argument("--layout", choices=sorted(mb.GRAMMARC_OPTIONS), default="flexible")
     args = parser.parse_args()
-    if os.environ.get("PYTHONHASHSEED") != "0":  # one hash seed: string hashes steer dict layouts
-        os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, "PYTHONHASHSEED": "0"})
+    if os.environ.get("PYTHONHASHSEED") != "0":  # string hashes steer dict layouts (not re-executed
+        # with it set: valgrind would not follow the new process)
+        print("instructions: set PYTHONHASHSEED=0, or two runs hash apart", file=sys.stderr)
     os.environ.setdefault("GRAMMARC_CACHE_DIR", tempfile.mkdtemp(prefix="grammarc-instructions-cache-"))
     cases = mb.load_cases(args.data)
     measured, warm = mb.cold_split(cases, args.schemas, args.warmup, args.seed)

@@ -50,8 +50,8 @@ class Suffixes:
         self._by_byte: ByByte | None = None
         self._taken: dict[bytes, np.ndarray] = {}
         # terminal automaton -> its part (tokens, split rows, split positions): weakly, so a
-        # grammar's own terminals (its keys) go with it
-        self._parts: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        # grammar's own terminals (its keys) go with it; made on the first part (shared only)
+        self._parts: weakref.WeakKeyDictionary | None = None
 
     def next_bytes(self) -> tuple[np.ndarray, np.ndarray]:
         """(each suffix's next byte, how many suffixes each byte value starts: int64 [256])."""
@@ -84,6 +84,8 @@ class Suffixes:
         """The part of the terminal whose automaton is `dfa` over these suffixes, made by
         `make` the first time (the same automaton walks the same suffixes alike)."""
         with _lock:
+            if self._parts is None:
+                self._parts = weakref.WeakKeyDictionary()
             found = self._parts.get(dfa)
         if found is None:
             found = make()
