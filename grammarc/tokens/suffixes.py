@@ -39,7 +39,7 @@ class Suffixes:
     `pos` strictly inside its token) with what levels over them read: next bytes, buckets,
     the suffixes each set of opening bytes takes, and parts by terminal automaton (`part`:
     only for shared ones, whose levels read it). Made on first use and published once
-    (threads that race compute twice and keep the first)."""
+    (threads that race compute equal values twice; one is kept)."""
 
     __slots__ = ("rows", "pos", "_tokens", "_next", "_by_byte", "_taken", "_parts", "__weakref__")
 
@@ -59,9 +59,8 @@ class Suffixes:
         if found is None:
             tokens = self._tokens
             next_byte, counts = _scan.next_bytes(tokens.data, tokens.offsets, tokens.lengths, self.rows, self.pos)
-            found = np.frombuffer(next_byte, dtype=np.uint8), np.frombuffer(counts, dtype=np.int64)
-            with _lock:
-                found = self._next = self._next or found
+            # one assignment publishes it (racing threads make equal arrays; one is kept)
+            found = self._next = np.frombuffer(next_byte, dtype=np.uint8), np.frombuffer(counts, dtype=np.int64)
         return found
 
     def taking(self, opens: np.ndarray) -> np.ndarray:
