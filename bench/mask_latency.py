@@ -503,8 +503,9 @@ def _tree_bytes(tree, seen: set[int]) -> int:
     """What a token tree holds as made so far (reading `open` would make the rest): its
     parts, and the level's arrays while some part is still to be made."""
     total = sys.getsizeof(tree._parts)
-    if tree._source is not None:
-        total += sum(_array_bytes(getattr(tree._source, name), seen) for name in ("rows", "pos"))
+    if tree._source is not None:  # a level's suffixes (a shared set is counted once)
+        suffixes = tree._source.suffixes
+        total += _array_bytes(suffixes.rows, seen) + _array_bytes(suffixes.pos, seen)
     for tokens, child in tree._parts.values():
         total += _array_bytes(tokens, seen) + (0 if child is None else _tree_bytes(child, seen))
     return total
