@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from grammarc.allocation import gc_paused
@@ -195,14 +196,14 @@ class _Lowering:
     def add(self, nt: int, rhs: tuple[Sym, ...]) -> None:
         self.productions.append((nt, rhs))
 
-    def terminal(self, name: str, dfa: DFA, *, any_token: bool = False, token_limit: int | None = None) -> int:
+    def terminal(self, name: Name, dfa: DFA, *, any_token: bool = False, token_limit: int | None = None) -> int:
         key = (dfa.key, any_token, token_limit)
         if key not in self._terminal_ids:
             self._terminal_ids[key] = len(self.terminals)
-            self.terminals.append(Terminal(name, dfa, any_token, token_limit))
+            self.terminals.append(Terminal(_named(name), dfa, any_token, token_limit))
         return self._terminal_ids[key]
 
-    def terminal_symbols(self, dfa: DFA, name: str) -> tuple[Sym, ...]:
+    def terminal_symbols(self, dfa: DFA, name: Name) -> tuple[Sym, ...]:
         """Symbols for a regular language: ``T``, or ``(T⁺ | ε)`` when it contains ε."""
         if not dfa.accepts_empty:
             return (self.terminal(name, dfa),)
@@ -213,7 +214,7 @@ class _Lowering:
             return ()
         t = self.terminal(name, plus)
         if t not in self._nullable_wrappers:
-            nt = self.new_nonterminal(f"{name}?")
+            nt = self.new_nonterminal(f"{_named(name)}?")
             self.add(nt, (t,))
             self.add(nt, ())
             self._nullable_wrappers[t] = nt
@@ -234,11 +235,11 @@ class _Lowering:
         """A sequence of symbols deriving exactly the language of `expr`."""
         if self.is_regular(expr) and not isinstance(expr, (*_TEXT_LEAVES, Except)):
             if (dfa := self.merged(expr)) is not None:
-                return self.terminal_symbols(dfa, _describe(expr, rule))
+                return self.terminal_symbols(dfa, functools.partial(_describe, expr, rule))
         if isinstance(expr, _TEXT_LEAVES) or (isinstance(expr, Except) and expr.limit is None):
-            return self.terminal_symbols(self.atomic(expr), _describe(expr, rule))
+            return self.terminal_symbols(self.atomic(expr), functools.partial(_describe, expr, rule))
         if isinstance(expr, Except):
-            return (self.terminal(_describe(expr, rule), self.atomic(expr), token_limit=expr.limit),)
+            return (self.terminal(functools.partial(_describe, expr, rule), self.atomic(expr), token_limit=expr.limit),)
         if isinstance(expr, AnyToken):
             return (self.terminal("any!", automata.any_bytes(), any_token=True),)
         if isinstance(expr, Ref):
@@ -313,7 +314,7 @@ class _Lowering:
         def flush() -> None:
             for chunk in self._chunks(tuple(run)):
                 if len(chunk) > 1 and (dfa := self.merged(Seq(chunk))) is not None:
-                    out.extend(self.terminal_symbols(dfa, _describe(Seq(chunk), rule)))
+                    out.extend(self.terminal_symbols(dfa, functools.partial(_describe, Seq(chunk), rule)))
                 else:
                     for item in chunk:
                         out.extend(self.symbols(item, rule))
@@ -653,6 +654,16 @@ def _regular_rules(grammar: Grammar) -> list[str]:
             regular.add(name)
             order.append(name)
     return order
+
+
+# A terminal's name, or how to make it: most symbols a lowering asks for are terminals it
+# already has (JSON's separators and values, once per use), so describing each (printing
+# its expression) is put off until a new terminal needs the name.
+Name = str | Callable[[], str]
+
+
+def _named(name: Name) -> str:
+    return name if isinstance(name, str) else name()
 
 
 def _describe(expr: Expr, rule: str) -> str:
