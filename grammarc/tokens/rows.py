@@ -71,7 +71,9 @@ class TokenBytes:
     shared: np.ndarray  # uint8: the bytes row r has in common with row r - 1 (at most 255; see `common_prefixes`)
     skip: np.ndarray  # int32: the next row whose `shared` is smaller (`grammarc.tokens._scan.next_smaller`)
     kinds: np.ndarray  # uint16: the groups of bytes each row holds (`grammarc.tokens._scan.row_kinds`)
-    _holding: list = field(default_factory=list, repr=False)  # [`rows_by_byte`] once `holding` made it
+    # `rows_by_byte`: the rows holding byte b are by_byte[by_byte_starts[b]:by_byte_starts[b + 1]]
+    by_byte: np.ndarray = field(repr=False)  # int32
+    by_byte_starts: np.ndarray = field(repr=False)  # int64 [257]
 
     @property
     def longest(self) -> int:
@@ -82,12 +84,8 @@ class TokenBytes:
         return self.by_length[: self.longer[max(0, min(d, self.longest))]]
 
     def holding(self, byte: int) -> np.ndarray:
-        """The rows that hold `byte` (ascending int32). Made for every byte at once on first
-        use (Llama-3: ~6 ms, 2.8 MB)."""
-        if not self._holding:  # two threads may both make it: the first is read
-            self._holding.append(rows_by_byte(self.data, self.offsets, self.lengths))
-        rows, starts = self._holding[0]
-        return rows[starts[byte]:starts[byte + 1]]
+        """The rows that hold `byte` (ascending int32)."""
+        return self.by_byte[self.by_byte_starts[byte]:self.by_byte_starts[byte + 1]]
 
     def depth_leaving(self, share: float) -> int:
         """The least d such that at most `share` of the rows are longer than d bytes (past
@@ -115,10 +113,13 @@ def token_bytes(vocab: Vocabulary) -> TokenBytes:
     shared = common_prefixes(data, offsets, lengths)
     skip = np.frombuffer(_scan.next_smaller(shared), dtype=np.int32)
     kinds = np.frombuffer(_scan.row_kinds(data, offsets, lengths), dtype=np.uint16)
+    # with the vocabulary, not on a scan's first use (a kin scan's, in nearly every new
+    # schema): Llama-3 ~6 ms and 2.8 MB, which landed in some request's mask
+    by_byte, by_byte_starts = rows_by_byte(data, offsets, lengths)
     for array in (ids, lengths, offsets, data, sets, by_length, longer, shared):
         array.flags.writeable = False
     return _token_bytes.put(vocab.key, TokenBytes(ids, lengths, offsets, data, sets, by_length, longer, shared,
-                                                  skip, kinds))
+                                                  skip, kinds, by_byte, by_byte_starts))
 
 
 def rows_by_byte(data: np.ndarray, offsets: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
