@@ -102,6 +102,11 @@ def _remove_epsilon(productions, nullable: set[int], names: list[str]):
             pending.append((lhs, (rhs[0], ~nt)))
             pending.append((nt, rest))
             continue
+        if not optional:  # most productions: the one variant is the production itself (none if empty)
+            if rhs and (lhs, rhs) not in out:
+                out.add((lhs, rhs))
+                ordered.append((lhs, rhs))
+            continue
         for mask in range(1 << len(optional)):
             dropped = {optional[i] for i in range(len(optional)) if mask >> i & 1}
             variant = tuple(s for i, s in enumerate(rhs) if i not in dropped)
