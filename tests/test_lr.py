@@ -46,6 +46,26 @@ def test_random_tables_match_the_reference(bnf: Bnf) -> None:
     assert build_tables(bnf) == reference_tables(bnf)
 
 
+@st.composite
+def bnfs_with_the_start_inside(draw) -> Bnf:
+    """Random ε-free BNFs where any symbol may appear in a right-hand side, S' included (so state 0
+    may predict S' and have a transition on it), and production 0 may be longer than S' -> S."""
+    n_t = draw(st.integers(1, 4))
+    n_nt = draw(st.integers(2, 5))
+    symbols = st.integers(0, n_t + n_nt - 1)
+    prods = [Production(0, (draw(st.sampled_from([n_t + 1, 0])), *draw(st.lists(symbols, max_size=2))))]
+    for lhs in range(1, n_nt):
+        for _ in range(draw(st.integers(1, 3))):
+            prods.append(Production(lhs, tuple(draw(st.lists(symbols, min_size=1, max_size=4)))))
+    return Bnf(n_t, tuple(f"n{i}" for i in range(n_nt)), tuple(prods))
+
+
+@given(bnfs_with_the_start_inside())
+@settings(max_examples=300, deadline=None)
+def test_tables_with_the_start_inside_match_the_reference(bnf: Bnf) -> None:
+    assert _rows(build_tables(bnf)) == _rows(reference_tables(bnf))
+
+
 def _rows(tables) -> tuple[list, list]:
     """Each row as its (key, cell) pairs in insertion order: the disk cache reads rows in it."""
     return [list(row.items()) for row in tables.action], [list(row.items()) for row in tables.goto]

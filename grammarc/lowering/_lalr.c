@@ -90,7 +90,9 @@ static inline int push(Buf *b, int32_t x) {
 
 /* n int32 (zeroed when `zero`), NULL with MemoryError. */
 static int32_t *ints(size_t n, int zero) {
-    int32_t *p = n > SIZE_MAX / sizeof(int32_t) ? NULL : zero ? calloc(n ? n : 1, sizeof(int32_t)) : malloc((n ? n : 1) * sizeof(int32_t));
+    size_t m = n ? n : 1;
+    int32_t *p = n > SIZE_MAX / sizeof(int32_t) ? NULL : zero ? calloc(m, sizeof(int32_t))
+                                                              : malloc(m * sizeof(int32_t));
     if (!p) PyErr_NoMemory();
     return p;
 }
@@ -269,7 +271,8 @@ static inline int move(Ctx *c, int32_t sym, int32_t item, int32_t stamp) {
 
 static int automaton(Ctx *c) {
     size_t n_symbols = (size_t)c->T + (size_t)c->N;
-    if (!(c->mark = ints((size_t)c->N, 1)) || !(c->symstamp = ints(n_symbols, 1)) || !(c->symcount = ints(n_symbols, 0)))
+    if (!(c->mark = ints((size_t)c->N, 1)) || !(c->symstamp = ints(n_symbols, 1)) ||
+        !(c->symcount = ints(n_symbols, 0)))
         return -1;
     if (push(&c->kstart, 0) || push(&c->tstart, 0) || state_of(c, c->base, 1) < 0) return -1;
     for (int32_t s = 0; s < c->S; s++) {
@@ -334,34 +337,40 @@ static int broken(void) {
 /* ---- the relations: includes and lookback, by walking each production from each
  * nonterminal transition ---- */
 
-static int relations(Ctx *c) {
-    size_t n_trans = c->tsym.len;
-    c->nodes = n_trans + 1;
-    int32_t real = transition(c, 0, c->T); /* (0, S'), when S' is predicted in state 0 */
-    c->start = real >= 0 ? real : (int32_t)n_trans;
-    for (int32_t s = 0; s <= c->S; s++) {
-        int32_t j = s < c->S ? (int32_t)lower_bound(c->tsym.data, (size_t)c->tstart.data[s], (size_t)c->tstart.data[s + 1], c->T) : 0;
-        int32_t end = s < c->S ? c->tstart.data[s + 1] : (real < 0); /* the start node, last */
-        for (; j < end; j++) {
-            int32_t node = s < c->S ? j : (int32_t)n_trans, from = s < c->S ? s : 0;
-            int32_t b = s < c->S ? c->tsym.data[j] - c->T : 0;
-            for (int32_t q = c->pstart[b]; q < c->pstart[b + 1]; q++) {
-                int32_t p = c->prods[q], state = from, r1 = c->rstart[p + 1];
-                for (int32_t r = c->rstart[p]; r < r1; r++) {
-                    int32_t t = transition(c, state, c->rhs[r]);
-                    if (t < 0) return broken();
-                    if (r == r1 - 1 && c->rhs[r] >= c->T && (push(&c->esrc, t) || push(&c->edst, node))) return -1;
-                    state = c->ttarget.data[t];
-                }
-                size_t k0 = (size_t)c->kstart.data[state], k1 = (size_t)c->kstart.data[state + 1];
-                int32_t done = c->base[p] + (r1 - c->rstart[p]);
-                size_t k = lower_bound(c->kernel.data, k0, k1, done);
-                if (k == k1 || c->kernel.data[k] != done) return broken();
-                if (push(&c->lkpos, (int32_t)k) || push(&c->lnode, node)) return -1;
-            }
+/* Nonterminal b's productions walked from state `from`, whose transition on b is `node`: B ->
+ * β A with p --β--> q makes (q, A) include the node; the state each walk ends in looks back
+ * to the node for the completed item. */
+static int walk(Ctx *c, int32_t from, int32_t b, int32_t node) {
+    for (int32_t q = c->pstart[b]; q < c->pstart[b + 1]; q++) {
+        int32_t p = c->prods[q], state = from, r1 = c->rstart[p + 1];
+        for (int32_t r = c->rstart[p]; r < r1; r++) {
+            int32_t t = transition(c, state, c->rhs[r]);
+            if (t < 0) return broken();
+            if (r == r1 - 1 && c->rhs[r] >= c->T && (push(&c->esrc, t) || push(&c->edst, node))) return -1;
+            state = c->ttarget.data[t];
         }
+        size_t k0 = (size_t)c->kstart.data[state], k1 = (size_t)c->kstart.data[state + 1];
+        int32_t done = c->base[p] + (r1 - c->rstart[p]);
+        size_t k = lower_bound(c->kernel.data, k0, k1, done);
+        if (k == k1 || c->kernel.data[k] != done) return broken();
+        if (push(&c->lkpos, (int32_t)k) || push(&c->lnode, node)) return -1;
     }
     return 0;
+}
+
+/* Nodes: one per transition position (the nonterminal ones are used), and one more for (0, S')
+ * when S' is not predicted in state 0 (S' -> .S is state 0's kernel, not a prediction). */
+static int relations(Ctx *c) {
+    size_t n_trans = c->tsym.len;
+    int32_t real = transition(c, 0, c->T);
+    c->nodes = n_trans + 1;
+    c->start = real >= 0 ? real : (int32_t)n_trans;
+    for (int32_t s = 0; s < c->S; s++) {
+        int32_t j = (int32_t)lower_bound(c->tsym.data, (size_t)c->tstart.data[s], (size_t)c->tstart.data[s + 1], c->T);
+        for (; j < c->tstart.data[s + 1]; j++)
+            if (walk(c, s, c->tsym.data[j] - c->T, j)) return -1;
+    }
+    return real < 0 ? walk(c, 0, 0, c->start) : 0;
 }
 
 /* CSR of pairs (key[i], value[i]) by key in [0, n_keys): start (n_keys + 1) and values. */
@@ -447,7 +456,8 @@ static int32_t unite(Ctx *c) {
 /* Follow of every nonterminal transition: DR, then DIGRAPH over includes. */
 static int follows(Ctx *c) {
     size_t nodes = c->nodes;
-    if (!(c->follow = ints(nodes, 0)) || !(c->low = ints(nodes, 1)) || !(c->seen = ints((size_t)c->T + 1, 1))) return -1;
+    if (!(c->follow = ints(nodes, 0)) || !(c->low = ints(nodes, 1)) || !(c->seen = ints((size_t)c->T + 1, 1)))
+        return -1;
     for (size_t x = 0; x < nodes; x++) c->follow[x] = -1;
     for (int32_t s = 0; s < c->S; s++) {
         int32_t j = (int32_t)lower_bound(c->tsym.data, (size_t)c->tstart.data[s], (size_t)c->tstart.data[s + 1], c->T);
@@ -485,7 +495,8 @@ static int follows(Ctx *c) {
             if (f[1] < c->estart[v + 1]) { /* traverse an unvisited node v includes */
                 int32_t y = c->edges[f[1]++], depth = (int32_t)c->stack.len + 1;
                 c->low[y] = depth;
-                if (push(&c->stack, y) || push(&c->frames, y) || push(&c->frames, c->estart[y]) || push(&c->frames, depth))
+                if (push(&c->stack, y) || push(&c->frames, y) || push(&c->frames, c->estart[y]) ||
+                    push(&c->frames, depth))
                     return -1;
                 continue;
             }
@@ -626,7 +637,8 @@ static int rows(Ctx *c, int32_t q, PyObject *row, PyObject *gotos) {
     }
     for (int32_t j = jn; j < j1 && !failed; j++) {
         int32_t b = c->tsym.data[j] - c->T, target = c->ttarget.data[j];
-        PyObject *key = cached(c->nt_obj, (size_t)b, b), *value = key ? cached(c->state_obj, (size_t)target, target) : NULL;
+        PyObject *key = cached(c->nt_obj, (size_t)b, b);
+        PyObject *value = key ? cached(c->state_obj, (size_t)target, target) : NULL;
         failed = !value || PyDict_SetItem(gotos, key, value) < 0;
         Py_XDECREF(key), Py_XDECREF(value);
     }
@@ -642,7 +654,8 @@ static PyObject *build(Ctx *c) {
     for (int k = 0; k < 4; k++) free(pairs[k]->data), *pairs[k] = (Buf){0};
     if (follows(c)) return NULL;
     size_t T1 = (size_t)c->T + 1, S = (size_t)c->S;
-    if (!(c->kstamp = ints(T1, 1)) || !(c->kslot = ints(T1, 0)) || !(c->keys = ints(T1, 0)) || !(c->count = ints(T1, 0)))
+    if (!(c->kstamp = ints(T1, 1)) || !(c->kslot = ints(T1, 0)) || !(c->keys = ints(T1, 0)) ||
+        !(c->count = ints(T1, 0)))
         return NULL;
     c->state_obj = calloc(S ? S : 1, sizeof(PyObject *)), c->reduce_obj = calloc((size_t)c->P, sizeof(PyObject *));
     c->key_obj = calloc(T1, sizeof(PyObject *)), c->nt_obj = calloc((size_t)c->N, sizeof(PyObject *));
@@ -678,7 +691,8 @@ static const int32_t *int32s(Py_buffer *b, const char *name, Py_ssize_t *n) {
 static int check(Ctx *c, Py_ssize_t T, Py_ssize_t N, Py_buffer *lhs_b, Py_buffer *starts_b, Py_buffer *rhs_b) {
     Py_ssize_t P, n_starts, n_rhs;
     const int32_t *lhs = int32s(lhs_b, "lhs", &P), *starts, *rhs;
-    if (!lhs || !(starts = int32s(starts_b, "rhs_start", &n_starts)) || !(rhs = int32s(rhs_b, "rhs", &n_rhs))) return -1;
+    if (!lhs || !(starts = int32s(starts_b, "rhs_start", &n_starts)) || !(rhs = int32s(rhs_b, "rhs", &n_rhs)))
+        return -1;
     if (T < 0 || N < 1) {
         PyErr_Format(PyExc_ValueError, "lalr: %zd terminals and %zd nonterminals (at least 0 and 1)", T, N);
         return -1;
@@ -700,27 +714,33 @@ static int check(Ctx *c, Py_ssize_t T, Py_ssize_t N, Py_buffer *lhs_b, Py_buffer
         return -1;
     }
     if (starts[0] != 0 || starts[P] != n_rhs) {
-        PyErr_Format(PyExc_ValueError, "lalr: rhs_start runs from %d to %d, not from 0 to len(rhs) = %zd", (int)starts[0],
+        PyErr_Format(PyExc_ValueError, "lalr: rhs_start runs from %d to %d, not from 0 to len(rhs) = %zd",
+                     (int)starts[0],
                      (int)starts[P], n_rhs);
         return -1;
     }
     for (Py_ssize_t p = 0; p < P; p++) {
         if (starts[p + 1] <= starts[p]) {
-            PyErr_Format(PyExc_ValueError, starts[p + 1] < starts[p] ? "lalr: rhs_start decreases after production %zd"
-                                                                     : "lalr: production %zd has an empty right-hand side", p);
+            if (starts[p + 1] < starts[p])
+                PyErr_Format(PyExc_ValueError, "lalr: rhs_start decreases after production %zd", p);
+            else
+                PyErr_Format(PyExc_ValueError, "lalr: production %zd has an empty right-hand side", p);
             return -1;
         }
         if (lhs[p] < 0 || lhs[p] >= N) {
-            PyErr_Format(PyExc_ValueError, "lalr: production %zd has left-hand side %d, not one of 0..%zd", p, (int)lhs[p],
+            PyErr_Format(PyExc_ValueError, "lalr: production %zd has left-hand side %d, not one of 0..%zd", p,
+                         (int)lhs[p],
                          N - 1);
             return -1;
         }
         if (p == 0 && lhs[0] != 0) {
-            PyErr_Format(PyExc_ValueError, "lalr: production 0 has left-hand side %d, not 0 (the start, S')", (int)lhs[0]);
+            PyErr_Format(PyExc_ValueError, "lalr: production 0 has left-hand side %d, not 0 (the start, S')",
+                         (int)lhs[0]);
             return -1;
         }
         if (p > 0 && lhs[p] == 0) {
-            PyErr_Format(PyExc_ValueError, "lalr: production %zd has left-hand side 0, the start's, which only production 0 may have", p);
+            PyErr_Format(PyExc_ValueError,
+                         "lalr: production %zd has left-hand side 0, the start's, which only production 0 may have", p);
             return -1;
         }
     }
