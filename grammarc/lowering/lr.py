@@ -37,7 +37,7 @@ class Production:
 class Bnf:
     """An ε-free grammar. Symbols ``0 <= s < n_terminals`` are terminals; a nonterminal with
     index ``k`` is the symbol ``n_terminals + k``. Production 0 must be the augmented start
-    production ``S' -> S``."""
+    production ``S' -> S``, nonterminal 0's only production (`build_tables` refuses others)."""
 
     n_terminals: int
     nonterminals: tuple[str, ...]
