@@ -1,7 +1,8 @@
 """Test oracle: LALR(1) tables by the first implementation: the LR(0) automaton over
 (production, dot) pairs with a closure per state, lookaheads as integer bitsets computed by
-a plain fixed-point iteration, and the tables assembled from them; kept to check
-grammarc.lowering.lr (integer items, predictions per nonterminal, a worklist) against."""
+a plain fixed-point iteration, and the tables assembled from them (rows in lr.py's canonical
+key order); kept to check grammarc.lowering.lr (in C: grammarc.lowering._lalr, DeRemer and
+Pennello's lookaheads) against."""
 
 from __future__ import annotations
 
@@ -78,7 +79,7 @@ def _tables(bnf, states, transitions, lookaheads) -> LRTables:
                 row.setdefault(symbol, []).append(target)
             else:
                 gotos[symbol - bnf.n_terminals] = target
-        for (prod, dot), terminals in lookaheads[state].items():
+        for (prod, dot), terminals in sorted(lookaheads[state].items()):  # lr.py's row order
             if dot != len(bnf.productions[prod].rhs):
                 continue
             for terminal in sorted(terminals):

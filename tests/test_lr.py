@@ -1,11 +1,16 @@
-"""LALR(1) tables (grammarc.lowering.lr) against the first, bitset-based implementation."""
+"""LALR(1) tables (grammarc.lowering.lr, built by grammarc.lowering._lalr) against the first,
+bitset-based implementation: contents and the rows' key order; malformed grammars refused;
+grammars of 20k rules and 100k terminals built."""
 
 from __future__ import annotations
 
+import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import grammarc
+from grammarc.lowering import _lalr
 from grammarc.lowering.lr import Bnf, Production, build_tables
 from lalr_reference import reference_tables
 
@@ -39,3 +44,137 @@ def bnfs(draw) -> Bnf:
 @settings(max_examples=300, deadline=None)
 def test_random_tables_match_the_reference(bnf: Bnf) -> None:
     assert build_tables(bnf) == reference_tables(bnf)
+
+
+@st.composite
+def bnfs_with_the_start_inside(draw) -> Bnf:
+    """Random ε-free BNFs where any symbol may appear in a right-hand side, S' included (so state 0
+    may predict S' and have a transition on it), and production 0 may be longer than S' -> S."""
+    n_t = draw(st.integers(1, 4))
+    n_nt = draw(st.integers(2, 5))
+    symbols = st.integers(0, n_t + n_nt - 1)
+    prods = [Production(0, (draw(st.sampled_from([n_t + 1, 0])), *draw(st.lists(symbols, max_size=2))))]
+    for lhs in range(1, n_nt):
+        for _ in range(draw(st.integers(1, 3))):
+            prods.append(Production(lhs, tuple(draw(st.lists(symbols, min_size=1, max_size=4)))))
+    return Bnf(n_t, tuple(f"n{i}" for i in range(n_nt)), tuple(prods))
+
+
+@given(bnfs_with_the_start_inside())
+@settings(max_examples=300, deadline=None)
+def test_tables_with_the_start_inside_match_the_reference(bnf: Bnf) -> None:
+    assert _rows(build_tables(bnf)) == _rows(reference_tables(bnf))
+
+
+def _rows(tables) -> tuple[list, list]:
+    """Each row as its (key, cell) pairs in insertion order: the disk cache reads rows in it."""
+    return [list(row.items()) for row in tables.action], [list(row.items()) for row in tables.goto]
+
+
+def test_stdlib_rows_are_in_the_reference_order() -> None:
+    for name in STDLIB:
+        try:
+            bnf = grammarc.stdlib(name).compile().bnf
+        except (KeyError, FileNotFoundError, ValueError):
+            continue
+        assert _rows(build_tables(bnf)) == _rows(reference_tables(bnf)), name
+
+
+@given(bnfs())
+@settings(max_examples=300, deadline=None)
+def test_random_rows_are_in_the_reference_order(bnf: Bnf) -> None:
+    assert _rows(build_tables(bnf)) == _rows(reference_tables(bnf))
+
+
+def test_conflicting_cells_hold_the_shift_then_reductions_by_production() -> None:
+    # E -> E + E | E * E | a: every operator cell after E op E . holds a shift and a reduction
+    plus, times, a = 0, 1, 2
+    e = 3 + 1
+    bnf = Bnf(3, ("S'", "E"), (Production(0, (e,)), Production(1, (e, plus, e)), Production(1, (e, times, e)),
+                               Production(1, (a,))))
+    tables = build_tables(bnf)
+    cells = {actions for row in tables.action for actions in row.values() if len(actions) > 1}
+    assert cells and all(actions[0] >= 0 and list(actions) == sorted(actions, reverse=True) for actions in cells)
+    assert _rows(tables) == _rows(reference_tables(bnf))
+
+
+def _flat(productions: list[tuple[int, tuple[int, ...]]]):
+    lhs = np.array([p for p, _ in productions], np.int32)
+    starts = np.array(np.cumsum([0] + [len(rhs) for _, rhs in productions]), np.int32)
+    rhs = np.array([s for _, r in productions for s in r], np.int32)
+    return lhs, starts, rhs
+
+
+def test_malformed_grammars_are_refused() -> None:
+    good = [(0, (3,)), (1, (0, 3)), (1, (1,))]  # 2 terminals; S' -> A ; A -> 0 A | 1
+    lhs, starts, rhs = _flat(good)
+    assert _lalr.tables(2, 2, lhs, starts, rhs)[0]  # the arrays below differ from these in one place
+    i32 = lambda values: np.array(values, np.int32)  # noqa: E731
+    cases = [
+        ((2, 2, lhs.tobytes()[:-1], starts, rhs), "lalr: lhs is not an array of 4-byte items"),
+        ((2, 2, lhs, starts.tobytes()[:-2], rhs), "lalr: rhs_start is not an array of 4-byte items"),
+        ((2, 2, lhs, starts, rhs.tobytes()[:-3]), "lalr: rhs is not an array of 4-byte items"),
+        ((-1, 2, lhs, starts, rhs), "lalr: -1 terminals and 2 nonterminals (at least 0 and 1)"),
+        ((2, 0, lhs, starts, rhs), "lalr: 2 terminals and 0 nonterminals (at least 0 and 1)"),
+        ((2**31, 2, lhs, starts, rhs), "lalr: too many symbols"),
+        ((2, 2, i32([]), i32([0]), i32([])), "lalr: no productions (production 0 must be the start, S' -> S)"),
+        ((2, 2, lhs, starts[:-1], rhs), "lalr: 3 productions need 4 rhs_start entries, not 3"),
+        ((2, 2, lhs, i32([1, 1, 3, 4]), rhs), "lalr: rhs_start runs from 1 to 4, not from 0 to len(rhs) = 4"),
+        ((2, 2, lhs, starts, rhs[:-1]), "lalr: rhs_start runs from 0 to 4, not from 0 to len(rhs) = 3"),
+        ((2, 2, lhs, i32([0, 1, 1, 4]), rhs), "lalr: production 1 has an empty right-hand side"),
+        ((2, 2, lhs, i32([0, 3, 1, 4]), rhs), "lalr: rhs_start decreases after production 1"),
+        ((2, 2, i32([0, 1, 2]), starts, rhs), "lalr: production 2 has left-hand side 2, not one of 0..1"),
+        ((2, 2, i32([0, -1, 1]), starts, rhs), "lalr: production 1 has left-hand side -1, not one of 0..1"),
+        ((2, 2, i32([1, 1, 1]), starts, rhs), "lalr: production 0 has left-hand side 1, not 0 (the start, S')"),
+        ((2, 2, i32([0, 0, 1]), starts, rhs),
+         "lalr: production 1 has left-hand side 0, the start's, which only production 0 may have"),
+        ((2, 2, lhs, starts, i32([3, 0, 4, 1])), "lalr: production 1 has symbol 4, not one of 0..3"),
+        ((2, 2, lhs, starts, i32([3, 0, 3, -2])), "lalr: production 2 has symbol -2, not one of 0..3"),
+    ]
+    for args, message in cases:
+        with pytest.raises(ValueError) as refused:
+            _lalr.tables(*args)
+        assert str(refused.value) == message
+    with pytest.raises(ValueError, match="production 1 has an empty right-hand side"):
+        build_tables(Bnf(2, ("S'", "A"), (Production(0, (3,)), Production(1, ()))))
+
+
+def test_a_20k_rule_chain_is_built() -> None:
+    # r_i -> 'x' r_{i+1} | '(' r_{i+1} ')' | 'z' ; r_n -> 'e': a chain of 20k "includes" (each
+    # r_{i+1} ends r_i's first production), 3 states per rule beside the chain's own
+    n = 20_000
+    x, lp, rp, z, e = range(5)
+    nt = lambda i: 5 + 1 + i  # noqa: E731  (nonterminal 0 is S')
+    productions = [Production(0, (nt(0),))]
+    for i in range(n):
+        productions += [Production(1 + i, (x, nt(i + 1))), Production(1 + i, (lp, nt(i + 1), rp)),
+                        Production(1 + i, (z,))]
+    productions.append(Production(1 + n, (e,)))
+    bnf = Bnf(5, ("S'",) + tuple(f"r{i}" for i in range(n + 1)), tuple(productions))
+    tables = build_tables(bnf)
+    assert tables.conflicts() == []
+    # accept: S' -> r0 . on EOF in goto(0, r0)
+    assert tables.action[tables.goto[0][1]] == {-1: (~0,)}
+    # the deepest rule: 'e' reduces r_n on what follows r_n: EOF (through the chain) and ')'
+    state = 0
+    for i in range(n):
+        state = tables.action[state][x][0]
+    state = tables.action[state][e][0]
+    assert tables.action[state] == {rp: (~(len(productions) - 1),), -1: (~(len(productions) - 1),)}
+
+
+def test_many_terminals_keep_sparse_lookaheads() -> None:
+    # S -> t_i A t_i | t_i 'end' ; A -> 'a' for 100k terminals t_i: A's state reduces on all of
+    # them (one union of 100k one-terminal Follow sets) and every other set is small. States
+    # x terminals would be 10^10 entries; a union done one set at a time, 10^10 steps.
+    n = 100_000
+    a_, end = n, n + 1
+    s, a = n + 2 + 1, n + 2 + 2
+    productions = [Production(0, (s,))]
+    productions += [Production(1, (t, a, t)) for t in range(n)] + [Production(1, (t, end)) for t in range(n)]
+    productions.append(Production(2, (a_,)))
+    tables = build_tables(Bnf(n + 2, ("S'", "S", "A"), tuple(productions)))
+    assert tables.n_states == 3 + 4 * n  # 0, S' -> S., A -> a., and per t_i: t_i., t_i A., t_i A t_i., t_i end.
+    after_t7 = tables.action[0][7][0]
+    reduce_a = tables.action[tables.action[after_t7][a_][0]]
+    assert list(reduce_a) == list(range(n)) and set(reduce_a.values()) == {(~(len(productions) - 1),)}
