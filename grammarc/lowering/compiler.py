@@ -564,8 +564,8 @@ def _words_apart(words: list[bool], sizes: list[int]) -> list[tuple[int, int]]:
 
     A word is a piece one schema brings and another does not share: a literal of
     `WORD_BYTES` or more (a keyword, a JSON property name), the set of an object's other
-    keys (``json_string_except!``) or a value (a reference to a regular rule: its type and
-    bounds vary from one property to the next); a large part has `LARGE_PART` states or more
+    keys (``json_string_except!``) or a value (a regex, or a reference to a regular rule: its
+    type and bounds vary from one property to the next); a large part has `LARGE_PART` states or more
     (JSON's bounded whitespace has 69). Merged, a word and its neighbours make a terminal of
     their own, copying the neighbours' states once per word: a JSON object's
     ``ws? "," ws? "\"name\"" ws? ":" ws?`` is ~280 states for every property, and
@@ -576,7 +576,7 @@ def _words_apart(words: list[bool], sizes: list[int]) -> list[tuple[int, int]]:
     value's are those of its type, shared by every schema) and the separators around it are
     the same terminals in every object of every schema, built and scanned once. It costs LR
     states (two more per property) and tree walks across the extra terminal boundaries; on
-    30 MaskBench schemas the whole cold response still fell 4.6% in instructions and its p50
+    30 MaskBench schemas the whole cold response still fell 4.5% in instructions and its p50
     13% (compile p50 -28%). Punctuation (shorter than a word) stays merged, so
     ``ws? "," ws?`` remains one terminal."""
     stretches: list[tuple[int, int]] = []
