@@ -136,11 +136,13 @@ def test_walking_ranges_equals_walking_their_rows(case, comb, start, split_at_st
 
 
 @settings(max_examples=400, deadline=None)
-@given(case=cases(), comb=st.booleans(), exact=st.booleans(), choices=st.data())
-def test_a_narrow_state_walks_the_rows_of_the_first_bytes_it_takes(case, comb, exact, choices):
+@given(case=cases(), comb=st.booleans(), exact=st.booleans(), thin=st.sampled_from([0, 1, 3, 10**6]),
+       choices=st.data())
+def test_a_narrow_state_walks_the_rows_of_the_first_bytes_it_takes(case, comb, exact, thin, choices):
     """`scan_state`: over a vocabulary's rows sorted by bytes, the rows whose first byte q
     takes, walked from byte 0 as `scan` walks them, and the ids of those that end inside
-    packed as `pack_ids` packs them (None: none end); None once those rows are `most`."""
+    packed as `pack_ids` packs them (None: none end). Once those rows are `most`: None with
+    `thin` 0, the scan when `thin` covers them all, else one or the other."""
     trans, accept, data, offsets, lengths, *_, q = case
     tokens = sorted(set(_tokens(data, offsets, lengths)))
     data, offsets, lengths = _packed(tokens)
@@ -153,8 +155,8 @@ def test_a_narrow_state_walks_the_rows_of_the_first_bytes_it_takes(case, comb, e
     table = CombTable.from_dense(trans)
     tables = (None, table.base, table.check, table.next) if comb else (trans, b"", b"", b"")
     got = _scan.scan_state(*tables, accept, data, offsets, lengths, _sets(tokens), _kinds(data, offsets, lengths),
-                           shared, _scan.next_smaller(shared), ids, starts, q, most, 2)
-    if len(rows) >= most:
+                           shared, _scan.next_smaller(shared), ids, starts, q, most, 2, thin)
+    if len(rows) >= most and (thin == 0 or (got is None and thin < len(rows))):
         assert got is None
         return
     end_rows, _, split_rows, split_pos = reference(trans, accept, data, offsets, lengths, rows,
@@ -180,7 +182,7 @@ def test_bad_narrow_states_are_refused_not_read_out_of_bounds(change, message):
     args.update(change)
     with pytest.raises(ValueError) as err:
         _scan.scan_state(trans, b"", b"", b"", np.array([True, False]), data, offsets, lengths, b"", b"",
-                         args["shared"], b"", args["ids"], args["starts"], 0, 100, 1)
+                         args["shared"], b"", args["ids"], args["starts"], 0, 100, 1, 0)
     assert str(err.value) == message
 
 
@@ -558,6 +560,33 @@ def test_a_tree_part_walks_the_picked_suffixes_and_packs_the_ids_that_end(case, 
 
 def _tokens(data, offsets, lengths) -> list[bytes]:
     return [bytes(data[o:o + n]) for o, n in zip(offsets.tolist(), lengths.tolist())]
+
+
+def test_a_thin_state_counts_the_rows_it_walks_not_those_it_steps_over():
+    """`scan_state` past `most` rows: the literal ``abx`` from its start takes the nine rows
+    that start with ``a``; it walks ``a``, ``ab``, ``abx``, ``ac`` and ``ad`` and steps over
+    the four rows between ``ac`` and ``ad`` (they die at the same ``c``), so a limit of five
+    walked rows gives the scan, and of four, None."""
+    tokens = [b"a", b"ab", b"abx", b"ac", b"aca", b"acb", b"acc", b"acd", b"ad", b"b"]
+    data, offsets, lengths = _packed(tokens)
+    trans = np.full((4, 256), -1, dtype=np.int32)
+    trans[0, ord("a")], trans[1, ord("b")], trans[2, ord("x")] = 1, 2, 3
+    accept = np.array([False, False, False, True])
+    starts = np.zeros(257, dtype=np.int64)
+    np.cumsum(np.bincount([t[0] for t in tokens], minlength=256), out=starts[1:])
+    shared = np.array(_common_prefixes(tokens), dtype=np.uint8)
+    ids = np.arange(len(tokens), dtype=np.int32)
+
+    def scan(thin):
+        return _scan.scan_state(trans, b"", b"", b"", accept, data, offsets, lengths, _sets(tokens),
+                                _kinds(data, offsets, lengths), shared, _scan.next_smaller(shared), ids, starts, 0,
+                                2, 1, thin)
+
+    assert scan(4) is None and scan(0) is None
+    packed, end_rows, split_rows, split_pos = scan(5)
+    assert packed == _scan.pack_ids(np.array([0, 1, 2], dtype=np.int64), 1)
+    assert np.frombuffer(end_rows, dtype=np.int32).tolist() == [0, 1, 2]
+    assert split_rows == split_pos == b""
 
 
 @pytest.mark.parametrize("picks, message", [

@@ -64,6 +64,7 @@ typedef struct {
     int split_start; /* a range walk's: split_at_start, and q accepts, and the start is past byte 0 */
     uint8_t *inside;  /* NULL: end rows and states are pushed; else end rows are flagged here */
     Vec out[4];       /* end_rows, end_states, split_rows, split_pos */
+    Py_ssize_t limit, walked; /* walk_ranges: at most `limit` rows walked (0: no limit), not counting those stepped over */
 } Walk;
 
 /* The byte groups of a row's kinds (`row_kinds`): bit g of a row's kinds = the token holds
@@ -175,7 +176,7 @@ typedef struct {
     int32_t valid, n_accepting, dead, depth; /* depth: the deepest d the arrays hold */
 } Path;
 
-enum { OUT_OF_MEMORY = -1, OUT_OF_RANGE = -2 };
+enum { OUT_OF_MEMORY = -1, OUT_OF_RANGE = -2, OVER_LIMIT = -3 };
 
 /* Room for `depth` bytes past the start (the arrays keep what they hold); 0 or OUT_OF_MEMORY. */
 static int path_room(Path *h, int32_t depth) {
@@ -337,10 +338,14 @@ static int walk_ranges(Walk *w, Path *h, const int64_t *a, const int64_t *b, Py_
     int failed = 0;
     for (Py_ssize_t i = 0; i < k && !failed; i++) {
         if (a[i] >= b[i]) continue;
+        if (w->limit && w->walked++ >= w->limit) return OVER_LIMIT;
         failed = walk_shared(w, h, (int32_t)a[i], start, 0); /* shares nothing with the row before */
         int32_t from = start;
         if (!common)
-            for (int64_t r = a[i] + 1; r < b[i] && !failed; r++) failed = walk_shared(w, h, (int32_t)r, from, 0);
+            for (int64_t r = a[i] + 1; r < b[i] && !failed; r++) {
+                if (w->limit && w->walked++ >= w->limit) return OVER_LIMIT;
+                failed = walk_shared(w, h, (int32_t)r, from, 0);
+            }
         else
             for (int64_t r = a[i] + 1; r < b[i] && !failed;) {
                 /* rows that hold the byte which ended the row before, with no split to report
@@ -353,6 +358,7 @@ static int walk_ranges(Walk *w, Path *h, const int64_t *a, const int64_t *b, Py_
                     }
                     continue;
                 }
+                if (w->limit && w->walked++ >= w->limit) return OVER_LIMIT;
                 failed = walk_shared(w, h, (int32_t)r, from, common[r]);
                 r++;
             }
@@ -432,26 +438,29 @@ done:
 }
 
 /* scan_state(trans, base, check, next, accept, data, offsets, lengths, sets, kinds, shared, skip, ids, starts, q,
- *            most, n_words):
+ *            most, n_words, thin):
  * a narrow state's scan in one call: the rows whose first byte q takes (starts int64 [257]:
  * the rows of first byte b are starts[b]:starts[b + 1] of the vocabulary sorted by bytes),
- * walked from their first byte as scan_ranges walks them. None when they are `most` or more
- * (a wide state, which the caller reads off shared scans); else (the `pack_ids` TokenSet of
- * ids[r] (int32 per row) for the rows that end inside, or None; those rows; split_rows;
- * split_pos). Most states of a new schema's terminals take a few first bytes: their scans,
- * ~700 rows on average, cost less than the NumPy calls that picked the rows and packed the
- * ids did. */
+ * walked from their first byte as scan_ranges walks them. When they are `most` or more, the
+ * walk stops once more than `thin` rows were walked (rows stepped over at once, ending alike
+ * after the row before, are not counted; 0: at once), and the answer is None (a wide state,
+ * which the caller reads off shared scans): a key's state that takes a common letter takes
+ * thousands of rows, yet walks a few hundred, the others dying at a byte that ended the row
+ * before. Else (the `pack_ids` TokenSet of ids[r] (int32 per row) for the rows that end
+ * inside, or None; those rows; split_rows; split_pos). Most states of a new schema's
+ * terminals take a few first bytes: their scans, ~700 rows on average, cost less than the
+ * NumPy calls that picked the rows and packed the ids did. */
 static PyObject *scan_state(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *trans_obj, *result = NULL, *packed = NULL;
     Common c = {0};
     Py_buffer shared = {0}, skip = {0}, ids = {0}, starts = {0};
-    Py_ssize_t q, most, n_words;
+    Py_ssize_t q, most, n_words, thin;
     Walk w = {0};
     Path h = {0};
-    if (!PyArg_ParseTuple(args, "Oy*y*y*y*y*y*y*y*y*y*y*y*y*nnn", &trans_obj, &c.base, &c.check, &c.next, &c.accept,
+    if (!PyArg_ParseTuple(args, "Oy*y*y*y*y*y*y*y*y*y*y*y*y*nnnn", &trans_obj, &c.base, &c.check, &c.next, &c.accept,
                           &c.data, &c.offsets, &c.lengths, &c.sets, &c.kinds, &shared, &skip, &ids, &starts, &q,
-                          &most, &n_words))
+                          &most, &n_words, &thin))
         return NULL;
     if (setup(&w, &c, trans_obj, q) || need(&ids, sizeof(int32_t), "ids")) goto done;
     Py_ssize_t n_rows = c.lengths.len / (Py_ssize_t)sizeof(int32_t);
@@ -473,8 +482,11 @@ static PyObject *scan_state(PyObject *self, PyObject *args) {
             total += (Py_ssize_t)(st[v + 1] - st[v]);
         }
     if (total >= most) {
-        result = Py_NewRef(Py_None);
-        goto done;
+        if (thin <= 0) {
+            result = Py_NewRef(Py_None);
+            goto done;
+        }
+        w.limit = thin;
     }
     if (path_room(&h, 64)) {
         PyErr_NoMemory();
@@ -486,6 +498,10 @@ static PyObject *scan_state(PyObject *self, PyObject *args) {
     Py_BEGIN_ALLOW_THREADS
     failed = walk_ranges(&w, &h, lo, hi, k, 0, shared.len ? shared.buf : NULL, skip.len ? skip.buf : NULL);
     Py_END_ALLOW_THREADS
+    if (failed == OVER_LIMIT) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
     if (failed) {
         if (failed == OUT_OF_RANGE) PyErr_SetString(PyExc_ValueError, "scan_state: a row or position is out of range");
         else PyErr_NoMemory();
