@@ -64,7 +64,7 @@ typedef struct {
     int split_start; /* a range walk's: split_at_start, and q accepts, and the start is past byte 0 */
     uint8_t *inside;  /* NULL: end rows and states are pushed; else end rows are flagged here */
     Vec out[4];       /* end_rows, end_states, split_rows, split_pos */
-    Py_ssize_t limit, walked; /* walk_ranges: at most `limit` rows walked (0: no limit), not counting those stepped over */
+    Py_ssize_t limit, walked; /* walk_ranges: at most `limit` rows walked (0: no limit; rows stepped over: free) */
 } Walk;
 
 /* The byte groups of a row's kinds (`row_kinds`): bit g of a row's kinds = the token holds
