@@ -316,11 +316,11 @@ def _members(bitset: int) -> list[int]:
 # A scan that starts from fewer token rows than this is cheaper to redo than to keep in the
 # shared (and on-disk) store.
 PERSIST_MIN_ROWS = 4096
-# ... and so is one that starts from more but walks at most this many of them, stepping over
-# the others (rows that die at a byte which ended the row before: a JSON key's state after
-# its common first letter takes ~5,000 Llama-3 rows and walks ~100-300); a wide state gives up
-# after this many (~5-10 us lost before its scan is looked up).
-THIN_WALK_ROWS = 512
+# ... and so is one that starts from more but walks at most this share of that many (512),
+# stepping over the others (rows that die at a byte which ended the row before: a JSON key's
+# state after its common first letter takes ~5,000 Llama-3 rows and walks ~100-300); a wide
+# state gives up after those (~5-10 us lost before its scan is looked up).
+THIN_WALK_SHARE = 1 / 8
 # A wide scan reads the rows whose first byte leads to state p from p's shared scan after a
 # first byte when they are at least this share of the vocabulary (`_scan_composed`; 3% of
 # Llama-3 is ~3,800 rows, a UTF-8 lead byte's worth): fewer are cheaper to walk than to
@@ -556,8 +556,8 @@ class TokenIndex:
 
     def _scan_narrow(self, t: int, q: int) -> Scan | None:
         """The scan from `q` when it walks fewer than `PERSIST_MIN_ROWS` rows (those whose
-        first byte `q` takes), or more but walks at most `THIN_WALK_ROWS` of them (the rest
-        stepped over: a key's state after a common letter), its inside set made with it
+        first byte `q` takes), or more but walks at most `THIN_WALK_SHARE` of that many (the
+        rest stepped over: a key's state after a common letter), its inside set made with it
         (`_inside_set` finds it); else None. One call (`_scan.scan_state`): most states of a
         new schema's terminals are narrow, and their walks cost less than picking the rows and
         packing the ids in NumPy, or than looking a wide scan up."""
@@ -565,7 +565,7 @@ class TokenIndex:
         found = _scan.scan_state(*self._table(t), tokens.data, tokens.offsets, tokens.lengths, tokens.sets,
                                  tokens.kinds, tokens.shared, tokens.skip, tokens.ids,
                                  first_byte_starts(self.vocab, tokens), q, PERSIST_MIN_ROWS, self.n_words,
-                                 THIN_WALK_ROWS)
+                                 int(PERSIST_MIN_ROWS * THIN_WALK_SHARE))
         if found is None:
             return None
         packed, end_rows, split_rows, split_pos = found
