@@ -329,21 +329,28 @@ static PyObject *packed_ends(const Walk *w, const int32_t *id, Py_ssize_t n_word
     return packed;
 }
 
+/* Whether a walk with a limit (`Walk.limit`) has walked as many rows as it may; counts one
+ * more row otherwise. */
+static inline int over_limit(Walk *w) {
+    return w->limit && w->walked++ >= w->limit;
+}
+
 /* The rows of the ranges [a[i], b[i]) (i < k, each checked to lie in the rows), each walked
  * from byte `start` (`walk_shared`, resuming from the row before where `common` says the two
- * share bytes, stepping over the rows `next` says end alike); 0, OUT_OF_MEMORY or
- * OUT_OF_RANGE. Called without the GIL. */
+ * share bytes, stepping over the rows `next` says end alike); 0, OUT_OF_MEMORY,
+ * OUT_OF_RANGE, or OVER_LIMIT once it would walk more rows than `w->limit`. Called without
+ * the GIL. */
 static int walk_ranges(Walk *w, Path *h, const int64_t *a, const int64_t *b, Py_ssize_t k, int32_t start,
                        const uint8_t *common, const int32_t *next) {
     int failed = 0;
     for (Py_ssize_t i = 0; i < k && !failed; i++) {
         if (a[i] >= b[i]) continue;
-        if (w->limit && w->walked++ >= w->limit) return OVER_LIMIT;
+        if (over_limit(w)) return OVER_LIMIT;
         failed = walk_shared(w, h, (int32_t)a[i], start, 0); /* shares nothing with the row before */
         int32_t from = start;
         if (!common)
             for (int64_t r = a[i] + 1; r < b[i] && !failed; r++) {
-                if (w->limit && w->walked++ >= w->limit) return OVER_LIMIT;
+                if (over_limit(w)) return OVER_LIMIT;
                 failed = walk_shared(w, h, (int32_t)r, from, 0);
             }
         else
@@ -358,7 +365,7 @@ static int walk_ranges(Walk *w, Path *h, const int64_t *a, const int64_t *b, Py_
                     }
                     continue;
                 }
-                if (w->limit && w->walked++ >= w->limit) return OVER_LIMIT;
+                if (over_limit(w)) return OVER_LIMIT;
                 failed = walk_shared(w, h, (int32_t)r, from, common[r]);
                 r++;
             }
