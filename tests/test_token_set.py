@@ -66,6 +66,9 @@ def test_union_holds_every_token_of_its_parts(n_words, data):
     union.or_into(acc)
     assert np.array_equal(acc, reference(everything, n_words))
     assert union.ids().tolist() == everything and union.count == len(everything)
+    alone = TokenSet.of(np.array(everything, dtype=np.int64), n_words)  # the form its words decide
+    assert union.bits.tolist() == alone.bits.tolist()
+    assert (union.words is None and alone.words is None) or union.words.tolist() == alone.words.tolist()
 
 
 @settings(max_examples=400, deadline=None)
@@ -125,3 +128,21 @@ def test_sets_that_do_not_fit_the_mask_are_refused(bits, words, message):
         _scan.or_into(acc, np.array(bits, dtype=np.uint32), None if words is None else np.array(words, dtype=np.intp))
     assert str(err.value) == message
     assert not acc.any()
+
+
+@pytest.mark.parametrize("bits, words, message", [
+    ([1, 2], None, "union_sets: a dense set is not as long as the mask"),
+    ([1], [4], "union_sets: a word is out of range"),
+    ([1], [-1], "union_sets: a word is out of range"),
+    ([1, 2], [0], "union_sets: inconsistent array sizes"),
+])
+def test_a_union_of_sets_that_do_not_fit_the_mask_is_refused(bits, words, message):
+    from grammarc.tokens import _scan
+
+    fits = TokenSet.of(np.array([3]), 4)
+    wrong = TokenSet(np.array(bits, dtype=np.uint32), None if words is None else np.array(words, dtype=np.intp), 1)
+    with pytest.raises(ValueError) as err:
+        _scan.union_sets([fits, wrong], 4)
+    assert str(err.value) == message
+    with pytest.raises(AttributeError):
+        _scan.union_sets([fits, object()], 4)

@@ -662,6 +662,7 @@ static PyMethodDef methods[] = {
     {"order_by_byte", order_by_byte, METH_VARARGS, "Positions grouped by their byte (a counting sort)."},
     {"pack_words", pack_words, METH_VARARGS, "A TokenSet's arrays and count for a packed mask."},
     {"or_into", or_into, METH_VARARGS, "OR a TokenSet's words into a packed mask."},
+    {"union_sets", union_sets, METH_VARARGS, "A TokenSet's arrays and count for the union of TokenSets."},
     {"rows_by_byte", rows_by_byte, METH_VARARGS, "The rows that hold each byte (a counting sort)."},
     {NULL, NULL, 0, NULL},
 };

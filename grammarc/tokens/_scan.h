@@ -124,6 +124,7 @@ PyObject *next_bytes(PyObject *self, PyObject *args);
 PyObject *order_by_byte(PyObject *self, PyObject *args);
 PyObject *pack_words(PyObject *self, PyObject *args);
 PyObject *or_into(PyObject *self, PyObject *args);
+PyObject *union_sets(PyObject *self, PyObject *args);
 PyObject *pack_ids(PyObject *self, PyObject *args);
 PyObject *rows_by_byte(PyObject *self, PyObject *args);
 PyObject *packed_ids(const int64_t *id, Py_ssize_t n, Py_ssize_t n_words);

@@ -35,7 +35,7 @@ from grammarc.tokens import _scan, kin, memo
 from grammarc.tokens.memo import Memo
 from grammarc.tokens.rows import TokenBytes, first_byte_starts, joined, token_bytes
 from grammarc.tokens.scan_cache import AFTER_FIRST_BYTE, FROM_START, Scan, TerminalScans, terminal_scans
-from grammarc.tokens.suffixes import Suffixes, shared
+from grammarc.tokens.suffixes import Suffixes, byte_bits, shared
 from grammarc.tokens.vocabulary import Vocabulary
 
 
@@ -71,10 +71,7 @@ class TokenSet:
             return None
         if len(sets) == 1:
             return sets[0]
-        acc = np.zeros(n_words, dtype=np.uint32)
-        for s in sets:
-            s.or_into(acc)
-        return TokenSet.from_words(acc)
+        return TokenSet._of_packed(_scan.union_sets(sets, n_words))
 
     @staticmethod
     def from_words(acc: np.ndarray) -> "TokenSet | None":
@@ -233,8 +230,7 @@ class _Level:
     def candidates(self) -> frozenset[int]:
         index = self._index()
         with index._build_lock:  # `_starting` fills the index's memo
-            _, counts = self.suffixes.next_bytes()
-            return index._starting(self.previous, counts > 0)
+            return index._starting(self.previous, self.suffixes.byte_set())
 
     def part(self, tree: Tree, u: int) -> "tuple[TokenSet | None, Tree | None]":
         index = self._index()
@@ -402,11 +398,12 @@ class TokenIndex:
         self.vocab = vocab
         self.follows = follows(compiled.bnf)
         self.terminals = compiled.terminals
-        self._follow_arrays = [np.array(sorted(f), dtype=np.intp) for f in self.follows]
+        self._follow_lists = [tuple(sorted(f)) for f in self.follows]
         self._openers = _openers(compiled.terminals)
+        self._opening_bits = [byte_bits(row) for row in self._openers]  # terminal -> its first bytes, as an int
         self._tables: list[tuple | None] = [None] * len(compiled.terminals)  # _scan.scan's arguments
         self._suffix_keys: dict[tuple[int, int], str] = {}  # (t, q) -> suffix_key, for the shared store
-        self._starting_memo: dict[tuple[int, bytes], frozenset[int]] = {}  # (previous, next bytes) -> `_starting`
+        self._starting_memo: dict[tuple[int, int], frozenset[int]] = {}  # (previous, next bytes) -> `_starting`
         self._recent: dict[int, list[tuple[int, Scan]]] = {}  # t -> its last wide scans (`_scan_near`)
         self.tokens = token_bytes(vocab)  # the rows that scans walk
         # how deep `_scan_near` compares states (read once, as the memo budgets)
@@ -733,19 +730,20 @@ class TokenIndex:
             return Tree(_Level(self, previous, shared(scan, self.tokens), True))
         return Tree(_Level(self, previous, Suffixes(self.tokens, rows, pos), False))
 
-    def _starting(self, previous: int, present: np.ndarray) -> frozenset[int]:
-        """The terminals after `previous` that can start with a byte of `present` (bool
-        [256]), memoized: a tree level's next bytes are mostly those of another level after
-        the same terminal (the bytes that follow a string's end in tokens, say), and a big
-        grammar follows a terminal with hundreds of others."""
-        key = (previous, np.packbits(present).tobytes())
+    def _starting(self, previous: int, present: int) -> frozenset[int]:
+        """The terminals after `previous` that can start with a byte of `present` (a set of
+        byte values as an int: bit b = byte b), memoized: a tree level's next bytes are
+        mostly those of another level after the same terminal (the bytes that follow a
+        string's end in tokens, say), and a big grammar follows a terminal with hundreds of
+        others."""
+        key = (previous, present)
         found = self._starting_memo.get(key)
         if found is None:
             if len(self._starting_memo) >= STARTING_MEMO_LIMIT:
                 self._starting_memo.clear()
-            following = self._follow_arrays[previous]
-            opening = self._openers[following][:, present].any(axis=1)
-            found = self._starting_memo[key] = frozenset(following[opening].tolist())
+            opening = self._opening_bits
+            found = self._starting_memo[key] = frozenset(
+                u for u in self._follow_lists[previous] if opening[u] & present)
         return found
 
     def _tree_part(self, level: _Level, u: int, starts: np.ndarray | None) -> "tuple[TokenSet | None, Tree | None]":

@@ -31,7 +31,7 @@ from grammarc.tokens import _scan
 from grammarc.tokens.rows import TokenBytes, ranges
 from grammarc.tokens.scan_cache import Scan
 
-__all__ = ["ByByte", "Suffixes", "shared"]
+__all__ = ["ByByte", "Suffixes", "byte_bits", "shared"]
 
 
 class Suffixes:
@@ -41,12 +41,13 @@ class Suffixes:
     only for shared ones, whose levels read it). Made on first use and published once
     (threads that race compute equal values twice; one is kept)."""
 
-    __slots__ = ("rows", "pos", "_tokens", "_next", "_by_byte", "_taken", "_parts", "__weakref__")
+    __slots__ = ("rows", "pos", "_tokens", "_next", "_byte_set", "_by_byte", "_taken", "_parts", "__weakref__")
 
     def __init__(self, tokens: TokenBytes, rows: np.ndarray, pos: np.ndarray):
         self.rows, self.pos = rows, pos
         self._tokens = tokens
         self._next: tuple[np.ndarray, np.ndarray] | None = None
+        self._byte_set: int | None = None
         self._by_byte: ByByte | None = None
         self._taken: dict[bytes, np.ndarray] = {}
         # terminal automaton -> its part (tokens, split rows, split positions): weakly, so a
@@ -61,6 +62,15 @@ class Suffixes:
             next_byte, counts = _scan.next_bytes(tokens.data, tokens.offsets, tokens.lengths, self.rows, self.pos)
             # one assignment publishes it (racing threads make equal arrays; one is kept)
             found = self._next = np.frombuffer(next_byte, dtype=np.uint8), np.frombuffer(counts, dtype=np.int64)
+        return found
+
+    def byte_set(self) -> int:
+        """The byte values some suffix starts with, as an int (bit b = byte b): what
+        `TokenIndex._starting` tests each following terminal's first bytes against."""
+        found = self._byte_set
+        if found is None:
+            counts = self.next_bytes()[1]
+            found = self._byte_set = byte_bits(counts > 0)
         return found
 
     def taking(self, opens: np.ndarray) -> np.ndarray:
@@ -91,6 +101,11 @@ class Suffixes:
             with _lock:
                 found = self._parts.setdefault(dfa, found)
         return found
+
+
+def byte_bits(flags: np.ndarray) -> int:
+    """bool [256] as an int (bit b = flags[b]): a set of byte values that one AND tests."""
+    return int.from_bytes(np.packbits(flags, bitorder="little").tobytes(), "little")
 
 
 _lock = threading.Lock()
@@ -140,6 +155,15 @@ class ByByte:
         self._order = np.frombuffer(_scan.order_by_byte(next_byte, counts), dtype=np.int32)
         self._bounds = np.zeros(257, dtype=np.int64)
         np.cumsum(counts, out=self._bounds[1:])
+
+    def byte_set(self) -> int:
+        """The byte values some suffix starts with, as an int (bit b = byte b): what
+        `TokenIndex._starting` tests each following terminal's first bytes against."""
+        found = self._byte_set
+        if found is None:
+            counts = self.next_bytes()[1]
+            found = self._byte_set = byte_bits(counts > 0)
+        return found
 
     def taking(self, opens: np.ndarray) -> np.ndarray:
         """The positions whose next byte is one of `opens` (bool [256]), ascending: the same
