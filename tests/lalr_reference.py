@@ -148,3 +148,23 @@ def _bits(bits: int):
             yield index
         bits >>= 1
         index += 1
+
+
+def runtime_rows(action, lhs: list[int], rhs_len: list[int], accept_state: int | None) -> tuple[list, ...]:
+    """The oracle of `_lalr.runtime_rows` (what grammarc.runtime.gss.ParserCore reads of each
+    ACTION row): terminal -> shift target; (lhs, rhs length, lookaheads) per reduced
+    production, ascending; those productions; the shifted terminals, and EOF where the state
+    accepts, ascending."""
+    shift_to, reducing, reduces, own = [], [], [], []
+    for s, row in enumerate(action):
+        shifts = {t: a for t, actions in row.items() if t != EOF for a in actions if a >= 0}
+        lookaheads: dict[int, set[int]] = {}
+        for t, actions in row.items():
+            for a in actions:
+                if a < -1:  # -1 reduces production 0 on EOF: accepting
+                    lookaheads.setdefault(~a, set()).add(t)
+        shift_to.append(shifts)
+        reducing.append(tuple((lhs[p], rhs_len[p], frozenset(la)) for p, la in sorted(lookaheads.items())))
+        reduces.append(tuple(sorted(lookaheads)))
+        own.append(tuple(sorted(set(shifts) | ({EOF} if s == accept_state else set()))))
+    return shift_to, reducing, reduces, own

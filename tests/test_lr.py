@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 import grammarc
 from grammarc.lowering import _lalr
 from grammarc.lowering.lr import Bnf, Production, build_tables
-from lalr_reference import reference_tables
+from lalr_reference import reference_tables, runtime_rows
 
 STDLIB = ["json", "arithmetic", "c", "xml", "csv", "sql"]
 
@@ -74,6 +74,41 @@ def _rows(tables) -> tuple[list, list]:
 @settings(max_examples=300, deadline=None)
 def test_random_rows_are_in_the_reference_order(bnf: Bnf) -> None:
     assert _rows(build_tables(bnf)) == _rows(reference_tables(bnf))
+
+
+def _runtime_rows_of(bnf: Bnf) -> tuple[tuple, tuple]:
+    """(`_lalr.runtime_rows`, its oracle) over the tables of `bnf`."""
+    tables = build_tables(bnf)
+    args = (tables.action, [p.lhs for p in bnf.productions], [len(p.rhs) for p in bnf.productions],
+            tables.goto[0].get(1))
+    return tuple(_lalr.runtime_rows(*args)), runtime_rows(*args)
+
+
+@given(bnfs_with_the_start_inside())
+@settings(max_examples=300, deadline=None)
+def test_what_the_runtime_reads_of_random_tables_matches_the_reference(bnf: Bnf) -> None:
+    got, expected = _runtime_rows_of(bnf)
+    assert got == expected
+    assert [list(row) for row in got[0]] == [sorted(row) for row in expected[0]]  # shifts by ascending terminal
+
+
+def test_what_the_runtime_reads_of_the_stdlib_tables_matches_the_reference() -> None:
+    for name in STDLIB:
+        got, expected = _runtime_rows_of(grammarc.stdlib(name).compile().bnf)
+        assert got == expected, name
+
+
+@pytest.mark.parametrize("args, error, message", [
+    ((7, [], [], None), TypeError, "runtime_rows: action is not a sequence"),
+    (([[]], [], [], None), TypeError, "runtime_rows: an ACTION row is not a dict"),
+    (([{0: [1]}], [], [], None), TypeError, "runtime_rows: an ACTION cell is not a tuple"),
+    (([{0: (-3,)}], [0], [1], None), ValueError, "runtime_rows: a reduction's production is out of range"),
+    (([{0: ("x",)}], [], [], None), TypeError, "'str' object cannot be interpreted as an integer"),
+])
+def test_malformed_runtime_rows_are_refused(args, error, message) -> None:
+    with pytest.raises(error) as err:
+        _lalr.runtime_rows(*args)
+    assert str(err.value) == message
 
 
 def test_conflicting_cells_hold_the_shift_then_reductions_by_production() -> None:

@@ -33,7 +33,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from grammarc.lowering.compiler import CompiledGrammar
-from grammarc.lowering.lr import EOF
+from grammarc.lowering import _lalr
 
 __all__ = ["Level", "Node", "ParserCore", "ancestors", "parser_core"]
 
@@ -96,16 +96,18 @@ class ParserCore:
         self.compiled = compiled
         tables = compiled.tables
         self.goto = tables.goto
-        self.rhs_len = [len(p.rhs) for p in compiled.bnf.productions]
-        self.lhs = [p.lhs for p in compiled.bnf.productions]
-        self.shift_to = [{t: a for t, acts in row.items() if t != EOF for a in acts if a >= 0} for row in tables.action]
-        self.lookaheads = [_reduce_lookaheads(row) for row in tables.action]  # state -> prod -> LALR(1) set
-        self.reduces = [tuple(sorted(la)) for la in self.lookaheads]  # state -> every production it reduces
-        # state -> (lhs, rhs length, lookaheads) of each production it reduces
-        self._reducing = [tuple((self.lhs[p], self.rhs_len[p], la[p]) for p in sorted(la)) for la in self.lookaheads]
         self.accept_state = tables.goto[0].get(1)  # goto(0, S) for the augmented S' -> S
-        # state -> the lookaheads after which a vertex of it is in a level itself
-        self._own = [tuple(sorted(set(row) | ({EOF} if s == self.accept_state else set()))) for s, row in enumerate(self.shift_to)]
+        lhs = [p.lhs for p in compiled.bnf.productions]
+        rhs_len = [len(p.rhs) for p in compiled.bnf.productions]
+        # per state (in C: a Python pass over every cell cost a new schema ~1 ms): terminal ->
+        # the state it shifts to; (lhs, rhs length, LALR(1) lookaheads) of each production it
+        # reduces; those productions; the lookaheads after which a vertex of it is in a level itself
+        self.shift_to: list[dict[int, int]]
+        self._reducing: list[tuple[tuple[int, int, frozenset[int]], ...]]
+        self.reduces: list[tuple[int, ...]]
+        self._own: list[tuple[int, ...]]
+        self.shift_to, self._reducing, self.reduces, self._own = _lalr.runtime_rows(
+            tables.action, lhs, rhs_len, self.accept_state)
         self.work = {"vertices": 0, "reductions": 0}
         self.root = Node(0, kept=True)
         self._vertices: dict[tuple[int, ...], Node] = {}  # (state, *parent ids) -> vertex
@@ -310,16 +312,6 @@ class ParserCore:
     def _new_level(self, nodes: dict[int, Node]) -> Level:
         accepting = self.accept_state is not None and self.accept_state in nodes
         return Level(tuple(nodes.values()), accepting, tuple(sorted(nodes)))
-
-
-def _reduce_lookaheads(row: dict[int, tuple[int, ...]]) -> dict[int, frozenset[int]]:
-    """Production -> the lookaheads (terminals, EOF) under which an ACTION row reduces it."""
-    out: dict[int, set[int]] = {}
-    for lookahead, actions in row.items():
-        for a in actions:
-            if a < -1:
-                out.setdefault(~a, set()).add(lookahead)
-    return {prod: frozenset(la) for prod, la in out.items()}
 
 
 def ancestors(node: Node, depth: int) -> Sequence[Node]:
