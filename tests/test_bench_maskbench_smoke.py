@@ -155,6 +155,25 @@ def test_cold_mode_measures_never_seen_schemas(mb, data, tmp_path, capsys, monke
     assert "by cumulative time" in (tmp_path / "prof" / "cold-ttfm-top.txt").read_text()
 
 
+def test_repeated_cold_runs_keep_each_responses_fastest_run(mb, data, tmp_path, capsys, monkeypatch):
+    """--repeat 2: every schema answered twice, in fresh forks; one response per (schema,
+    engine) is kept, said in the header and the saved meta."""
+    monkeypatch.setenv("GRAMMARC_CACHE_DIR", str(tmp_path / "outer-cache"))
+    responses, meta = mb.main(["--mode", "cold", "--data", str(data), "--vocab", "tiny", "--schemas", "2",
+                               "--warmup", "1", "--repeat", "2", "--peer", "none"])
+    assert meta["repeat"] == 2 and len(responses) == 2
+    assert "each response the fastest of 2 runs" in capsys.readouterr().out
+
+
+def test_the_run_kept_is_the_fastest_of_the_usual_outcome(mb):
+    def run(status, ttfm, tbm=()):
+        return mb.Response("grammarc", "s.json", status, ttfm_us=ttfm, tbm_us=list(tbm))
+
+    fast, slow, crash = run("ok", 5.0, [1.0]), run("ok", 4.0, [9.0]), run("crash", 0.0)
+    assert mb.best_run([slow, crash, fast]) is fast
+    assert mb.best_run([crash, run("crash", 1.0), fast]).status == "crash"
+
+
 def test_isolated_workers_report_errors_hangs_and_deaths(mb):
     def boom():
         raise KeyError("k")
