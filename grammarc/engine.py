@@ -86,6 +86,7 @@ class Engine:
         self._initial: State = stepping.initial(self.core)
         self._limited = any(t.token_limit is not None for t in self._terminals)  # any except!(X, n)
         self._memo = self.index.masks  # (state, empty text) -> packed mask, shared by the index's engines
+        self._last_complete: tuple[State | None, bool] = (None, False)  # `_complete`'s last state and answer
         self.reset()
 
     # -- lifecycle --------------------------------------------------------------------
@@ -357,9 +358,15 @@ class Engine:
         return summary
 
     def _complete(self, state: State, text_len: int) -> bool:
+        """Whether the text of `state` (`text_len` bytes) is a complete string. The last
+        state's answer is kept: `advance` asks it of the state it makes (`is_finished`),
+        then that state's mask asks again (EOS), and each answer builds a GSS level."""
         if text_len == 0 and self.compiled.accepts_empty:
             return True
-        return stepping.complete(self.core, self._terminals, state)
+        last = self._last_complete
+        if last[0] is not state:
+            last = self._last_complete = (state, stepping.complete(self.core, self._terminals, state))
+        return last[1]
 
     def _next_bytes(self, state: State) -> set[int]:
         return stepping.next_bytes(self._terminals, state, tokens=True)
