@@ -406,6 +406,7 @@ class TokenIndex:
         self._starting_memo: dict[tuple[int, int], frozenset[int]] = {}  # (previous, next bytes) -> `_starting`
         self._recent: dict[int, list[tuple[int, Scan]]] = {}  # t -> its last wide scans (`_scan_near`)
         self.tokens = token_bytes(vocab)  # the rows that scans walk
+        self._first_starts = first_byte_starts(vocab, self.tokens)  # first byte -> where its rows begin
         # how deep `_scan_near` compares states (read once, as the memo budgets)
         self._near_depth = self.tokens.depth_leaving(NEAR_ENOUGH_SHARE)
         self.token_ids = self.tokens.ids  # row -> token id
@@ -561,7 +562,7 @@ class TokenIndex:
         tokens = self.tokens
         found = _scan.scan_state(*self._table(t), tokens.data, tokens.offsets, tokens.lengths, tokens.sets,
                                  tokens.kinds, tokens.shared, tokens.skip, tokens.ids,
-                                 first_byte_starts(self.vocab, tokens), q, PERSIST_MIN_ROWS, self.n_words,
+                                 self._first_starts, q, PERSIST_MIN_ROWS, self.n_words,
                                  int(PERSIST_MIN_ROWS * THIN_WALK_SHARE))
         if found is None:
             return None
@@ -640,7 +641,7 @@ class TokenIndex:
         in part than to scan whole."""
         dfa = self.terminals[t].dfa
         targets = np.asarray(dfa.trans[q])
-        starts = first_byte_starts(self.vocab, self.tokens)
+        starts = self._first_starts
         live = np.flatnonzero(targets >= 0)
         sizes = np.bincount(targets[live], weights=starts[live + 1] - starts[live], minlength=dfa.n_states)
         n_rows = len(self.token_ids)
@@ -687,7 +688,7 @@ class TokenIndex:
     def _first_byte_ranges(self, row: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The runs of token rows whose first byte a DFA state takes, given its transitions
         `row` (`joined` ranges)."""
-        starts = first_byte_starts(self.vocab, self.tokens)
+        starts = self._first_starts
         live = np.flatnonzero(row >= 0)
         return joined(starts[live], starts[live + 1])
 
