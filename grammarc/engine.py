@@ -324,13 +324,7 @@ class Engine:
         if parts is None:
             found: list[TokenSet] = []
             self._collect_tree_tokens(tree, level, found)
-            # A few sets are OR-ed as they are (the index's own: not counted); many are
-            # merged once (one OR per use), a new set the memo counts.
-            if len(found) <= _WALK_PARTS:
-                parts, size = tuple(found), 8 * len(found)
-            else:
-                parts = (TokenSet.union(found, self.index.n_words),)
-                size = parts[0].nbytes
+            parts, size = _few(found, self.index.n_words)
             parts = walks.put(key, parts, size + 64 + set_bytes(level.vertices))
         return parts
 
@@ -338,8 +332,7 @@ class Engine:
         """Collect the token sets of `tree` that the parser can take from `level`: the
         summary's stack-independent set, then the frontier's, walked on real levels."""
         summary = self._memo_walk_summary(tree, level.states)
-        if summary.tokens is not None:
-            parts.append(summary.tokens)
+        parts.extend(summary.tokens)
         shift = self.core.shift
         for path, child in summary.frontier:
             reached = level
@@ -353,7 +346,7 @@ class Engine:
         summary = summaries.get(key)
         if summary is None:
             summary = walk_summary(self.core, tree, states, self.index.n_words)
-            size = (0 if summary.tokens is None else summary.tokens.nbytes) + 64 * len(summary.frontier)
+            size = summary.nbytes + 64 * len(summary.frontier)
             summary = summaries.put(key, summary, size + 64 + set_bytes(states))
         return summary
 
@@ -379,14 +372,16 @@ class Engine:
 class WalkSummary:
     """A token tree walked from a set of LR states, as far as the states alone decide.
 
-    `tokens`: the tokens allowed whatever the stacks below those states (None: none).
+    `tokens`: the tokens allowed whatever the stacks below those states (`_few`: the tree's
+    own sets, or their union where there are many; empty: none).
     `frontier`: ``(path, subtree)`` pairs where the walk needs real stacks: shift the
     terminals of `path` from the real level, then walk `subtree` from there (the last
     shift of each path may reduce, which reads the stacks).
     """
 
-    tokens: TokenSet | None
+    tokens: tuple[TokenSet, ...]
     frontier: tuple[tuple[tuple[int, ...], Tree], ...]
+    nbytes: int  # what a memo counts for `tokens` (`_few`)
 
 
 def walk_summary(core: ParserCore, tree: Tree, states: tuple[int, ...], n_words: int) -> WalkSummary:
@@ -414,7 +409,19 @@ def walk_summary(core: ParserCore, tree: Tree, states: tuple[int, ...], n_words:
 
     visit(tree, states, ())
     del visit  # a recursive closure is a reference cycle: unbound, refcounting frees it (this runs per mask)
-    return WalkSummary(TokenSet.union(parts, n_words), tuple(frontier))
+    tokens, size = _few(parts, n_words)
+    return WalkSummary(tokens, tuple(frontier), size)
+
+
+def _few(sets: list[TokenSet], n_words: int) -> tuple[tuple[TokenSet, ...], int]:
+    """`sets` as a memo keeps them, and the bytes it counts for them: a few as they are (the
+    index's own: a pointer each; each OR-ed into a mask on use, as a union would cost as many
+    ORs plus an array and a pack, and on a new schema most walks are used once or twice),
+    many merged into one new set (one OR per use)."""
+    if len(sets) <= _WALK_PARTS:
+        return tuple(sets), 8 * len(sets)
+    union = TokenSet.union(sets, n_words)
+    return (union,), union.nbytes
 
 
 def _as_numpy(buf: Any) -> np.ndarray:
