@@ -233,7 +233,7 @@ class _Lowering:
     # -- expressions ------------------------------------------------------------------
     def symbols(self, expr: Expr, rule: str) -> tuple[Sym, ...]:
         """A sequence of symbols deriving exactly the language of `expr`."""
-        if self.is_regular(expr) and not isinstance(expr, (*_TEXT_LEAVES, Except)):
+        if self.is_regular(expr) and not isinstance(expr, _ATOMIC):
             if (dfa := self.merged(expr)) is not None:
                 return self.terminal_symbols(dfa, functools.partial(_describe, expr, rule))
         if isinstance(expr, _TEXT_LEAVES) or (isinstance(expr, Except) and expr.limit is None):
@@ -313,8 +313,8 @@ class _Lowering:
 
         def flush() -> None:
             for chunk in self._chunks(tuple(run)):
-                if len(chunk) > 1 and (dfa := self.merged(Seq(chunk))) is not None:
-                    out.extend(self.terminal_symbols(dfa, functools.partial(_describe, Seq(chunk), rule)))
+                if len(chunk) > 1 and (dfa := self.merged(seq := Seq(chunk))) is not None:
+                    out.extend(self.terminal_symbols(dfa, functools.partial(_describe, seq, rule)))
                 else:
                     for item in chunk:
                         out.extend(self.symbols(item, rule))
@@ -348,7 +348,7 @@ class _Lowering:
         sharing pass) does not change the terminals."""
         while isinstance(expr, Ref) and expr.name in self.regular_rules:
             body = self.rules[expr.name]
-            if not isinstance(body, (Ref, *_TEXT_LEAVES)):
+            if not isinstance(body, _REF_OR_TEXT):
                 return True  # a composite value
             expr = body
         if isinstance(expr, Literal):
@@ -388,14 +388,24 @@ class _Lowering:
     def _merged_size(self, expr: Expr) -> int:
         """The states of `expr`'s own automaton where known without building one (a rule's,
         a terminal's, a literal's; past the merge budget when it has none), else 1."""
-        if isinstance(expr, Repeat) and expr.max is not None:
-            return self._merged_size(expr.item) * max(1, expr.min)
-        if isinstance(expr, Literal):
+        kind = type(expr)
+        if kind is Literal:  # the commonest items first, by exact class
             return len(expr.text.encode("utf-8")) + 1
-        if isinstance(expr, (Regex, Substrings, JsonStringExcept, Except)):
+        if kind is Ref:
+            known = self._rule_dfa.get(expr.name, _UNTRIED)
+        elif isinstance(expr, Repeat) and expr.max is not None:
+            return self._merged_size(expr.item) * max(1, expr.min)
+        elif isinstance(expr, Literal):
+            return len(expr.text.encode("utf-8")) + 1
+        elif isinstance(expr, (Regex, Substrings, JsonStringExcept, Except)):
             return self.atomic(expr).n_states
-        known = self._rule_dfa.get(expr.name, 0) if isinstance(expr, Ref) else self._merged.get(expr, 0)
-        return 1 if known == 0 else self.merge_max_states + 1 if known is None else known.n_states
+        elif isinstance(expr, Ref):
+            known = self._rule_dfa.get(expr.name, _UNTRIED)
+        else:
+            known = self._merged.get(expr, _UNTRIED)
+        if known is _UNTRIED:
+            return 1
+        return self.merge_max_states + 1 if known is None else known.n_states
 
     def repeat(self, expr: Repeat, rule: str) -> tuple[Sym, ...]:
         body = self.group(self.symbols(expr.item, rule), f"{rule}#item")
@@ -429,7 +439,13 @@ class _Lowering:
     # -- regular parts ----------------------------------------------------------------
     def is_regular(self, expr: Expr) -> bool:
         """Whether `expr` denotes a regular byte language we may build a DFA for (memoized:
-        a sequence asks of each item, then of the runs and groups they are part of)."""
+        a sequence asks of each item, then of the runs and groups they are part of). Leaves
+        and references are answered by their class, without hashing them for the memo."""
+        kind = type(expr)
+        if kind in _PLAIN_LEAVES:
+            return True
+        if kind is Ref:
+            return expr.name in self.regular_rules
         known = self._regular.get(expr)
         if known is None:  # from the children's answers: linear in the tree, not in its depth times size
             known = self._regular_node(expr) and all(self.is_regular(child) for child in children(expr))
@@ -520,7 +536,7 @@ class _Lowering:
 
     def _build_new(self, expr: Expr) -> DFA:
         budget = self.merge_max_states
-        if isinstance(expr, (*_TEXT_LEAVES, Except)):
+        if isinstance(expr, _ATOMIC):
             dfa = self.atomic(expr)
             if dfa.n_states > budget:
                 raise StateBudgetExceeded(f"{dfa.n_states} states")
@@ -629,6 +645,9 @@ def _alternatives(expr: Expr) -> tuple[Expr, ...]:
 
 _TEXT_LEAVES = (Literal, Regex, Substrings, JsonStringExcept)  # terminals of text, no vocabulary
 _PLAIN_LEAVES = frozenset(_TEXT_LEAVES)
+_ATOMIC = (*_TEXT_LEAVES, Except)  # nodes `atomic` builds
+_REF_OR_TEXT = (Ref, *_TEXT_LEAVES)
+_UNTRIED = object()  # a memo's answer for a part never tried
 
 
 def _regular_rules(grammar: Grammar) -> list[str]:
