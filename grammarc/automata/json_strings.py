@@ -22,7 +22,9 @@ in grammarc's JSON languages.
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
+from itertools import chain
 
 import numpy as np
 
@@ -93,29 +95,31 @@ def _except(words: tuple[str, ...]) -> DFA:
 
 
 def _trie(words: tuple[str, ...]) -> tuple[list[list[tuple[int, int, int]]], list[bool]]:
-    """(runs, accept) of the decoded texts that are none of `words`: their trie, equal
-    subtrees shared (children are numbered after their parents, so one pass from the last
-    finds them), and a last state for "left the trie", where every character loops. That
-    is the minimal automaton: no trie state can equal the sink once a word is kept."""
+    """(runs, accept) of the decoded texts that are none of `words` (sorted): their trie,
+    equal subtrees shared (children are numbered after their parents, so one pass from the
+    last finds them), and a last state for "left the trie", where every character loops.
+    That is the minimal automaton: no trie state can equal the sink once a word is kept.
+    Words in order make each state's children in order of their characters: nothing to sort."""
     children: list[dict[int, int]] = [{}]
     end = [False]
     for word in words:
-        if any(0xD800 <= ord(ch) <= 0xDFFF for ch in word):
+        if _SURROGATE.search(word):
             continue
         q = 0
         for ch in map(ord, word):
-            if ch not in children[q]:
-                children[q][ch] = len(children)
+            below = children[q]
+            q = below.get(ch, -1)
+            if q < 0:
+                q = below[ch] = len(children)
                 children.append({})
                 end.append(False)
-            q = children[q][ch]
         end[q] = True
     if not any(end):  # no word: every text, one state (the trie's root would equal the sink)
         return [[(0, MAX_CODE_POINT, 0)]], [True]
     same = list(range(len(children)))
     register: dict[tuple, int] = {}
     for q in reversed(range(len(children))):
-        signature = (end[q], tuple((ch, same[t]) for ch, t in sorted(children[q].items())))
+        signature = (end[q], tuple([(ch, same[t]) for ch, t in children[q].items()]))
         same[q] = register.setdefault(signature, q)
     kept = sorted(set(same))  # the root first
     number = {q: i for i, q in enumerate(kept)}
@@ -123,10 +127,10 @@ def _trie(words: tuple[str, ...]) -> tuple[list[list[tuple[int, int, int]]], lis
     runs = []
     for q in kept:
         row, lo = [], 0
-        for ch in sorted(children[q]):
+        for ch, t in children[q].items():
             if lo < ch:
                 row.append((lo, ch - 1, sink))
-            row.append((ch, ch, number[same[children[q][ch]]]))
+            row.append((ch, ch, number[same[t]]))
             lo = ch + 1
         if lo <= MAX_CODE_POINT:
             row.append((lo, MAX_CODE_POINT, sink))
@@ -135,16 +139,19 @@ def _trie(words: tuple[str, ...]) -> tuple[list[list[tuple[int, int, int]]], lis
     return runs, [not end[q] for q in kept] + [True]
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _from_runs(runs: list[list[tuple[int, int, int]]], accept: list[bool], *, minimal: bool) -> DFA:
     """The minimized DFA of the JSON spellings of a character automaton given by its runs
     (per state, sorted disjoint (lo, hi, target) code point ranges). `minimal`: the caller
     vouches that the character automaton is minimal and every state of it reaches
     acceptance, so the core's table is minimal too and is only numbered, not minimized
     (a quarter of a schema's compile time went to minimizing tables already minimal)."""
-    flat = [run for row in runs for run in row]
     ptr = np.zeros(len(runs) + 1, dtype=np.int64)
     np.cumsum([len(row) for row in runs], out=ptr[1:])
-    table = np.array(flat, dtype=np.int64).reshape(-1, 3)
+    flat = chain.from_iterable(chain.from_iterable(runs))  # lo, hi, target of each run: ints, not tuples
+    table = np.fromiter(flat, dtype=np.int64, count=3 * int(ptr[-1])).reshape(-1, 3)
     done = _core.json_string(ptr, np.ascontiguousarray(table[:, 0]), np.ascontiguousarray(table[:, 1]),
                              np.ascontiguousarray(table[:, 2]), np.array(accept, dtype=np.uint8), MAX_STATES, minimal)
     if done is None:
