@@ -82,11 +82,12 @@ class _NFA:
 
         No construction loops back to its start state, so fragments may share starts.
         """
-        if isinstance(node, Chars):
+        kind = type(node)  # the regex AST's classes have no subclasses
+        if kind is Chars:
             e = self.new()
             self.add_chars(s, node.ranges, e)
             return e
-        if isinstance(node, Seq):
+        if kind is Seq:
             for item in node.items:
                 s = self.build(item, s)
             return s

@@ -233,6 +233,10 @@ class _Flags:
     dot_all: bool = False
 
 
+_QUANTIFIER_STARTS = frozenset("*+?{")  # `quantifier` finds none at any other character
+_SHORT_QUANTIFIERS = {"*": (0, None), "+": (1, None), "?": (0, 1)}
+
+
 class _Parser:
     def __init__(self, pattern: str, ecma: bool):
         self.p = pattern
@@ -298,14 +302,19 @@ class _Parser:
 
     def sequence(self, flags: _Flags, depth: int) -> Node:
         items: list[Node] = []
-        while self.i < len(self.p) and self.peek() not in "|)":
-            items.append(self.quantified(flags, depth))
-        items = [x for x in items if x != EMPTY]
+        p, n = self.p, len(self.p)
+        while self.i < n and p[self.i] not in "|)":
+            item = self.quantified(flags, depth)
+            if type(item) is not Seq or item.items:  # item != EMPTY, without two __eq__ calls
+                items.append(item)
         return items[0] if len(items) == 1 else Seq(tuple(items))
 
     def quantified(self, flags: _Flags, depth: int) -> Node:
-        bare = self.peek() != "("
+        p = self.p  # peek() inline here and below: every atom of every pattern comes this way
+        bare = p[self.i] != "("  # sequence() calls it with a character at the cursor
         atom = self.atom(flags, depth)
+        if self.i >= len(p) or p[self.i] not in _QUANTIFIER_STARTS:  # most atoms: no quantifier
+            return atom
         q = self.quantifier()
         if q is None:
             return atom
@@ -329,7 +338,7 @@ class _Parser:
         if c in ("*", "+", "?") and c:
             if not probe:
                 self.i += 1
-            return {"*": (0, None), "+": (1, None), "?": (0, 1)}[c] + (at,)
+            return _SHORT_QUANTIFIERS[c] + (at,)
         if c != "{":
             return None
         j = self.i + 1
@@ -356,7 +365,7 @@ class _Parser:
         return lo, hi, at
 
     def atom(self, flags: _Flags, depth: int) -> Node:
-        c = self.peek()
+        c = self.p[self.i]  # quantified() is called with a character at the cursor
         if c in ("*", "+", "?") or (c == "{" and self.quantifier(probe=True) is not None):
             raise self.error("nothing to repeat")
         if c == "(":
