@@ -233,6 +233,13 @@ class _Lowering:
     # -- expressions ------------------------------------------------------------------
     def symbols(self, expr: Expr, rule: str) -> tuple[Sym, ...]:
         """A sequence of symbols deriving exactly the language of `expr`."""
+        kind = type(expr)  # the commonest nodes by exact class, as the chain below takes them
+        if kind in _PLAIN_LEAVES:
+            return self.terminal_symbols(self.atomic(expr), functools.partial(_describe, expr, rule))
+        if kind is Ref:
+            if expr.name in self.regular_rules and (dfa := self.merged(expr)) is not None:
+                return self.terminal_symbols(dfa, functools.partial(_describe, expr, rule))
+            return self.rule_symbols(expr.name)
         if self.is_regular(expr) and not isinstance(expr, _ATOMIC):
             if (dfa := self.merged(expr)) is not None:
                 return self.terminal_symbols(dfa, functools.partial(_describe, expr, rule))
@@ -331,7 +338,10 @@ class _Lowering:
 
     def _chunks(self, run: tuple[Expr, ...]) -> list[tuple[Expr, ...]]:
         """The terminals a regular run becomes: its words set apart (`_words_apart`), and
-        each stretch between them whole or cut to the merge budget (`_cut`)."""
+        each stretch between them whole or cut to the merge budget (`_cut`). A lone item is
+        its own chunk (the atomic parts its size would build, `symbols` builds next)."""
+        if len(run) < 2:
+            return [run]
         sizes = [self._merged_size(item) for item in run]
         words = [self._word(item) for item in run]
         chunks: list[tuple[Expr, ...]] = []
@@ -346,6 +356,11 @@ class _Lowering:
         enum; an object's ``..._other_key``). A reference to a rule that is one leaf is a
         word as the leaf would be, so naming a terminal (the JSON Schema front end's
         sharing pass) does not change the terminals."""
+        kind = type(expr)
+        if kind is Literal:  # the commonest items first, by exact class
+            return len(expr.text) >= WORD_BYTES or len(expr.text.encode("utf-8")) >= WORD_BYTES
+        if kind is Regex or kind is JsonStringExcept:
+            return True
         while isinstance(expr, Ref) and expr.name in self.regular_rules:
             body = self.rules[expr.name]
             if not isinstance(body, _REF_OR_TEXT):
@@ -459,8 +474,9 @@ class _Lowering:
 
     def atomic(self, expr: Expr) -> DFA:
         """The DFA of a terminal node; errors carry the node's position."""
-        if expr in self._atomic:
-            return self._atomic[expr]
+        known = self._atomic.get(expr)  # one lookup: each hashes the node
+        if known is not None:
+            return known
         try:
             if isinstance(expr, Literal):
                 dfa = automata.literal(expr.text.encode("utf-8"))
@@ -503,8 +519,9 @@ class _Lowering:
 
     def merged(self, expr: Expr) -> DFA | None:
         """One DFA for a regular expression tree, or None when it exceeds the merge budget."""
-        if expr in self._merged:
-            return self._merged[expr]
+        known = self._merged.get(expr, _UNTRIED)
+        if known is not _UNTRIED:
+            return known
         try:
             dfa = self._build(expr)
         except StateBudgetExceeded as error:
@@ -519,10 +536,10 @@ class _Lowering:
         the same part is tried again as an item of the rule, of its alternatives, of its
         runs (their inner parts are folded into one construction, see `_tree`)."""
         if isinstance(expr, (Seq, Alt, Repeat)):
-            if expr in self._built:
-                dfa = self._built[expr]
-                if dfa is None:
-                    raise StateBudgetExceeded("exceeds the merge budget (tried before)")
+            dfa = self._built.get(expr, _UNTRIED)
+            if dfa is None:
+                raise StateBudgetExceeded("exceeds the merge budget (tried before)")
+            if dfa is not _UNTRIED:
                 return dfa
             try:
                 dfa = self._build_new(expr)
