@@ -373,11 +373,18 @@ static PyObject *canonical(const Ctx *x)
         const i32 *row = x->rows + (i64)queue[i] * 256;
         i32 *dst = out + i * 256;
         out_acc[i] = (char)x->acc[queue[i]];
-        for (int b = 0; b < 256; b++) {
-            i32 t = row[b];
-            if (t < 0) { dst[b] = -1; continue; }
-            if (id[t] < 0) { id[t] = (i32)n; queue[n++] = t; }
-            dst[b] = id[t];
+        memcpy(dst, row, 256 * sizeof(i32));  /* the missing transitions (-1) as they are */
+        for (int b = 0; b < 256; b += 4) {
+            uint64_t w[2];  /* four cells at a time: most of a reader's or an escape's are -1 */
+            memcpy(w, row + b, sizeof w);
+            if ((w[0] & w[1]) == UINT64_MAX)
+                continue;  /* all four are -1: a live target's sign bit is clear */
+            for (int c = b; c < b + 4; c++) {
+                i32 t = row[c];
+                if (t < 0) continue;
+                if (id[t] < 0) { id[t] = (i32)n; queue[n++] = t; }
+                dst[c] = id[t];
+            }
         }
     }
     if (n < x->n && (_PyBytes_Resize(&trans, (Py_ssize_t)n * 256 * sizeof(i32)) < 0
