@@ -463,7 +463,11 @@ class _Lowering:
             return expr.name in self.regular_rules
         known = self._regular.get(expr)
         if known is None:  # from the children's answers: linear in the tree, not in its depth times size
-            known = self._regular_node(expr) and all(self.is_regular(child) for child in children(expr))
+            known = self._regular_node(expr)
+            for child in children(expr) if known else ():  # a loop, not all() over a generator
+                if not self.is_regular(child):
+                    known = False
+                    break
             self._regular[expr] = known
         return known
 
