@@ -145,16 +145,23 @@ class _NFA:
 def _estimate(node: Node) -> int:
     """An upper bound on the NFA states `_NFA.build` creates (checked before building)."""
     if isinstance(node, Chars):
-        return 1 + sum(len(seq) - 1 for seq in ranges_sequences(node.ranges))
-    if isinstance(node, Seq):
-        return sum(_estimate(x) for x in node.items)
-    if isinstance(node, Alt):
-        return 1 + sum(_estimate(x) for x in node.items)
+        return _chars_estimate(node.ranges)
+    if isinstance(node, (Seq, Alt)):
+        total = 0 if isinstance(node, Seq) else 1
+        for x in node.items:  # a loop, not sum() over a generator: every node of a new pattern
+            total += _estimate(x)
+        return total
     if isinstance(node, Repeat):
         inner = _estimate(node.item)
         copies = node.min + (1 if node.max is None else node.max - node.min)
         return inner * copies + 3
     return 1
+
+
+@lru_cache(maxsize=4096)
+def _chars_estimate(ranges) -> int:
+    """`_estimate` of one character from `ranges`: its UTF-8 byte chains' states, plus one."""
+    return 1 + sum(len(seq) - 1 for seq in ranges_sequences(ranges))
 
 
 def _determinize(
