@@ -412,7 +412,7 @@ class _Parser:
         if depth >= MAX_GROUP_DEPTH:
             raise self.error(f"too many nested groups (more than {MAX_GROUP_DEPTH})")
         self.i += 1
-        inner = _Flags(flags.ignore_case, flags.dot_all)
+        inner = flags  # a group's own flags (?i:...) are a copy, made where it has them
         if self.peek() == "?":
             rest = self.p[self.i + 1:self.i + 3]
             if self.ecma:
@@ -451,6 +451,7 @@ class _Parser:
                     j += 1
                 nxt = self.p[j] if j < len(self.p) else ""
                 if letters and nxt == ":":
+                    inner = _Flags(flags.ignore_case, flags.dot_all)
                     self.apply_flags(letters, inner, at)
                     self.i = j + 1
                 elif letters and nxt == ")":
