@@ -89,7 +89,8 @@ def _remove_epsilon(productions, nullable: set[int], names: list[str]):
     out: set[tuple[int, tuple[Sym, ...]]] = set()
     ordered: list[tuple[int, tuple[Sym, ...]]] = []
     while pending:
-        lhs, rhs = pending.popleft()
+        production = pending.popleft()
+        lhs, rhs = production
         optional = [i for i, s in enumerate(rhs) if s < 0 and ~s in nullable]
         if len(optional) > 2 and len(rhs) > 2:
             rest = rhs[1:]
@@ -101,9 +102,9 @@ def _remove_epsilon(productions, nullable: set[int], names: list[str]):
             pending.append((nt, rest))
             continue
         if not optional:  # most productions: the one variant is the production itself (none if empty)
-            if rhs and (lhs, rhs) not in out:
-                out.add((lhs, rhs))
-                ordered.append((lhs, rhs))
+            if rhs and production not in out:
+                out.add(production)
+                ordered.append(production)
             continue
         for mask in range(1 << len(optional)):
             dropped = {optional[i] for i in range(len(optional)) if mask >> i & 1}
@@ -164,10 +165,13 @@ def _renumber(productions, names, terminals, start: int, accepts_empty: bool):
     n_t = len(used_terminals)
     nonterminals = ("<start>",) + tuple(names[nt] for nt in nt_order)
     prods = [Production(0, (n_t + 1,))]  # S' -> S ; S is nonterminal 1
+    renamed = {~nt: n_t + 1 + i for i, nt in enumerate(nt_order)}  # old symbol -> new, one lookup each
+    renamed.update(t_index)
+    rename = renamed.__getitem__
     for nt in nt_order:
         lhs = nt_index[nt] + 1
         for rhs in by_lhs.get(nt, ()):
-            prods.append(Production(lhs, tuple(n_t + 1 + nt_index[~s] if s < 0 else t_index[s] for s in rhs)))
+            prods.append(Production(lhs, tuple(map(rename, rhs))))
     bnf = Bnf(n_t, nonterminals, tuple(prods))
     return bnf, tuple(terminals[t] for t in used_terminals), accepts_empty
 
@@ -200,13 +204,13 @@ def sccs(nodes, successors) -> list[list]:
                     work.append((succ, iter(successors(succ))))
                     advanced = True
                     break
-                if succ in on_stack:
-                    low[node] = min(low[node], index[succ])
+                if succ in on_stack and index[succ] < low[node]:  # min(), without the call
+                    low[node] = index[succ]
             if advanced:
                 continue
             work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if work and low[node] < low[work[-1][0]]:
+                low[work[-1][0]] = low[node]
             if low[node] == index[node]:
                 component = []
                 while True:
