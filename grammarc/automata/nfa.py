@@ -62,6 +62,11 @@ class _NFA:
 
         Identical tails of the UTF-8 sequences share states, which keeps `.` small.
         """
+        if ranges and ranges[0][0] >= 0 and ranges[-1][1] < 0x80:  # ASCII: one byte per range, as
+            edges = self.edges[src]                                # ranges_sequences spells it
+            for lo, hi in ranges:
+                edges.append((lo, hi, dst))
+            return
         tails: dict[tuple, int] = {}
         for seq in ranges_sequences(ranges):
             nxt = dst
