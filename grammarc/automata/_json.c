@@ -38,6 +38,7 @@ typedef struct {
     i32 *sig_vals;
     i64 sig_cap, sig_count, *sig_data, sig_len, sig_data_cap, *scratch, scratch_cap;
     int overflow;   /* set when more than max_states states were needed */
+    i64 escapes;    /* escape states made (shared ones once; see py_json_string's budget) */
 } Ctx;
 
 static i32 new_state(Ctx *x)
@@ -341,6 +342,7 @@ static int build_char(Ctx *x, i64 q, const i64 *lo, const i64 *hi, const i64 *ds
         i32 e = new_state(x);
         if (e == -2) return -1;
         *slot = e;
+        x->escapes++;
         for (int i = 0; i < 8; i++) x->rows[(i64)e * 256 + shorts[i][0]] = (i32)sig[2 + i];
         x->rows[(i64)e * 256 + 'u'] = t;
     }
@@ -443,6 +445,13 @@ PyObject *py_json_string(PyObject *self, PyObject *args)
         for (i64 q = 0; q < nc && ok; q++)
             ok = build_char(&x, q, lo + ptr[q], hi + ptr[q], dst + ptr[q], ptr[q + 1] - ptr[q], acc[q], &chars,
                             &hex) == 0;
+    }
+    /* The budget counts the table as built before escape states were shared: one escape
+     * state per character state. Sharing them must not let a table through that was refused
+     * before (the error, and where the limit falls, stay as they were). */
+    if (ok && x.n + nc - x.escapes > x.max_states) {
+        ok = 0;
+        x.overflow = 1;
     }
     if (ok && numbered)
         result = canonical(&x);
