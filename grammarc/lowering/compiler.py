@@ -198,10 +198,11 @@ class _Lowering:
 
     def terminal(self, name: Name, dfa: DFA, *, any_token: bool = False, token_limit: int | None = None) -> int:
         key = (dfa.key, any_token, token_limit)
-        if key not in self._terminal_ids:
-            self._terminal_ids[key] = len(self.terminals)
+        known = self._terminal_ids.get(key)
+        if known is None:
+            known = self._terminal_ids[key] = len(self.terminals)
             self.terminals.append(Terminal(_named(name), dfa, any_token, token_limit))
-        return self._terminal_ids[key]
+        return known
 
     def terminal_symbols(self, dfa: DFA, name: Name) -> tuple[Sym, ...]:
         """Symbols for a regular language: ``T``, or ``(T⁺ | ε)`` when it contains ε."""
