@@ -234,6 +234,7 @@ class _Flags:
 
 
 _QUANTIFIER_STARTS = frozenset("*+?{")  # `quantifier` finds none at any other character
+_ATOM_SPECIAL = frozenset("*+?{([.^$\\")  # what atom() reads other than as one raw character
 _SHORT_QUANTIFIERS = {"*": (0, None), "+": (1, None), "?": (0, 1)}
 
 
@@ -304,6 +305,13 @@ class _Parser:
         items: list[Node] = []
         p, n = self.p, len(self.p)
         while self.i < n and p[self.i] not in "|)":
+            i = self.i
+            c = p[i]
+            if c not in _ATOM_SPECIAL and not SURROGATE_LO <= ord(c) <= SURROGATE_HI and (
+                    i + 1 == n or p[i + 1] not in _QUANTIFIER_STARTS):
+                self.i = i + 1  # a plain character, unquantified: the node quantified() would make
+                items.append(self.chars(((ord(c), ord(c)),), flags))
+                continue
             item = self.quantified(flags, depth)
             if type(item) is not Seq or item.items:  # item != EMPTY, without two __eq__ calls
                 items.append(item)
