@@ -284,9 +284,10 @@ static int build_char(Ctx *x, i64 q, const i64 *lo, const i64 *hi, const i64 *ds
     chars->n = hex->n = 0;
     if (push_chars(chars, lo, hi, dst, m, 0, 0x10FFFF) < 0) return -1;
     Fn all = {chars->lo, chars->hi, chars->out, chars->n, 0, 0x10FFFF, 0};
-    for (int b = 0x20; b < 0x80; b++) {
+    for (i64 b = 0x20, r = 0; b < 0x80; b++) {  /* outcome(&all, b), the runs walked once */
+        while (r < all.n && all.hi[r] < b) r++;
         if (b == '"' || b == '\\') continue;
-        x->rows[(i64)s * 256 + b] = outcome(&all, b);
+        x->rows[(i64)s * 256 + b] = r < all.n && all.lo[r] <= b ? all.out[r] : -1;
     }
     if (accept) x->rows[(i64)s * 256 + '"'] = FINAL;
     static const int leads[3][5] = {  /* first lead, last lead, continuations, min, max code point */
