@@ -53,7 +53,7 @@ class DFA:
     @property
     def is_empty(self) -> bool:
         """True for the empty language (trimmed DFAs: start state not accepting, no edges)."""
-        return not bool(self.accept[0]) and not bool((self.trans[0] >= 0).any())
+        return not bool(self.accept[0]) and not bool(self.trans[0].max() >= 0)  # no bool row made
 
     @property
     def accepts_empty(self) -> bool:
