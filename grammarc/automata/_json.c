@@ -39,6 +39,8 @@ typedef struct {
     i64 sig_cap, sig_count, *sig_data, sig_len, sig_data_cap, *scratch, scratch_cap;
     int overflow;   /* set when more than max_states states were needed */
     i64 escapes;    /* escape states made (shared ones once; see py_json_string's budget) */
+    i32 leads_outcome, leads[0xF5 - 0xC2];  /* the targets of the UTF-8 leads C2..F4 when every
+                                             * character past ASCII leads to leads_outcome */
 } Ctx;
 
 static i32 new_state(Ctx *x)
@@ -292,6 +294,15 @@ static int build_char(Ctx *x, i64 q, const i64 *lo, const i64 *hi, const i64 *ds
     if (accept) x->rows[(i64)s * 256 + '"'] = FINAL;
     static const int leads[3][5] = {  /* first lead, last lead, continuations, min, max code point */
         {0xC2, 0xDF, 1, 0x80, 0x7FF}, {0xE0, 0xEF, 2, 0x800, 0xFFFF}, {0xF0, 0xF4, 3, 0x10000, 0x10FFFF}};
+    /* One outcome for every character past ASCII (the sink, for most states of the keys' trie):
+     * the leads read what they read for the last state with that outcome, the same states */
+    i32 beyond = all.n >= 2 && all.lo[all.n - 2] <= 0x80 && all.hi[all.n - 2] == 0xD7FF
+        && all.lo[all.n - 1] == 0xE000 && all.hi[all.n - 1] == 0x10FFFF
+        && all.out[all.n - 2] == all.out[all.n - 1] ? all.out[all.n - 1] : -1;
+    if (beyond >= 0 && beyond == x->leads_outcome) {
+        memcpy(x->rows + (i64)s * 256 + 0xC2, x->leads, sizeof x->leads);
+        goto escapes;
+    }
     for (int i = 0; i < 3; i++) {
         Fn f = all;
         f.clip_lo = leads[i][3]; f.clip_hi = leads[i][4];
@@ -303,6 +314,11 @@ static int build_char(Ctx *x, i64 q, const i64 *lo, const i64 *hi, const i64 *ds
             x->rows[(i64)s * 256 + b] = t;
         }
     }
+    if (beyond >= 0) {
+        x->leads_outcome = beyond;
+        memcpy(x->leads, x->rows + (i64)s * 256 + 0xC2, sizeof x->leads);
+    }
+escapes:
     /* escapes: \uXXXX (BMP characters, and high surrogates leading to the pair's second half)
      * read first, so that the escape state is looked up by what it leads to */
     if (push_chars(hex, lo, hi, dst, m, 0, 0xD7FF) < 0) return -1;
@@ -437,6 +453,7 @@ PyObject *py_json_string(PyObject *self, PyObject *args)
     }
     Ctx x = {0};
     x.max_states = max_states;
+    x.leads_outcome = -1;
     RunBuf chars = {0}, hex = {0};
     int ok = 1;
     for (i64 i = 0; i < FIRST_CHAR + nc && ok; i++) ok = new_state(&x) >= 0;
