@@ -320,6 +320,8 @@ class _Lowering:
         run: list[Expr] = []
 
         def flush() -> None:
+            if not run:
+                return
             for chunk in self._chunks(tuple(run)):
                 if len(chunk) > 1 and (dfa := self.merged(seq := Seq(chunk))) is not None:
                     out.extend(self.terminal_symbols(dfa, functools.partial(_describe, seq, rule)))
