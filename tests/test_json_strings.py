@@ -298,3 +298,46 @@ def test_a_bounded_string_over_the_budget_says_so_as_before():
     with pytest.raises(StateBudgetExceeded, match=r"needs 5103 automaton states once minimized, more than the "
                                                    r"budget of 4100 automaton states \(max_states=4100\)"):
         _nfa.from_regex(_jf.string_regex(0, 255), max_states=4100)
+
+
+# -- the minimal route: tables the core numbers without minimizing -------------------------
+
+
+def _same_table(a, b) -> bool:
+    return a.trans.shape == b.trans.shape and (a.trans == b.trans).all() and (a.accept == b.accept).all()
+
+
+@settings(max_examples=300, deadline=None)
+@given(_WORDS)
+def test_the_keys_table_needs_no_minimization(words):
+    """The keys' character automaton is minimal, so the core's table is (its escape and reader
+    states are shared by what they lead to) and is only numbered: the very table that
+    minimizing the table as built gives."""
+    runs, accept = json_strings._trie(tuple(sorted(set(words))))
+    numbered = json_strings._from_runs(runs, accept, minimal=True)
+    assert _same_table(numbered, json_strings._from_runs(runs, accept, minimal=False))
+
+
+@pytest.mark.parametrize("low, high", [(0, 0), (0, 1), (1, 1), (0, 3), (2, 5), (0, None), (3, None), (0, 40)])
+def test_a_bounded_string_needs_no_minimization(low, high):
+    top = low if high is None else high
+    runs = [[(0, 0x10FFFF, k + 1)] for k in range(top)] + [[(0, 0x10FFFF, top)] if high is None else []]
+    accept = [k >= low for k in range(top + 1)]
+    assert _same_table(json_strings.bounded_string(low, high), json_strings._from_runs(runs, accept, minimal=False))
+
+
+@pytest.mark.parametrize("limit, refused", [(60, True), (61, False)])
+def test_the_budget_counts_the_states_as_before_escape_states_were_shared(monkeypatch, limit, refused):
+    """The keys "name" and "type" took 61 states before minimization when every character
+    state had an escape state of its own; sharing them leaves 60, but the limit falls where
+    it did, so a grammar refused before is refused still."""
+    monkeypatch.setattr(json_strings, "MAX_STATES", limit)
+    json_strings._except.cache_clear()
+    try:
+        if refused:
+            with pytest.raises(StateBudgetExceeded, match=f"needs more than {limit} states before minimization"):
+                json_string_except(("name", "type"))
+        else:
+            assert json_string_except(("name", "type")).matches(b'"nam"')
+    finally:
+        json_strings._except.cache_clear()

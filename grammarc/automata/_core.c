@@ -776,10 +776,12 @@ static PyMethodDef methods[] = {
      "classes, numbered by their first byte: bytes of int32 [n, k] and uint8 [256] with "
      "table[:, b2c] == trans."},
     {"json_string", py_json_string, METH_VARARGS,
-     "json_string(ptr, lo, hi, dst, accept, max_states) -> (trans, accept) | None: the byte table of every "
-     "JSON spelling of the strings a DFA over code points accepts, quotes included (per character state q, "
-     "its runs lo[ptr[q]:ptr[q+1]] .. hi, to dst: int64 arrays, sorted and disjoint; accept uint8 [n]): "
-     "bytes of int32 [m, 256] and bool [m], unminimized, state 0 the start; None past max_states states."},
+     "json_string(ptr, lo, hi, dst, accept, max_states, canonical=False) -> (trans, accept) | None: the byte "
+     "table of every JSON spelling of the strings a DFA over code points accepts, quotes included (per character "
+     "state q, its runs lo[ptr[q]:ptr[q+1]] .. hi, to dst: int64 arrays, sorted and disjoint; accept uint8 [n]): "
+     "bytes of int32 [m, 256] and bool [m], unminimized, state 0 the start; with `canonical` (for a minimal "
+     "character DFA whose states all reach acceptance) minimal and numbered canonically; None past max_states "
+     "states."},
     {"walk", py_walk, METH_VARARGS,
      "walk(trans, base, check, next, accept, state, data, start) -> (state, ends): data[start:] read from "
      "`state` through a dense table (int32 [n, 256]) or, with trans None, a comb table; -1 once dead, and "

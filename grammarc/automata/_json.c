@@ -10,16 +10,19 @@
  * accepted. Reading part of a character (a UTF-8 lead byte and some continuation bytes, or
  * some hex digits) narrows the code point to an interval; the state there is a reader: "so
  * many digits left, and what each value of the interval leads to". Readers are hash-consed
- * by exactly that, so the table comes out nearly minimal (the readers of every character
- * state that sends all of non-ASCII to the same place are one set of states). The table is
- * trimmed, minimized and numbered by the caller (dfa.byte_classes and dfa._finalize); its
- * oracle is the regex route of the JSON Schema front end (tests/test_json_strings.py).
+ * by exactly that, and so are the escape states (by what each escape leads to), so the table
+ * comes out minimal when the character automaton is (the readers of every character state
+ * that sends all of non-ASCII to the same place are one set of states). The caller then asks
+ * for it numbered canonically (the keys of an object, bounded strings: minimal character
+ * automata by construction); any other table is trimmed, minimized and numbered by the
+ * caller (dfa.byte_classes and dfa._finalize). Its oracle is the regex route of the JSON
+ * Schema front end, and the minimized table for the canonical one (tests/test_json_strings.py).
  */
 
 #include "_core.h"
 
 enum { START = 0, FINAL = 1, FIRST_CHAR = 2 };
-enum { HEX = 0, UTF8 = 1, PAIR = 2 };
+enum { HEX = 0, UTF8 = 1, PAIR = 2, ESCAPE = 3 };  /* kinds of hash-consed states */
 
 /* An outcome function: values -> byte states (-1 dead), as sorted disjoint runs of
  * live outcomes; values outside [clip_lo, clip_hi] are dead; a value v is looked up
@@ -35,6 +38,9 @@ typedef struct {
     i32 *sig_vals;
     i64 sig_cap, sig_count, *sig_data, sig_len, sig_data_cap, *scratch, scratch_cap;
     int overflow;   /* set when more than max_states states were needed */
+    i64 escapes;    /* escape states made (shared ones once; see py_json_string's budget) */
+    i32 leads_outcome, leads[0xF5 - 0xC2];  /* the targets of the UTF-8 leads C2..F4 when every
+                                             * character past ASCII leads to leads_outcome */
 } Ctx;
 
 static i32 new_state(Ctx *x)
@@ -140,6 +146,12 @@ static i32 *sig_slot(Ctx *x, const i64 *sig, i64 n, i32 s, int *found)
     return &x->sig_vals[j];
 }
 
+/* The run of an outcome function that the last interval of a loop lay whole inside of
+ * (-1: none), and the state read there (see reader_inside). */
+typedef struct { i64 run; i32 state; i64 cursor; } Inside;  /* cursor: no run before it reaches lo */
+
+static i32 reader_inside(Ctx *x, int kind, int k, i64 lo, const Fn *f, Inside *last);
+
 /* The state reading k more digits (hex, or UTF-8 continuation bytes) of a value in
  * [lo, lo + base**k - 1] that leads through f to the next state; -1 where every value is
  * dead, -2 on error. */
@@ -178,12 +190,36 @@ static i32 reader(Ctx *x, int kind, int k, i64 lo, const Fn *f)
     i32 s = new_state(x);
     if (s == -2) return -2;
     *slot = s;  /* now: the digits below may grow (and move) the table */
+    Inside inside = {-1, -1, 0};
     for (int d = 0; d < base; d++) {
-        i32 t = reader(x, kind, k - 1, lo + d * (width / base), f);
+        i32 t = reader_inside(x, kind, k - 1, lo + d * (width / base), f, &inside);
         if (t == -2) return -2;
         set_digit(x, s, kind, d, t);
     }
     return s;
+}
+
+/* `reader`, but where the interval [lo, lo + base**k - 1] lies whole inside the run of f
+ * that the previous call of the same loop (`last`) found it inside of, that call's state:
+ * both have the signature (kind, k, 0, base**k - 1, outcome), so they are one state. A
+ * character state sends most of its values to one place (the sink, for the other keys of
+ * an object), so most of its UTF-8 leads and hex digits are looked up once, not each. */
+static i32 reader_inside(Ctx *x, int kind, int k, i64 lo, const Fn *f, Inside *last)
+{
+    i64 width = 1;
+    for (int i = 0; i < k; i++) width *= kind == UTF8 ? 64 : 16;
+    i64 hi = lo + width - 1, run = -1;
+    if (lo >= f->clip_lo && hi <= f->clip_hi) {
+        i64 first = last->cursor;  /* the first run that reaches lo: a loop's intervals ascend */
+        while (first < f->n && f->hi[first] - f->offset < lo) first++;
+        last->cursor = first;
+        if (first < f->n && f->lo[first] - f->offset <= lo && f->hi[first] - f->offset >= hi) run = first;
+    }
+    if (run >= 0 && run == last->run) return last->state;
+    i32 t = reader(x, kind, k, lo, f);
+    last->run = run;
+    last->state = t;
+    return t;
 }
 
 /* The state after a high surrogate escape: "\u" and a low surrogate, whose value leads
@@ -250,31 +286,41 @@ static int build_char(Ctx *x, i64 q, const i64 *lo, const i64 *hi, const i64 *ds
     chars->n = hex->n = 0;
     if (push_chars(chars, lo, hi, dst, m, 0, 0x10FFFF) < 0) return -1;
     Fn all = {chars->lo, chars->hi, chars->out, chars->n, 0, 0x10FFFF, 0};
-    for (int b = 0x20; b < 0x80; b++) {
+    for (i64 b = 0x20, r = 0; b < 0x80; b++) {  /* outcome(&all, b), the runs walked once */
+        while (r < all.n && all.hi[r] < b) r++;
         if (b == '"' || b == '\\') continue;
-        x->rows[(i64)s * 256 + b] = outcome(&all, b);
+        x->rows[(i64)s * 256 + b] = r < all.n && all.lo[r] <= b ? all.out[r] : -1;
     }
     if (accept) x->rows[(i64)s * 256 + '"'] = FINAL;
     static const int leads[3][5] = {  /* first lead, last lead, continuations, min, max code point */
         {0xC2, 0xDF, 1, 0x80, 0x7FF}, {0xE0, 0xEF, 2, 0x800, 0xFFFF}, {0xF0, 0xF4, 3, 0x10000, 0x10FFFF}};
+    /* One outcome for every character past ASCII (the sink, for most states of the keys' trie):
+     * the leads read what they read for the last state with that outcome, the same states */
+    i32 beyond = all.n >= 2 && all.lo[all.n - 2] <= 0x80 && all.hi[all.n - 2] == 0xD7FF
+        && all.lo[all.n - 1] == 0xE000 && all.hi[all.n - 1] == 0x10FFFF
+        && all.out[all.n - 2] == all.out[all.n - 1] ? all.out[all.n - 1] : -1;
+    if (beyond >= 0 && beyond == x->leads_outcome) {
+        memcpy(x->rows + (i64)s * 256 + 0xC2, x->leads, sizeof x->leads);
+        goto escapes;
+    }
     for (int i = 0; i < 3; i++) {
         Fn f = all;
         f.clip_lo = leads[i][3]; f.clip_hi = leads[i][4];
+        Inside inside = {-1, -1, 0};
         for (int b = leads[i][0]; b <= leads[i][1]; b++) {
             i64 first = (i64)(b & (0x3F >> leads[i][2])) << (6 * leads[i][2]);
-            i32 t = reader(x, UTF8, leads[i][2], first, &f);
+            i32 t = reader_inside(x, UTF8, leads[i][2], first, &f, &inside);
             if (t == -2) return -1;
             x->rows[(i64)s * 256 + b] = t;
         }
     }
-    /* escapes */
-    i32 e = new_state(x);
-    if (e == -2) return -1;
-    x->rows[(i64)s * 256 + '\\'] = e;
-    static const int shorts[8][2] = {{'"', '"'}, {'\\', '\\'}, {'/', '/'}, {'b', 8},
-                                     {'f', 12}, {'n', 10}, {'r', 13}, {'t', 9}};
-    for (int i = 0; i < 8; i++) x->rows[(i64)e * 256 + shorts[i][0]] = outcome(&all, shorts[i][1]);
-    /* \uXXXX: BMP characters, and high surrogates leading to the pair's second half */
+    if (beyond >= 0) {
+        x->leads_outcome = beyond;
+        memcpy(x->leads, x->rows + (i64)s * 256 + 0xC2, sizeof x->leads);
+    }
+escapes:
+    /* escapes: \uXXXX (BMP characters, and high surrogates leading to the pair's second half)
+     * read first, so that the escape state is looked up by what it leads to */
     if (push_chars(hex, lo, hi, dst, m, 0, 0xD7FF) < 0) return -1;
     for (i64 h = 0xD800; h <= 0xDBFF;) {  /* blocks of 1024 astral characters, one per high surrogate */
         i64 base = 0x10000 + ((h - 0xD800) << 10), end, last = h;
@@ -296,18 +342,92 @@ static int build_char(Ctx *x, i64 q, const i64 *lo, const i64 *hi, const i64 *ds
     Fn bmp = {hex->lo, hex->hi, hex->out, hex->n, 0, 0xFFFF, 0};
     i32 t = reader(x, HEX, 4, 0, &bmp);
     if (t == -2) return -1;
-    x->rows[(i64)e * 256 + 'u'] = t;
+    static const int shorts[8][2] = {{'"', '"'}, {'\\', '\\'}, {'/', '/'}, {'b', 8},
+                                     {'f', 12}, {'n', 10}, {'r', 13}, {'t', 9}};
+    i64 sig[10] = {ESCAPE, t};
+    int live = t >= 0;
+    for (int i = 0; i < 8; i++) {
+        sig[2 + i] = outcome(&all, shorts[i][1]);
+        live |= sig[2 + i] >= 0;
+    }
+    if (!live)
+        return 0;
+    int found;
+    i32 *slot = sig_slot(x, sig, 10, -1, &found);
+    if (!slot) return -1;
+    if (!found) {
+        i32 e = new_state(x);
+        if (e == -2) return -1;
+        *slot = e;
+        x->escapes++;
+        for (int i = 0; i < 8; i++) x->rows[(i64)e * 256 + shorts[i][0]] = (i32)sig[2 + i];
+        x->rows[(i64)e * 256 + 'u'] = t;
+    }
+    x->rows[(i64)s * 256 + '\\'] = *slot;
     return 0;
 }
 
-/* json_string(ptr, lo, hi, dst, accept, max_states) -> (trans, accept) | None */
+/* The table's states reachable from START, numbered breadth first with the bytes taken in
+ * ascending order (the canonical numbering of grammarc.automata.dfa), as the (trans, accept)
+ * bytes py_json_string returns; NULL on error. The construction's states are all distinct
+ * languages when the character automaton is minimal with every state live (see
+ * py_json_string), so this is the minimal DFA, as dfa._finalize would number it, without
+ * the minimization. */
+static PyObject *canonical(const Ctx *x)
+{
+    PyObject *trans = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)x->n * 256 * sizeof(i32));
+    PyObject *acc = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)x->n), *result = NULL;
+    i32 *id = malloc((size_t)x->n * sizeof(i32)), *queue = malloc((size_t)x->n * sizeof(i32));
+    if (!trans || !acc || !id || !queue) {
+        if (!PyErr_Occurred()) PyErr_NoMemory();
+        goto done;
+    }
+    i32 *out = (i32 *)PyBytes_AS_STRING(trans);
+    char *out_acc = PyBytes_AS_STRING(acc);
+    for (i64 q = 0; q < x->n; q++) id[q] = -1;
+    i64 n = 0;
+    id[START] = 0;
+    queue[n++] = START;
+    for (i64 i = 0; i < n; i++) {
+        const i32 *row = x->rows + (i64)queue[i] * 256;
+        i32 *dst = out + i * 256;
+        out_acc[i] = (char)x->acc[queue[i]];
+        memcpy(dst, row, 256 * sizeof(i32));  /* the missing transitions (-1) as they are */
+        for (int b = 0; b < 256; b += 4) {
+            uint64_t w[2];  /* four cells at a time: most of a reader's or an escape's are -1 */
+            memcpy(w, row + b, sizeof w);
+            if ((w[0] & w[1]) == UINT64_MAX)
+                continue;  /* all four are -1: a live target's sign bit is clear */
+            for (int c = b; c < b + 4; c++) {
+                i32 t = row[c];
+                if (t < 0) continue;
+                if (id[t] < 0) { id[t] = (i32)n; queue[n++] = t; }
+                dst[c] = id[t];
+            }
+        }
+    }
+    if (n < x->n && (_PyBytes_Resize(&trans, (Py_ssize_t)n * 256 * sizeof(i32)) < 0
+                     || _PyBytes_Resize(&acc, (Py_ssize_t)n) < 0))
+        goto done;
+    result = PyTuple_Pack(2, trans, acc);
+done:
+    Py_XDECREF(trans); Py_XDECREF(acc);
+    free(id); free(queue);
+    return result;
+}
+
+/* json_string(ptr, lo, hi, dst, accept, max_states, canonical) -> (trans, accept) | None
+ * With `canonical`, the caller vouches that the character automaton is minimal and every
+ * state of it live (reaches acceptance): the table then comes back minimal and numbered
+ * canonically (`canonical`), else as built, for dfa._finalize. */
 PyObject *py_json_string(PyObject *self, PyObject *args)
 {
     (void)self;
     PyObject *o[5], *result = NULL;
     Py_buffer b[5] = {{0}};
     Py_ssize_t max_states;
-    if (!PyArg_ParseTuple(args, "OOOOOn", &o[0], &o[1], &o[2], &o[3], &o[4], &max_states))
+    int numbered = 0;
+    if (!PyArg_ParseTuple(args, "OOOOOn|p", &o[0], &o[1], &o[2], &o[3], &o[4], &max_states, &numbered))
         return NULL;
     const Py_ssize_t size[5] = {8, 8, 8, 8, 1};
     static const char *names[5] = {"ptr", "lo", "hi", "dst", "accept"};
@@ -333,6 +453,7 @@ PyObject *py_json_string(PyObject *self, PyObject *args)
     }
     Ctx x = {0};
     x.max_states = max_states;
+    x.leads_outcome = -1;
     RunBuf chars = {0}, hex = {0};
     int ok = 1;
     for (i64 i = 0; i < FIRST_CHAR + nc && ok; i++) ok = new_state(&x) >= 0;
@@ -343,7 +464,16 @@ PyObject *py_json_string(PyObject *self, PyObject *args)
             ok = build_char(&x, q, lo + ptr[q], hi + ptr[q], dst + ptr[q], ptr[q + 1] - ptr[q], acc[q], &chars,
                             &hex) == 0;
     }
-    if (ok)
+    /* The budget counts the table as built before escape states were shared: one escape
+     * state per character state. Sharing them must not let a table through that was refused
+     * before (the error, and where the limit falls, stay as they were). */
+    if (ok && x.n + nc - x.escapes > x.max_states) {
+        ok = 0;
+        x.overflow = 1;
+    }
+    if (ok && numbered)
+        result = canonical(&x);
+    else if (ok)
         result = Py_BuildValue("(y#y#)", (const char *)x.rows, (Py_ssize_t)(x.n * 256 * 4), (const char *)x.acc,
                                (Py_ssize_t)x.n);
     else if (x.overflow && !PyErr_Occurred())

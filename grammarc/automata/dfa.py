@@ -10,7 +10,8 @@ Every DFA returned by a public function of `grammarc.automata` is
 
 The empty language is one non-accepting state without transitions. Constructions live in
 `nfa` (regexes, determinization), `operations` (the regular algebra) and `dialect` (the
-grammar dialect's special terminals); they all end in `_finalize` here.
+grammar dialect's special terminals); they all end in `_finalize` here, but for the JSON
+string tables of `json_strings` that the compiled core builds minimal and numbers itself.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ class DFA:
     @property
     def is_empty(self) -> bool:
         """True for the empty language (trimmed DFAs: start state not accepting, no edges)."""
-        return not bool(self.accept[0]) and not bool((self.trans[0] >= 0).any())
+        return not bool(self.accept[0]) and not bool(self.trans[0].max() >= 0)  # no bool row made
 
     @property
     def accepts_empty(self) -> bool:

@@ -5,8 +5,11 @@ A JSON document spells one string character in several ways: raw (``é``), as a 
 language of *decoded* texts (a DFA over code points) therefore stands for a much larger
 language of literals. `json_string` builds that byte DFA directly, in the compiled core
 (``_json.c``), in time linear in its size: the states reading part of a character (some hex
-digits, a UTF-8 lead byte) are shared wherever what each value leads to is the same, so
-the table comes out nearly minimal.
+digits, a UTF-8 lead byte) and the escape states are shared wherever what each value leads
+to is the same, so the table comes out minimal when the character automaton is. Then it
+needs no minimization, only numbering (in the core too): the keys of an object and the
+strings of bounded length, whose character automata are minimal by construction, take
+that route; any other character automaton is minimized as usual.
 
 The JSON Schema front end's keys "other than these names" (``additionalProperties`` next
 to ``properties``) are the main use, through the grammar dialect's
@@ -19,13 +22,15 @@ in grammarc's JSON languages.
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
+from itertools import chain
 
 import numpy as np
 
 from grammarc.automata import _core
 from grammarc.automata.codepoints import CharDFA
-from grammarc.automata.dfa import DFA, _finalize, byte_classes
+from grammarc.automata.dfa import DFA, _finalize, _make, byte_classes
 from grammarc.automata.regex import normalize
 from grammarc.errors import StateBudgetExceeded
 
@@ -42,7 +47,7 @@ MAX_STATES = 1 << 16
 def json_string(chars: CharDFA) -> DFA:
     """The JSON string literals, quotes included, whose decoded text `chars` accepts."""
     runs = [sorted((lo, hi, target) for ranges, target in edges for lo, hi in ranges) for edges in chars.edges]
-    return _from_runs(runs, list(chars.accept))
+    return _from_runs(runs, list(chars.accept), minimal=False)
 
 
 def json_string_except(words: tuple[str, ...]) -> DFA:
@@ -56,11 +61,12 @@ def bounded_string(low: int, high: int | None) -> DFA:
     included, in every spelling: the strings of ``minLength``/``maxLength``. Built from a
     character automaton of high + 1 states, it is two to five times faster than the regex
     ``"(?:char){m,n}"`` through n copies of a character's NFA (n = 100: ~12-20 -> ~3-4 ms;
-    n = 255: ~45-65 -> ~21-25 ms, most of it minimizing 5,103 states), which
+    n = 255: ~45-65 -> ~21-25 ms, most of it minimizing 5,103 states; since the table comes
+    out minimal and is only numbered, about a quarter of that), which
     `grammarc.automata.nfa.from_regex` therefore builds here; the same minimal DFA."""
     top = low if high is None else high  # character states 0..top; without a bound the last loops
     runs = [[(0, MAX_CODE_POINT, k + 1)] for k in range(top)] + [[(0, MAX_CODE_POINT, top)] if high is None else []]
-    return _from_runs(runs, [k >= low for k in range(top + 1)])
+    return _from_runs(runs, [k >= low for k in range(top + 1)], minimal=True)  # each state: its own lengths left
 
 
 def excluding(words) -> CharDFA:
@@ -86,33 +92,35 @@ def excluding(words) -> CharDFA:
 
 @lru_cache(maxsize=1024)
 def _except(words: tuple[str, ...]) -> DFA:
-    return _from_runs(*_trie(words))
+    return _from_runs(*_trie(words), minimal=True)
 
 
 def _trie(words: tuple[str, ...]) -> tuple[list[list[tuple[int, int, int]]], list[bool]]:
-    """(runs, accept) of the decoded texts that are none of `words`: their trie, equal
-    subtrees shared (children are numbered after their parents, so one pass from the last
-    finds them), and a last state for "left the trie", where every character loops. That
-    is the minimal automaton: no trie state can equal the sink once a word is kept."""
+    """(runs, accept) of the decoded texts that are none of `words` (sorted): their trie,
+    equal subtrees shared (children are numbered after their parents, so one pass from the
+    last finds them), and a last state for "left the trie", where every character loops.
+    That is the minimal automaton: no trie state can equal the sink once a word is kept.
+    Words in order make each state's children in order of their characters: nothing to sort."""
     children: list[dict[int, int]] = [{}]
     end = [False]
     for word in words:
-        if any(0xD800 <= ord(ch) <= 0xDFFF for ch in word):
+        if _SURROGATE.search(word):
             continue
         q = 0
         for ch in map(ord, word):
-            if ch not in children[q]:
-                children[q][ch] = len(children)
+            below = children[q]
+            q = below.get(ch, -1)
+            if q < 0:
+                q = below[ch] = len(children)
                 children.append({})
                 end.append(False)
-            q = children[q][ch]
         end[q] = True
     if not any(end):  # no word: every text, one state (the trie's root would equal the sink)
         return [[(0, MAX_CODE_POINT, 0)]], [True]
     same = list(range(len(children)))
     register: dict[tuple, int] = {}
     for q in reversed(range(len(children))):
-        signature = (end[q], tuple((ch, same[t]) for ch, t in sorted(children[q].items())))
+        signature = (end[q], tuple([(ch, same[t]) for ch, t in children[q].items()]))
         same[q] = register.setdefault(signature, q)
     kept = sorted(set(same))  # the root first
     number = {q: i for i, q in enumerate(kept)}
@@ -120,10 +128,10 @@ def _trie(words: tuple[str, ...]) -> tuple[list[list[tuple[int, int, int]]], lis
     runs = []
     for q in kept:
         row, lo = [], 0
-        for ch in sorted(children[q]):
+        for ch, t in children[q].items():
             if lo < ch:
                 row.append((lo, ch - 1, sink))
-            row.append((ch, ch, number[same[children[q][ch]]]))
+            row.append((ch, ch, number[same[t]]))
             lo = ch + 1
         if lo <= MAX_CODE_POINT:
             row.append((lo, MAX_CODE_POINT, sink))
@@ -132,17 +140,25 @@ def _trie(words: tuple[str, ...]) -> tuple[list[list[tuple[int, int, int]]], lis
     return runs, [not end[q] for q in kept] + [True]
 
 
-def _from_runs(runs: list[list[tuple[int, int, int]]], accept: list[bool]) -> DFA:
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _from_runs(runs: list[list[tuple[int, int, int]]], accept: list[bool], *, minimal: bool) -> DFA:
     """The minimized DFA of the JSON spellings of a character automaton given by its runs
-    (per state, sorted disjoint (lo, hi, target) code point ranges)."""
-    flat = [run for row in runs for run in row]
+    (per state, sorted disjoint (lo, hi, target) code point ranges). `minimal`: the caller
+    vouches that the character automaton is minimal and every state of it reaches
+    acceptance, so the core's table is minimal too and is only numbered, not minimized
+    (a quarter of a schema's compile time went to minimizing tables already minimal)."""
     ptr = np.zeros(len(runs) + 1, dtype=np.int64)
     np.cumsum([len(row) for row in runs], out=ptr[1:])
-    table = np.array(flat, dtype=np.int64).reshape(-1, 3)
+    flat = chain.from_iterable(chain.from_iterable(runs))  # lo, hi, target of each run: ints, not tuples
+    table = np.fromiter(flat, dtype=np.int64, count=3 * int(ptr[-1])).reshape(-1, 3)
     done = _core.json_string(ptr, np.ascontiguousarray(table[:, 0]), np.ascontiguousarray(table[:, 1]),
-                             np.ascontiguousarray(table[:, 2]), np.array(accept, dtype=np.uint8), MAX_STATES)
+                             np.ascontiguousarray(table[:, 2]), np.array(accept, dtype=np.uint8), MAX_STATES, minimal)
     if done is None:
         raise StateBudgetExceeded(f"the JSON string automaton needs more than {MAX_STATES} states before minimization")
     trans, acc = done  # well formed by construction: from_table's checks are not needed
+    if minimal:
+        return _make(np.frombuffer(trans, dtype=np.int32).reshape(-1, 256), np.frombuffer(acc, dtype=bool))
     table, b2c = byte_classes(np.frombuffer(trans, dtype=np.int32).reshape(-1, 256))
     return _finalize(table, np.frombuffer(acc, dtype=bool), b2c)

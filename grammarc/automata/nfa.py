@@ -62,6 +62,11 @@ class _NFA:
 
         Identical tails of the UTF-8 sequences share states, which keeps `.` small.
         """
+        if ranges and ranges[0][0] >= 0 and ranges[-1][1] < 0x80:  # ASCII: one byte per range, as
+            edges = self.edges[src]                                # ranges_sequences spells it
+            for lo, hi in ranges:
+                edges.append((lo, hi, dst))
+            return
         tails: dict[tuple, int] = {}
         for seq in ranges_sequences(ranges):
             nxt = dst
@@ -82,11 +87,12 @@ class _NFA:
 
         No construction loops back to its start state, so fragments may share starts.
         """
-        if isinstance(node, Chars):
+        kind = type(node)  # the regex AST's classes have no subclasses
+        if kind is Chars:
             e = self.new()
             self.add_chars(s, node.ranges, e)
             return e
-        if isinstance(node, Seq):
+        if kind is Seq:
             for item in node.items:
                 s = self.build(item, s)
             return s
@@ -144,16 +150,23 @@ class _NFA:
 def _estimate(node: Node) -> int:
     """An upper bound on the NFA states `_NFA.build` creates (checked before building)."""
     if isinstance(node, Chars):
-        return 1 + sum(len(seq) - 1 for seq in ranges_sequences(node.ranges))
-    if isinstance(node, Seq):
-        return sum(_estimate(x) for x in node.items)
-    if isinstance(node, Alt):
-        return 1 + sum(_estimate(x) for x in node.items)
+        return _chars_estimate(node.ranges)
+    if isinstance(node, (Seq, Alt)):
+        total = 0 if isinstance(node, Seq) else 1
+        for x in node.items:  # a loop, not sum() over a generator: every node of a new pattern
+            total += _estimate(x)
+        return total
     if isinstance(node, Repeat):
         inner = _estimate(node.item)
         copies = node.min + (1 if node.max is None else node.max - node.min)
         return inner * copies + 3
     return 1
+
+
+@lru_cache(maxsize=4096)
+def _chars_estimate(ranges) -> int:
+    """`_estimate` of one character from `ranges`: its UTF-8 byte chains' states, plus one."""
+    return 1 + sum(len(seq) - 1 for seq in ranges_sequences(ranges))
 
 
 def _determinize(

@@ -233,6 +233,11 @@ class _Flags:
     dot_all: bool = False
 
 
+_QUANTIFIER_STARTS = frozenset("*+?{")  # `quantifier` finds none at any other character
+_ATOM_SPECIAL = frozenset("*+?{([.^$\\")  # what atom() reads other than as one raw character
+_SHORT_QUANTIFIERS = {"*": (0, None), "+": (1, None), "?": (0, 1)}
+
+
 class _Parser:
     def __init__(self, pattern: str, ecma: bool):
         self.p = pattern
@@ -298,14 +303,26 @@ class _Parser:
 
     def sequence(self, flags: _Flags, depth: int) -> Node:
         items: list[Node] = []
-        while self.i < len(self.p) and self.peek() not in "|)":
-            items.append(self.quantified(flags, depth))
-        items = [x for x in items if x != EMPTY]
+        p, n = self.p, len(self.p)
+        while self.i < n and p[self.i] not in "|)":
+            i = self.i
+            c = p[i]
+            if c not in _ATOM_SPECIAL and not SURROGATE_LO <= ord(c) <= SURROGATE_HI and (
+                    i + 1 == n or p[i + 1] not in _QUANTIFIER_STARTS):
+                self.i = i + 1  # a plain character, unquantified: the node quantified() would make
+                items.append(self.chars(((ord(c), ord(c)),), flags))
+                continue
+            item = self.quantified(flags, depth)
+            if type(item) is not Seq or item.items:  # item != EMPTY, without two __eq__ calls
+                items.append(item)
         return items[0] if len(items) == 1 else Seq(tuple(items))
 
     def quantified(self, flags: _Flags, depth: int) -> Node:
-        bare = self.peek() != "("
+        p = self.p  # peek() inline here and below: every atom of every pattern comes this way
+        bare = p[self.i] != "("  # sequence() calls it with a character at the cursor
         atom = self.atom(flags, depth)
+        if self.i >= len(p) or p[self.i] not in _QUANTIFIER_STARTS:  # most atoms: no quantifier
+            return atom
         q = self.quantifier()
         if q is None:
             return atom
@@ -329,7 +346,7 @@ class _Parser:
         if c in ("*", "+", "?") and c:
             if not probe:
                 self.i += 1
-            return {"*": (0, None), "+": (1, None), "?": (0, 1)}[c] + (at,)
+            return _SHORT_QUANTIFIERS[c] + (at,)
         if c != "{":
             return None
         j = self.i + 1
@@ -356,7 +373,7 @@ class _Parser:
         return lo, hi, at
 
     def atom(self, flags: _Flags, depth: int) -> Node:
-        c = self.peek()
+        c = self.p[self.i]  # quantified() is called with a character at the cursor
         if c in ("*", "+", "?") or (c == "{" and self.quantifier(probe=True) is not None):
             raise self.error("nothing to repeat")
         if c == "(":
@@ -403,7 +420,7 @@ class _Parser:
         if depth >= MAX_GROUP_DEPTH:
             raise self.error(f"too many nested groups (more than {MAX_GROUP_DEPTH})")
         self.i += 1
-        inner = _Flags(flags.ignore_case, flags.dot_all)
+        inner = flags  # a group's own flags (?i:...) are a copy, made where it has them
         if self.peek() == "?":
             rest = self.p[self.i + 1:self.i + 3]
             if self.ecma:
@@ -442,6 +459,7 @@ class _Parser:
                     j += 1
                 nxt = self.p[j] if j < len(self.p) else ""
                 if letters and nxt == ":":
+                    inner = _Flags(flags.ignore_case, flags.dot_all)
                     self.apply_flags(letters, inner, at)
                     self.i = j + 1
                 elif letters and nxt == ")":

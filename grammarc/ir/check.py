@@ -15,7 +15,7 @@ from collections import OrderedDict
 
 from grammarc.errors import GrammarError, GrammarWarning, Span
 from grammarc.ir.nodes import (
-    EXPR_TYPES, Alt, Except, Expr, Grammar, JsonStringExcept, Literal, Ref, Regex, Repeat, Seq, Substrings,
+    EXPR_TYPES, Alt, AnyToken, Except, Expr, Grammar, JsonStringExcept, Literal, Ref, Regex, Repeat, Seq, Substrings,
     children, references,
 )
 
@@ -35,7 +35,9 @@ def check_grammar(grammar: Grammar) -> None:
     """Raise `GrammarError` for a malformed grammar; warn (`GrammarWarning`) for unreachable rules."""
     rules = _check_names(grammar)
     _check_start(grammar, rules)
-    refs = {name: _check_rule(name, expr, rules, grammar) for name, expr in grammar.rules}
+    refs = _passing_refs(grammar, rules)
+    if refs is None:  # some check may fail: the ordered walk raises the error it meets first
+        refs = {name: _check_rule(name, expr, rules, grammar) for name, expr in grammar.rules}
     _warn_unreachable(grammar, refs)
 
 
@@ -56,9 +58,18 @@ def check_depth(grammar: Grammar) -> None:
             if depth > MAX_DEPTH:
                 raise _too_deep(name, _deepest(expr), grammar)
             below: list[Expr] = []
-            for node in level:
-                below.extend(children(node))
+            for node in level:  # `children`, its common cases inline (every node of every rule)
+                kind = type(node)
+                if kind is Seq or kind is Alt:
+                    below.extend(node.items)
+                elif kind is Repeat or kind is Except:
+                    below.append(node.item)
+                elif kind not in _LEAVES:
+                    below.extend(children(node))
             level, depth = below, depth + 1
+
+
+_LEAVES = frozenset((Literal, Regex, Substrings, JsonStringExcept, Ref, AnyToken))
 
 
 def _deepest(expr: Expr) -> Expr:
@@ -139,6 +150,57 @@ def _check_rule(name: str, expr: Expr, rules: dict[str, Expr], grammar: Grammar)
 
 
 _NODE_CLASSES = frozenset(EXPR_TYPES)
+
+
+def _passing_refs(grammar: Grammar, rules: dict[str, Expr]) -> dict[str, list[str]] | None:
+    """Each rule's references (as `_check_rule` returns them, in another order) when every
+    node passes every check of `_check_rule`; None when one may not. Almost every grammar
+    passes: this walk proves it for the price of a dispatch per node (levels, not (node,
+    depth) pairs; the texts searched for surrogates in one string), and leaves the failures,
+    and nodes of a class of its own, to `_check_rule`, which names the first error in
+    source order."""
+    texts: list[str] = []
+    refs: dict[str, list[str]] = {}
+    for name, expr in grammar.rules:
+        refs[name] = names = []
+        level, depth = [expr], 1
+        while level:
+            if depth > MAX_DEPTH:
+                return None
+            below: list[Expr] = []
+            for node in level:
+                kind = type(node)
+                if kind is Seq:
+                    below.extend(node.items)
+                elif kind is Literal or kind is Substrings:
+                    texts.append(node.text)
+                elif kind is Ref:
+                    names.append(node.name)
+                elif kind is Alt:
+                    if not node.items:
+                        return None
+                    below.extend(node.items)
+                elif kind is Repeat:
+                    low, high = node.min, node.max
+                    if type(low) is not int or low < 0 or not (high is None or (type(high) is int and high >= low)):
+                        return None
+                    below.append(node.item)
+                elif kind is Regex:
+                    if node.mode not in _MODES:
+                        return None
+                    texts.append(node.pattern)
+                elif kind is JsonStringExcept:
+                    if type(node.words) is not tuple:
+                        return None
+                    texts.extend(node.words)
+                elif kind is not AnyToken:  # except! (its own checks raise), or a class of its own
+                    return None
+            level, depth = below, depth + 1
+        if not all(ref in rules for ref in names):
+            return None
+    if not all(type(text) is str for text in texts) or _SURROGATE.search("\0".join(texts)):
+        return None
+    return refs
 
 
 def _short_repr(value: object) -> str:

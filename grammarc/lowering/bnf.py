@@ -32,9 +32,7 @@ def normalize(productions: list[tuple[int, tuple[Sym, ...]]], names: list[str], 
     from `productions` over nonterminals `names` (`start` among them) and `terminals`,
     keeping only productions whose nonterminals are all `productive` (`derivers`). `names`
     grows by the helper nonterminals ε removal makes."""
-    productions = [
-        (lhs, rhs) for lhs, rhs in productions if all(not is_nonterminal(s) or ~s in productive for s in rhs)
-    ]
+    productions = [(lhs, rhs) for lhs, rhs in productions if all(s >= 0 or ~s in productive for s in rhs)]
     nullable = _nullable(productions)
     accepts_empty = start in nullable
     productions = _remove_epsilon(productions, nullable, names)
@@ -59,7 +57,7 @@ def derivers(productions, usable: Callable[[int], bool]) -> set[int]:
     for i, (lhs, rhs) in enumerate(productions):
         count = 0
         for s in rhs:
-            if is_nonterminal(s):
+            if s < 0:  # a nonterminal (is_nonterminal, inline: every symbol of the grammar)
                 count += 1
                 waiting.setdefault(~s, []).append(i)
             elif not usable(s):
@@ -91,21 +89,22 @@ def _remove_epsilon(productions, nullable: set[int], names: list[str]):
     out: set[tuple[int, tuple[Sym, ...]]] = set()
     ordered: list[tuple[int, tuple[Sym, ...]]] = []
     while pending:
-        lhs, rhs = pending.popleft()
-        optional = [i for i, s in enumerate(rhs) if is_nonterminal(s) and ~s in nullable]
+        production = pending.popleft()
+        lhs, rhs = production
+        optional = [i for i, s in enumerate(rhs) if s < 0 and ~s in nullable]
         if len(optional) > 2 and len(rhs) > 2:
             rest = rhs[1:]
             nt = len(names)
             names.append(f"{names[lhs]}#rest")
-            if all(is_nonterminal(s) and ~s in nullable for s in rest):
+            if all(s < 0 and ~s in nullable for s in rest):
                 nullable.add(nt)
             pending.append((lhs, (rhs[0], ~nt)))
             pending.append((nt, rest))
             continue
         if not optional:  # most productions: the one variant is the production itself (none if empty)
-            if rhs and (lhs, rhs) not in out:
-                out.add((lhs, rhs))
-                ordered.append((lhs, rhs))
+            if rhs and production not in out:
+                out.add(production)
+                ordered.append(production)
             continue
         for mask in range(1 << len(optional)):
             dropped = {optional[i] for i in range(len(optional)) if mask >> i & 1}
@@ -120,22 +119,23 @@ def _collapse_unit_cycles(productions, n_names: int):
     """Merge nonterminals on a cycle of unit productions (they derive the same language)."""
     units: dict[int, set[int]] = {}
     for lhs, rhs in productions:
-        if len(rhs) == 1 and is_nonterminal(rhs[0]):
+        if len(rhs) == 1 and rhs[0] < 0:
             units.setdefault(lhs, set()).add(~rhs[0])
     representative = list(range(n_names))
+    merged = False
     for component in sccs(list(units), lambda n: units.get(n, ())):
         if len(component) > 1:
+            merged = True
             head = min(component)
             for member in component:
                 representative[member] = head
-
-    def rename(s: Sym) -> Sym:
-        return ~representative[~s] if is_nonterminal(s) else s
+    if not merged:  # nothing renamed: the productions stay (ε removal left no duplicates or s -> s)
+        return [(lhs, rhs) for lhs, rhs in productions if rhs != (~lhs,)]
 
     seen: set = set()
     out = []
     for lhs, rhs in productions:
-        new = (representative[lhs], tuple(rename(s) for s in rhs))
+        new = (representative[lhs], tuple(~representative[~s] if s < 0 else s for s in rhs))
         if new[1] == (~new[0],) or new in seen:
             continue
         seen.add(new)
@@ -155,7 +155,7 @@ def _renumber(productions, names, terminals, start: int, accepts_empty: bool):
     for nt in nt_order:  # grows while iterating
         for rhs in by_lhs.get(nt, ()):
             for s in rhs:
-                if is_nonterminal(s):
+                if s < 0:
                     if ~s not in nt_index:
                         nt_index[~s] = len(nt_order)
                         nt_order.append(~s)
@@ -165,14 +165,13 @@ def _renumber(productions, names, terminals, start: int, accepts_empty: bool):
     n_t = len(used_terminals)
     nonterminals = ("<start>",) + tuple(names[nt] for nt in nt_order)
     prods = [Production(0, (n_t + 1,))]  # S' -> S ; S is nonterminal 1
+    renamed = {~nt: n_t + 1 + i for i, nt in enumerate(nt_order)}  # old symbol -> new, one lookup each
+    renamed.update(t_index)
+    rename = renamed.__getitem__
     for nt in nt_order:
+        lhs = nt_index[nt] + 1
         for rhs in by_lhs.get(nt, ()):
-            prods.append(
-                Production(
-                    nt_index[nt] + 1,
-                    tuple(n_t + 1 + nt_index[~s] if is_nonterminal(s) else t_index[s] for s in rhs),
-                )
-            )
+            prods.append(Production(lhs, tuple(map(rename, rhs))))
     bnf = Bnf(n_t, nonterminals, tuple(prods))
     return bnf, tuple(terminals[t] for t in used_terminals), accepts_empty
 
@@ -205,13 +204,13 @@ def sccs(nodes, successors) -> list[list]:
                     work.append((succ, iter(successors(succ))))
                     advanced = True
                     break
-                if succ in on_stack:
-                    low[node] = min(low[node], index[succ])
+                if succ in on_stack and index[succ] < low[node]:  # min(), without the call
+                    low[node] = index[succ]
             if advanced:
                 continue
             work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if work and low[node] < low[work[-1][0]]:
+                low[work[-1][0]] = low[node]
             if low[node] == index[node]:
                 component = []
                 while True:

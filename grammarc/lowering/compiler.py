@@ -198,10 +198,11 @@ class _Lowering:
 
     def terminal(self, name: Name, dfa: DFA, *, any_token: bool = False, token_limit: int | None = None) -> int:
         key = (dfa.key, any_token, token_limit)
-        if key not in self._terminal_ids:
-            self._terminal_ids[key] = len(self.terminals)
+        known = self._terminal_ids.get(key)
+        if known is None:
+            known = self._terminal_ids[key] = len(self.terminals)
             self.terminals.append(Terminal(_named(name), dfa, any_token, token_limit))
-        return self._terminal_ids[key]
+        return known
 
     def terminal_symbols(self, dfa: DFA, name: Name) -> tuple[Sym, ...]:
         """Symbols for a regular language: ``T``, or ``(T⁺ | ε)`` when it contains ε."""
@@ -233,7 +234,14 @@ class _Lowering:
     # -- expressions ------------------------------------------------------------------
     def symbols(self, expr: Expr, rule: str) -> tuple[Sym, ...]:
         """A sequence of symbols deriving exactly the language of `expr`."""
-        if self.is_regular(expr) and not isinstance(expr, (*_TEXT_LEAVES, Except)):
+        kind = type(expr)  # the commonest nodes by exact class, as the chain below takes them
+        if kind in _PLAIN_LEAVES:
+            return self.terminal_symbols(self.atomic(expr), functools.partial(_describe, expr, rule))
+        if kind is Ref:
+            if expr.name in self.regular_rules and (dfa := self.merged(expr)) is not None:
+                return self.terminal_symbols(dfa, functools.partial(_describe, expr, rule))
+            return self.rule_symbols(expr.name)
+        if self.is_regular(expr) and not isinstance(expr, _ATOMIC):
             if (dfa := self.merged(expr)) is not None:
                 return self.terminal_symbols(dfa, functools.partial(_describe, expr, rule))
         if isinstance(expr, _TEXT_LEAVES) or (isinstance(expr, Except) and expr.limit is None):
@@ -312,9 +320,11 @@ class _Lowering:
         run: list[Expr] = []
 
         def flush() -> None:
+            if not run:
+                return
             for chunk in self._chunks(tuple(run)):
-                if len(chunk) > 1 and (dfa := self.merged(Seq(chunk))) is not None:
-                    out.extend(self.terminal_symbols(dfa, functools.partial(_describe, Seq(chunk), rule)))
+                if len(chunk) > 1 and (dfa := self.merged(seq := Seq(chunk))) is not None:
+                    out.extend(self.terminal_symbols(dfa, functools.partial(_describe, seq, rule)))
                 else:
                     for item in chunk:
                         out.extend(self.symbols(item, rule))
@@ -331,7 +341,10 @@ class _Lowering:
 
     def _chunks(self, run: tuple[Expr, ...]) -> list[tuple[Expr, ...]]:
         """The terminals a regular run becomes: its words set apart (`_words_apart`), and
-        each stretch between them whole or cut to the merge budget (`_cut`)."""
+        each stretch between them whole or cut to the merge budget (`_cut`). A lone item is
+        its own chunk (the atomic parts its size would build, `symbols` builds next)."""
+        if len(run) < 2:
+            return [run]
         sizes = [self._merged_size(item) for item in run]
         words = [self._word(item) for item in run]
         chunks: list[tuple[Expr, ...]] = []
@@ -346,9 +359,14 @@ class _Lowering:
         enum; an object's ``..._other_key``). A reference to a rule that is one leaf is a
         word as the leaf would be, so naming a terminal (the JSON Schema front end's
         sharing pass) does not change the terminals."""
+        kind = type(expr)
+        if kind is Literal:  # the commonest items first, by exact class
+            return len(expr.text) >= WORD_BYTES or len(expr.text.encode("utf-8")) >= WORD_BYTES
+        if kind is Regex or kind is JsonStringExcept:
+            return True
         while isinstance(expr, Ref) and expr.name in self.regular_rules:
             body = self.rules[expr.name]
-            if not isinstance(body, (Ref, *_TEXT_LEAVES)):
+            if not isinstance(body, _REF_OR_TEXT):
                 return True  # a composite value
             expr = body
         if isinstance(expr, Literal):
@@ -388,14 +406,24 @@ class _Lowering:
     def _merged_size(self, expr: Expr) -> int:
         """The states of `expr`'s own automaton where known without building one (a rule's,
         a terminal's, a literal's; past the merge budget when it has none), else 1."""
-        if isinstance(expr, Repeat) and expr.max is not None:
-            return self._merged_size(expr.item) * max(1, expr.min)
-        if isinstance(expr, Literal):
+        kind = type(expr)
+        if kind is Literal:  # the commonest items first, by exact class
             return len(expr.text.encode("utf-8")) + 1
-        if isinstance(expr, (Regex, Substrings, JsonStringExcept, Except)):
+        if kind is Ref:
+            known = self._rule_dfa.get(expr.name, _UNTRIED)
+        elif isinstance(expr, Repeat) and expr.max is not None:
+            return self._merged_size(expr.item) * max(1, expr.min)
+        elif isinstance(expr, Literal):
+            return len(expr.text.encode("utf-8")) + 1
+        elif isinstance(expr, (Regex, Substrings, JsonStringExcept, Except)):
             return self.atomic(expr).n_states
-        known = self._rule_dfa.get(expr.name, 0) if isinstance(expr, Ref) else self._merged.get(expr, 0)
-        return 1 if known == 0 else self.merge_max_states + 1 if known is None else known.n_states
+        elif isinstance(expr, Ref):
+            known = self._rule_dfa.get(expr.name, _UNTRIED)
+        else:
+            known = self._merged.get(expr, _UNTRIED)
+        if known is _UNTRIED:
+            return 1
+        return self.merge_max_states + 1 if known is None else known.n_states
 
     def repeat(self, expr: Repeat, rule: str) -> tuple[Sym, ...]:
         body = self.group(self.symbols(expr.item, rule), f"{rule}#item")
@@ -429,10 +457,20 @@ class _Lowering:
     # -- regular parts ----------------------------------------------------------------
     def is_regular(self, expr: Expr) -> bool:
         """Whether `expr` denotes a regular byte language we may build a DFA for (memoized:
-        a sequence asks of each item, then of the runs and groups they are part of)."""
+        a sequence asks of each item, then of the runs and groups they are part of). Leaves
+        and references are answered by their class, without hashing them for the memo."""
+        kind = type(expr)
+        if kind in _PLAIN_LEAVES:
+            return True
+        if kind is Ref:
+            return expr.name in self.regular_rules
         known = self._regular.get(expr)
         if known is None:  # from the children's answers: linear in the tree, not in its depth times size
-            known = self._regular_node(expr) and all(self.is_regular(child) for child in children(expr))
+            known = self._regular_node(expr)
+            for child in children(expr) if known else ():  # a loop, not all() over a generator
+                if not self.is_regular(child):
+                    known = False
+                    break
             self._regular[expr] = known
         return known
 
@@ -443,8 +481,9 @@ class _Lowering:
 
     def atomic(self, expr: Expr) -> DFA:
         """The DFA of a terminal node; errors carry the node's position."""
-        if expr in self._atomic:
-            return self._atomic[expr]
+        known = self._atomic.get(expr)  # one lookup: each hashes the node
+        if known is not None:
+            return known
         try:
             if isinstance(expr, Literal):
                 dfa = automata.literal(expr.text.encode("utf-8"))
@@ -487,8 +526,9 @@ class _Lowering:
 
     def merged(self, expr: Expr) -> DFA | None:
         """One DFA for a regular expression tree, or None when it exceeds the merge budget."""
-        if expr in self._merged:
-            return self._merged[expr]
+        known = self._merged.get(expr, _UNTRIED)
+        if known is not _UNTRIED:
+            return known
         try:
             dfa = self._build(expr)
         except StateBudgetExceeded as error:
@@ -503,10 +543,10 @@ class _Lowering:
         the same part is tried again as an item of the rule, of its alternatives, of its
         runs (their inner parts are folded into one construction, see `_tree`)."""
         if isinstance(expr, (Seq, Alt, Repeat)):
-            if expr in self._built:
-                dfa = self._built[expr]
-                if dfa is None:
-                    raise StateBudgetExceeded("exceeds the merge budget (tried before)")
+            dfa = self._built.get(expr, _UNTRIED)
+            if dfa is None:
+                raise StateBudgetExceeded("exceeds the merge budget (tried before)")
+            if dfa is not _UNTRIED:
                 return dfa
             try:
                 dfa = self._build_new(expr)
@@ -520,7 +560,7 @@ class _Lowering:
 
     def _build_new(self, expr: Expr) -> DFA:
         budget = self.merge_max_states
-        if isinstance(expr, (*_TEXT_LEAVES, Except)):
+        if isinstance(expr, _ATOMIC):
             dfa = self.atomic(expr)
             if dfa.n_states > budget:
                 raise StateBudgetExceeded(f"{dfa.n_states} states")
@@ -629,6 +669,9 @@ def _alternatives(expr: Expr) -> tuple[Expr, ...]:
 
 _TEXT_LEAVES = (Literal, Regex, Substrings, JsonStringExcept)  # terminals of text, no vocabulary
 _PLAIN_LEAVES = frozenset(_TEXT_LEAVES)
+_ATOMIC = (*_TEXT_LEAVES, Except)  # nodes `atomic` builds
+_REF_OR_TEXT = (Ref, *_TEXT_LEAVES)
+_UNTRIED = object()  # a memo's answer for a part never tried
 
 
 def _regular_rules(grammar: Grammar) -> list[str]:
