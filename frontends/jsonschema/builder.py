@@ -92,7 +92,7 @@ class Builder(Combinators, Merging, Negation, Numbers, Strings, Arrays, Objects,
         if self.ignored and self.lenient:
             warnings.warn("ignored JSON Schema keywords (lenient=True): " + ", ".join(self.ignored), stacklevel=3)
         rules = _inline_single_use(reachable(self.rules, start, refs_of=refs_of), self.internal, start, refs_of=refs_of)
-        rules = share(rules, start, self.terminal_names, reserved=("ws",), refs_of=refs_of)
+        rules = share(rules, start, self.terminal_names, reserved=("ws",))
         return Grammar(rules=tuple(rules.items()), start=start)
 
     def _add_ws_rule(self) -> None:

@@ -24,7 +24,8 @@ import re
 from functools import lru_cache
 from typing import Callable, Mapping
 
-from grammarc.ir import Alt, Except, Expr, JsonStringExcept, Ref, Regex, Repeat, Seq, references, walk
+from grammarc.ir import (Alt, AnyToken, Except, Expr, JsonStringExcept, Literal, Ref, Regex, Repeat, Seq, Substrings,
+                         references, walk)
 
 __all__ = ["share", "hoist_terminals", "merge_equal_rules", "identifier", "ReferenceCache", "shorten", "unique"]
 
@@ -37,10 +38,9 @@ MAX_NAME = 40
 RefsOf = Callable[[Expr], list[str]]  # a rule body -> the names it refers to (`grammarc.ir.references`)
 
 
-def share(rules: Mapping[str, Expr], start: str, hints: Mapping[Expr, str], reserved: tuple[str, ...] = (),
-          refs_of: RefsOf | None = None) -> dict[str, Expr]:
+def share(rules: Mapping[str, Expr], start: str, hints: Mapping[Expr, str], reserved: tuple[str, ...] = ()) -> dict[str, Expr]:
     """Merge equal rules, then hoist terminals (see the module docstring)."""
-    return hoist_terminals(merge_equal_rules(rules, start, reserved, refs_of), hints, reserved)
+    return hoist_terminals(merge_equal_rules(rules, start, reserved), hints, reserved)
 
 
 # -- terminals ------------------------------------------------------------------------------
@@ -60,25 +60,39 @@ def hoist_terminals(rules: Mapping[str, Expr], hints: Mapping[Expr, str], reserv
 
     New rules come after the others, in the order their terminals first occur; a name that
     is taken gets a numeric suffix."""
-    uses: dict[Expr, int] = {}
-    holding: dict[str, list[Expr]] = {}  # rule -> its candidate terminals
+    named = {_terminal_key(t): name for t, name in hints.items() if type(t) in _TERMINALS}
+    uses: dict[tuple, int] = {}  # candidate -> occurrences
+    first: dict[tuple, Expr] = {}  # candidate -> the terminal where it first occurs
+    small: set[tuple] = set()  # terminals too small to be candidates
+    holding: dict[str, list[tuple]] = {}  # rule -> its candidates
     for name, body in rules.items():
         for node in _terminals(body):
-            if _size(node) >= (MIN_NAMED_TERMINAL if node in hints else MIN_TERMINAL):
-                uses[node] = uses.get(node, 0) + 1
-                holding.setdefault(name, []).append(node)
-    chosen = [t for t, n in uses.items() if n >= 2 or (t in hints and _size(t) >= MIN_TERMINAL)]
+            key = _terminal_key(node)
+            count = uses.get(key)
+            if count is None:
+                if key in small:
+                    continue
+                if _size(node) < (MIN_NAMED_TERMINAL if key in named else MIN_TERMINAL):
+                    small.add(key)
+                    continue
+                first[key] = node
+            uses[key] = 1 if count is None else count + 1
+            holding.setdefault(name, []).append(key)
+    chosen = [k for k, n in uses.items() if n >= 2 or (k in named and _size(first[k]) >= MIN_TERMINAL)]
     if not chosen:
         return dict(rules)
     taken = set(rules) | set(reserved)
-    names: dict[Expr, str] = {}
-    for terminal in chosen:
-        names[terminal] = unique(hints.get(terminal) or _fallback_name(terminal), taken)
-    hoist = {terminal: Ref(name) for terminal, name in names.items()}
-    out = {name: _replaced(body, hoist, _TERMINALS) if any(t in names for t in holding.get(name, ())) else body
+    names = {key: unique(named.get(key) or _fallback_name(first[key]), taken) for key in chosen}
+    hoist = {key: Ref(name) for key, name in names.items()}
+    out = {name: _substituted(body, {}, hoist) if any(k in names for k in holding.get(name, ())) else body
            for name, body in rules.items()}
-    out.update((name, terminal) for terminal, name in names.items())
+    out.update((name, first[key]) for key, name in names.items())
     return out
+
+
+def _terminal_key(terminal: Regex | JsonStringExcept) -> tuple:
+    """What makes terminals equal (as IR), as a tuple: hashed without a call per node."""
+    return (Regex, terminal.pattern, terminal.mode) if type(terminal) is Regex else (JsonStringExcept, terminal.words)
 
 
 def _terminals(expr: Expr) -> list[Expr]:
@@ -105,26 +119,34 @@ def _fallback_name(terminal: Regex | JsonStringExcept) -> str:
 
 # -- equal rules ----------------------------------------------------------------------------
 
-def merge_equal_rules(rules: Mapping[str, Expr], start: str, reserved: tuple[str, ...] = (),
-                      refs_of: RefsOf | None = None) -> dict[str, Expr]:
+def merge_equal_rules(rules: Mapping[str, Expr], start: str, reserved: tuple[str, ...] = ()) -> dict[str, Expr]:
     """One rule for each set of equal rules of at least MIN_MERGED_NODES nodes.
 
     Rules are equal when their bodies are, up to references to rules already found equal
     (round after round, rules of any size, so that two objects whose members are ``x_city
     ::= string`` and ``y_city ::= string`` are equal too). Only the large ones are merged:
     the start rule keeps its name, the merged rule the place of the first of its set, and the
-    small rules left without a reference go away."""
-    refs_of = refs_of or references
+    small rules left without a reference go away. Each body is walked once (`_Shapes`: its
+    shape and its references); the rounds compare shapes and names, not rebuilt bodies."""
     out = dict(rules)
-    refs = {name: frozenset(refs_of(body)) for name, body in out.items()}
+    shapes = _Shapes()
+    forms = {name: shapes.form(body) for name, body in out.items()}
+    refs = {name: frozenset(used).union(opaque) for name, (_, used, opaque) in forms.items()}
+    # references to the rule itself all alike (so that ``a ::= "" | x a`` and ``b ::= "" | x
+    # b``, the same language, compare equal): no rule has the empty name
+    written = {name: tuple(["" if used == name else used for used in form[1]]) for name, form in forms.items()}
     classes = _Classes(out)
     # a key stays true of its rule as more rules are found equal: keys of earlier rounds stay
-    groups: dict[_Hashed, str] = {}
+    groups: dict[tuple, str] = {}
     todo = [name for name in out if name not in reserved]
     for _ in range(MAX_MERGE_ROUNDS):
         touched = set()
+        first_of = classes.first.get
         for name in todo:
-            first = groups.setdefault(_Hashed(_key(name, out[name], refs[name], classes.find)), name)
+            used = written[name]
+            # what equal rules share: the body's shape, each reference written as the first
+            # rule known equal to its target (equal keys: bodies equal as IR once so written)
+            first = groups.setdefault((forms[name][0], tuple(map(first_of, used, used))), name)
             if first != name and classes.union(first, name):
                 touched.add(first)
         if not touched:
@@ -140,60 +162,125 @@ def merge_equal_rules(rules: Mapping[str, Expr], start: str, reserved: tuple[str
             renames.update((name, keep) for name in names if name != keep)
     if not renames:
         return out
-    rename = {Ref(old): Ref(new) for old, new in renames.items()}
+    rename = {old: Ref(new) for old, new in renames.items()}
     merged: dict[str, Expr] = {}
+    merged_refs: dict[str, frozenset[str]] = {}
     for name, body in out.items():
         new = renames.get(name, name)
         if new not in merged:
-            merged[new] = _replaced(body, rename) if refs[name] & renames.keys() else body
-    return reachable(merged, start, reserved, refs_of)
+            if refs[name].isdisjoint(renames):
+                merged[new], merged_refs[new] = body, refs[name]
+            else:
+                merged[new] = _substituted(body, rename, {})
+                merged_refs[new] = frozenset(renames.get(used, used) for used in forms[name][1]) | forms[name][2]
+    return _reachable_by_refs(merged, merged_refs, start, reserved)
 
 
-class _Hashed:
-    """An expression hashed once (IR nodes hash their whole tree on every call)."""
+_Form = tuple  # (shape, the names referred to in walk order, names inside opaque nodes)
 
-    __slots__ = ("expr", "hash")
 
-    def __init__(self, expr: Expr):
-        self.expr = expr
-        self.hash = hash(expr)
+class _Shapes:
+    """Shapes of IR trees: equal shapes exactly for trees equal up to the names their
+    references carry. A leaf's shape is its class and fields, a composite node's a number
+    (hash-consing: its class, fields and children's shapes looked up in one table), so a
+    shape hashes and compares in constant time.
 
-    def __hash__(self) -> int:
-        return self.hash
+    `merge_equal_rules` compares rule bodies round after round with their references
+    rewritten; a shape and a tuple of names compare in one tuple comparison, where
+    rewritten bodies had to be rebuilt and hashed node by node each round. The walk enters
+    what `_substituted` enters; any other node (a subclass, an ``except!`` of something but a
+    reference) is *opaque*: compared as it is, its references kept apart."""
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Hashed) and self.hash == other.hash and self.expr == other.expr
+    def __init__(self) -> None:
+        self._table: dict[tuple, int] = {}
+
+    def form(self, body: Expr) -> _Form:
+        used: list[str] = []
+        opaque: set[str] = set()
+        return self._shape(body, used, opaque), used, frozenset(opaque)
+
+    def _shape(self, expr: Expr, used: list[str], opaque: set[str]) -> object:
+        kind = type(expr)
+        if kind is Seq or kind is Alt:
+            parts: list = [kind]
+            for item in expr.items:  # the common leaves inline: a call per node is most of the walk
+                sub = type(item)
+                if sub is Ref:
+                    used.append(item.name)
+                    parts.append(_REF)
+                elif sub is Literal:
+                    parts.append((Literal, item.text))
+                elif sub is Regex:
+                    parts.append((Regex, item.pattern, item.mode))
+                else:
+                    parts.append(self._shape(item, used, opaque))
+            key: tuple = tuple(parts)
+        elif kind is Repeat:
+            key = (kind, self._shape(expr.item, used, opaque), expr.min, expr.max)
+        elif kind is Except and type(expr.item) is Ref:
+            used.append(expr.item.name)
+            key = (kind, _REF, expr.limit)
+        elif kind is Ref:
+            used.append(expr.name)
+            return _REF
+        elif kind is Literal or kind is Substrings:
+            return (kind, expr.text)
+        elif kind is Regex:
+            return (kind, expr.pattern, expr.mode)
+        elif kind is JsonStringExcept:
+            return (kind, expr.words)
+        elif kind is AnyToken:
+            return (kind,)
+        else:
+            opaque.update(references(expr))
+            return (None, expr)
+        table = self._table
+        found = table.get(key)
+        if found is None:
+            found = table[key] = len(table)
+        return found
+
+
+_REF = -1  # the shape of every reference (composite nodes' shapes count from 0)
+
+
+def _reachable_by_refs(rules: dict[str, Expr], refs: Mapping[str, frozenset[str]], start: str,
+                       reserved: tuple[str, ...]) -> dict[str, Expr]:
+    """`reachable`, from the names each rule refers to (known: no body walked again)."""
+    seen = {start, *(name for name in reserved if name in rules)}
+    todo = list(seen)
+    while todo:
+        for name in refs[todo.pop()]:
+            if name not in seen and name in rules:
+                seen.add(name)
+                todo.append(name)
+    return {name: body for name, body in rules.items() if name in seen}
 
 
 class _Classes:
-    """Rules known to derive the same language: a union-find whose sets only grow (so that
-    what made two rules equal stays true as more rules are found equal)."""
+    """Rules known to derive the same language: sets that only grow (so that what made two
+    rules equal stays true as more rules are found equal), each named by its first rule."""
 
     def __init__(self, rules: Mapping[str, Expr]):
         self.order = {name: i for i, name in enumerate(rules)}
-        self.parent = {name: name for name in rules}
+        self.first = {name: name for name in rules}  # rule -> the first rule of its set
         self._members = {name: [name] for name in rules}
-
-    def find(self, name: str) -> str:
-        parent = self.parent
-        while parent.get(name, name) != name:
-            parent[name] = parent[parent[name]]
-            name = parent[name]
-        return name
 
     def union(self, a: str, b: str) -> bool:
         """Join the sets of `a` and `b` (the earlier rule names the set); False if one already."""
-        a, b = self.find(a), self.find(b)
+        a, b = self.first[a], self.first[b]
         if a == b:
             return False
         if self.order[b] < self.order[a]:
             a, b = b, a
-        self.parent[b] = a
-        self._members[a].extend(self._members.pop(b))
+        moved = self._members.pop(b)
+        for name in moved:
+            self.first[name] = a
+        self._members[a].extend(moved)
         return True
 
     def members(self, name: str) -> list[str]:
-        return self._members[self.find(name)]
+        return self._members[self.first[name]]
 
     def sets(self) -> list[list[str]]:
         """Every set, its members in rule order, the sets in the order of their first rules."""
@@ -217,7 +304,7 @@ def reachable(rules: dict[str, Expr], start: str, reserved: tuple[str, ...] = ()
 
 class ReferenceCache:
     """`references` of rule bodies, each body object walked once across the passes of one
-    build: reachability, inlining and sharing read the same bodies again and again (most
+    build: the builder's checks, reachability and inlining read the same bodies again (most
     pass through a pass unchanged). An entry keeps its body alive, so no id is reused while
     it is cached; a cache lives as long as the build that made it."""
 
@@ -239,21 +326,6 @@ def _has_nodes(expr: Expr, count: int) -> bool:
         if count <= 0:
             return True
     return False
-
-
-def _key(name: str, body: Expr, refs: frozenset[str], find: Callable[[str], str]) -> Expr:
-    """What equal rules share: the body, each reference written as the first rule known
-    equal to its target, and references to its own rule all alike (so that ``a ::= "" | x a``
-    and ``b ::= "" | x b``, the same language, compare equal)."""
-    if name not in refs and all(find(used) == used for used in refs):
-        return body
-    written = {Ref(used): Ref(target) for used in refs if (target := find(used)) != used}
-    if name in refs:
-        written[Ref(name)] = _SELF
-    return _replaced(body, written)
-
-
-_SELF = Ref("")  # no rule has the empty name
 
 
 def _merged_name(names: list[str], start: str, taken: set[str]) -> str:
@@ -334,25 +406,27 @@ def unique(base: str, taken: set[str]) -> str:
 
 # -- rewriting ------------------------------------------------------------------------------
 
-def _replaced(expr: Expr, mapping: Mapping[Expr, Expr], leaves: frozenset[type] = frozenset((Ref,))) -> Expr:
-    """`expr` with each node of a class in `leaves` (references, or terminals) that `mapping`
-    has a replacement for replaced (looked up by value); unchanged subtrees are kept as they
-    are (the same objects)."""
+def _substituted(expr: Expr, refs: Mapping[str, Expr], terminals: Mapping[tuple, Expr]) -> Expr:
+    """`expr` with the references that `refs` has a replacement for (by name; also as the
+    operand of ``except!``) and the terminals that `terminals` has one for (by
+    `_terminal_key`) replaced; unchanged subtrees are kept as they are (the same objects)."""
     kind = type(expr)
-    if kind in leaves:
-        return mapping.get(expr, expr)
+    if kind is Ref:
+        return refs.get(expr.name, expr)
     if kind is Seq or kind is Alt:
         items = expr.items
         for i, item in enumerate(items):
-            new = _replaced(item, mapping, leaves)
+            new = _substituted(item, refs, terminals)
             if new is not item:
-                rest = tuple(_replaced(later, mapping, leaves) for later in items[i + 1:])
+                rest = tuple(_substituted(later, refs, terminals) for later in items[i + 1:])
                 return kind(items[:i] + (new,) + rest, expr.span)
         return expr
+    if kind is Regex or kind is JsonStringExcept:
+        return terminals.get(_terminal_key(expr), expr) if terminals else expr
     if kind is Repeat:
-        item = _replaced(expr.item, mapping, leaves)
+        item = _substituted(expr.item, refs, terminals)
         return expr if item is expr.item else Repeat(item, expr.min, expr.max, expr.span)
-    if kind is Except and Ref in leaves and type(expr.item) is Ref:
-        item = mapping.get(expr.item)
+    if kind is Except and type(expr.item) is Ref:
+        item = refs.get(expr.item.name)
         return expr if item is None else Except(item, expr.limit, expr.span)
     return expr
