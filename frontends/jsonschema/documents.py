@@ -138,8 +138,9 @@ class Index:
         def sub(key, value, where):
             return self.read(value, f"{ptr}/{escape_ptr(key)}{where}", base, dialect)
 
+        ignored = dialect.ignored
         for key, value in obj.items():
-            if key in dialect.ignored or (overrides and key in ALL_KEYWORDS and key != "$ref"):
+            if key in ignored or (overrides and key in ALL_KEYWORDS and key != "$ref"):
                 continue
             if key in _REFS:
                 if not isinstance(value, str):
