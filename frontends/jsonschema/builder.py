@@ -9,7 +9,8 @@ from typing import Callable
 from urllib.parse import unquote
 
 from grammarc.errors import SchemaError, UnsupportedSchemaError
-from grammarc.ir import Alt, Expr, Grammar, JsonStringExcept, Literal, Ref, Regex, Repeat, Seq, references
+from grammarc.ir import (AnyToken, Alt, Expr, Grammar, JsonStringExcept, Literal, Ref, Regex, Repeat, Seq, Substrings,
+                         references)
 from grammarc.frontends import json_formats as jf
 
 from .arrays import Arrays
@@ -499,6 +500,9 @@ def _flat(expr) -> bool:
     return True
 
 
+_KEPT_LEAVES = frozenset((Literal, Regex, JsonStringExcept, Substrings, AnyToken))  # what inlining never changes
+
+
 def _inline_single_use(rules: dict, internal: set, start: str, max_nesting: int = 6,
                        refs_of: Callable[[Expr], list[str]] = references) -> dict:
     """Inline internal helper rules referenced exactly once (keeps the .ebnf readable).
@@ -517,14 +521,23 @@ def _inline_single_use(rules: dict, internal: set, start: str, max_nesting: int 
     if not inline:
         return rules
 
+    cut: list[str] = []  # helpers where a chain was cut (or that subst does not enter)
+
     def subst(expr, level: int):
         kind = type(expr)
-        if kind is Ref and expr.name in inline and level < max_nesting:
-            return subst(rules[expr.name], level + 1)
+        if kind is Ref and expr.name in inline:
+            if level < max_nesting:
+                return subst(rules[expr.name], level + 1)
+            cut.append(expr.name)
+            return expr
         if kind is Seq or kind is Alt:
             items = []
             changed = kind is Seq and len(expr.items) == 1
             for item in expr.items:
+                sub = type(item)
+                if sub in _KEPT_LEAVES or (sub is Ref and item.name not in inline):
+                    items.append(item)  # kept as it is: no call per leaf
+                    continue
                 new = subst(item, level)
                 if type(new) is kind:
                     items.extend(new.items)
@@ -538,6 +551,8 @@ def _inline_single_use(rules: dict, internal: set, start: str, max_nesting: int 
         if kind is Repeat:
             item = subst(expr.item, level)
             return expr if item is expr.item else Repeat(item, expr.min, expr.max)
+        if kind is not Ref and kind not in _KEPT_LEAVES:  # except!, or a subclass: not entered
+            cut.extend(name for name in references(expr) if name in inline)
         return expr
 
     def rewrite(name: str):
@@ -547,11 +562,9 @@ def _inline_single_use(rules: dict, internal: set, start: str, max_nesting: int 
         return subst(body, 0)
 
     out = {name: rewrite(name) for name in rules if name not in inline}
-    pending = [n for body in out.values() for n in refs_of(body) if n in inline]
-    while pending:  # helpers where a chain was cut: rules of their own
-        name = pending.pop()
+    while cut:  # helpers where a chain was cut: rules of their own
+        name = cut.pop()
         if name not in out:
             out[name] = subst(rules[name], 0)
-            pending.extend(n for n in refs_of(out[name]) if n in inline)
     del subst  # a recursive closure is a reference cycle (holding `rules`): unbound, refcounting frees it
     return {name: out[name] for name in rules if name in out}
