@@ -221,11 +221,11 @@ class Builder(Combinators, Merging, Negation, Numbers, Strings, Arrays, Objects,
         """Evaluation reaches `node`: its resource joins the dynamic scope, and binds the
         dynamic anchors ($dynamicAnchor, 2019-09's $recursiveAnchor) that no outer resource has."""
         base = node.base
-        if base in self.scope_bases:
-            return
         anchors = self.index.dynamic.get(base, {})
         recursive = base in self.index.recursive
-        if not anchors and not recursive:
+        if not anchors and not recursive:  # most resources: asked before the scope's bases are gathered
+            return
+        if base in self.scope_bases:
             return
         scope = dict(self.scope)
         for name, target in anchors.items():
@@ -484,22 +484,6 @@ def _title_hint(schema, hint: str) -> str:
     return name if len(name) <= 32 else hint
 
 
-def _flat(expr) -> bool:
-    """Whether `expr` has no sequence inside a sequence, no alternation directly inside an
-    alternation and no one-item sequence (what `_inline_single_use` flattens)."""
-    stack = [expr]
-    while stack:
-        node = stack.pop()
-        kind = type(node)
-        if kind is Seq or kind is Alt:
-            if (kind is Seq and len(node.items) == 1) or any(type(item) is kind for item in node.items):
-                return False
-            stack.extend(node.items)
-        elif kind is Repeat:
-            stack.append(node.item)
-    return True
-
-
 _KEPT_LEAVES = frozenset((Literal, Regex, JsonStringExcept, Substrings, AnyToken))  # what inlining never changes
 
 
@@ -555,13 +539,8 @@ def _inline_single_use(rules: dict, internal: set, start: str, max_nesting: int 
             cut.extend(name for name in references(expr) if name in inline)
         return expr
 
-    def rewrite(name: str):
-        body = rules[name]
-        if inline.isdisjoint(refs[name]) and _flat(body):
-            return body
-        return subst(body, 0)
-
-    out = {name: rewrite(name) for name in rules if name not in inline}
+    # a body with nothing to inline or flatten comes back as it is (the same object)
+    out = {name: subst(body, 0) for name, body in rules.items() if name not in inline}
     while cut:  # helpers where a chain was cut: rules of their own
         name = cut.pop()
         if name not in out:
