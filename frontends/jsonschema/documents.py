@@ -34,41 +34,56 @@ class Node:
 
 
 def escape_ptr(token: str) -> str:
+    if "~" not in token and "/" not in token:  # most names: no copies made
+        return token
     return token.replace("~", "~0").replace("/", "~1")
 
 
 def check_tree(doc, ptr: str = "#") -> None:
-    """Refuse a cyclic Python object or a document nested deeper than MAX_DEPTH (iteratively)."""
+    """Refuse a cyclic Python object or a document nested deeper than MAX_DEPTH (iteratively).
+
+    A container's place is kept as (its parent's place, its key) and written out as a
+    pointer only for the error: most documents have none."""
+    if not isinstance(doc, (dict, list)):
+        return
     height: dict[int, int] = {}  # id -> nesting below (1 for a leaf container)
     on_path: set[int] = set()
-    stack: list = [(doc, ptr, False)]
+    stack: list = [(doc, ptr, None)]  # (container, place, None; or its child containers once entered)
     while stack:
-        obj, where, done = stack.pop()
-        if not isinstance(obj, (dict, list)):
-            continue
+        obj, where, kids = stack.pop()
         key = id(obj)
-        if done:
+        if kids is not None:
             on_path.discard(key)
-            kids = obj.values() if isinstance(obj, dict) else obj
-            height[key] = 1 + max((height.get(id(k), 0) for k in kids if isinstance(k, (dict, list))), default=0)
+            height[key] = 1 + max([height[id(k)] for k in kids], default=0)
             continue
         if key in on_path:
-            raise SchemaError("the schema contains itself (a cyclic Python object)", where)
+            raise SchemaError("the schema contains itself (a cyclic Python object)", _pointer(where))
         if key in height:
             continue
         on_path.add(key)
-        stack.append((obj, where, True))
+        kids = []
+        stack.append((obj, where, kids))
         items = obj.items() if isinstance(obj, dict) else enumerate(obj)
         for name, value in items:
             if isinstance(value, (dict, list)):
-                stack.append((value, f"{where}/{escape_ptr(str(name))}", False))
-    if height.get(id(doc), 0) > MAX_DEPTH:
+                kids.append(value)
+                stack.append((value, (where, name), None))
+    if height[id(doc)] > MAX_DEPTH:
         where, obj = ptr, doc
         for _ in range(MAX_DEPTH):
             items = obj.items() if isinstance(obj, dict) else enumerate(obj)
             name, obj = max(((n, v) for n, v in items if isinstance(v, (dict, list))), key=lambda nv: height[id(nv[1])])
             where = f"{where}/{escape_ptr(str(name))}"
         raise SchemaError(f"the schema is nested more than {MAX_DEPTH} levels deep", where)
+
+
+def _pointer(place) -> str:
+    """The JSON pointer of a place ``(parent's place, key)`` (the root's: a string)."""
+    keys = []
+    while isinstance(place, tuple):
+        place, key = place
+        keys.append(key)
+    return place + "".join(f"/{escape_ptr(str(key))}" for key in reversed(keys))
 
 
 _SCHEMA_MAPS = ("properties", "patternProperties", "dependentSchemas")
