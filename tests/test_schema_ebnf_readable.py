@@ -327,6 +327,7 @@ def _same_shape_exactly_when_equal(bodies: list[Expr]) -> None:
     forms = [shapes.form(body) for body in bodies]
     for x, fx in zip(bodies, forms):
         assert sorted(fx[1]) == sorted(references(x))
+        assert list(map(id, fx[3])) == list(map(id, sharing._terminals(x)))
         for y, fy in zip(bodies, forms):
             assert (fx[0] == fy[0]) == (_blank(x) == _blank(y)), (x, y)
             assert (fx[0] == fy[0] and fx[1] == fy[1]) == (x == y), (x, y)

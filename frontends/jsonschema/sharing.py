@@ -39,8 +39,10 @@ RefsOf = Callable[[Expr], list[str]]  # a rule body -> the names it refers to (`
 
 
 def share(rules: Mapping[str, Expr], start: str, hints: Mapping[Expr, str], reserved: tuple[str, ...] = ()) -> dict[str, Expr]:
-    """Merge equal rules, then hoist terminals (see the module docstring)."""
-    return hoist_terminals(merge_equal_rules(rules, start, reserved), hints, reserved)
+    """Merge equal rules, then hoist terminals (see the module docstring); the terminals of
+    each rule are those the merge's walk found (a merge only renames references)."""
+    merged, terminals = _merge_equal_rules(rules, start, reserved)
+    return _hoist_terminals(merged, hints, reserved, terminals)
 
 
 # -- terminals ------------------------------------------------------------------------------
@@ -60,13 +62,19 @@ def hoist_terminals(rules: Mapping[str, Expr], hints: Mapping[Expr, str], reserv
 
     New rules come after the others, in the order their terminals first occur; a name that
     is taken gets a numeric suffix."""
+    return _hoist_terminals(rules, hints, reserved, {name: _terminals(body) for name, body in rules.items()})
+
+
+def _hoist_terminals(rules: Mapping[str, Expr], hints: Mapping[Expr, str], reserved: tuple[str, ...],
+                     terminals: Mapping[str, list[Expr]]) -> dict[str, Expr]:
+    """`hoist_terminals`, given each rule's terminals in order (`_terminals`)."""
     named = {_terminal_key(t): name for t, name in hints.items() if type(t) in _TERMINALS}
     uses: dict[tuple, int] = {}  # candidate -> occurrences
     first: dict[tuple, Expr] = {}  # candidate -> the terminal where it first occurs
     small: set[tuple] = set()  # terminals too small to be candidates
     holding: dict[str, list[tuple]] = {}  # rule -> its candidates
-    for name, body in rules.items():
-        for node in _terminals(body):
+    for name in rules:
+        for node in terminals[name]:
             key = _terminal_key(node)
             count = uses.get(key)
             if count is None:
@@ -128,10 +136,16 @@ def merge_equal_rules(rules: Mapping[str, Expr], start: str, reserved: tuple[str
     the start rule keeps its name, the merged rule the place of the first of its set, and the
     small rules left without a reference go away. Each body is walked once (`_Shapes`: its
     shape and its references); the rounds compare shapes and names, not rebuilt bodies."""
+    return _merge_equal_rules(rules, start, reserved)[0]
+
+
+def _merge_equal_rules(rules: Mapping[str, Expr], start: str, reserved: tuple[str, ...]
+                       ) -> tuple[dict[str, Expr], dict[str, list[Expr]]]:
+    """`merge_equal_rules`, and each rule's terminals in order (what `_terminals` gives)."""
     out = dict(rules)
     shapes = _Shapes()
     forms = {name: shapes.form(body) for name, body in out.items()}
-    refs = {name: frozenset(used).union(opaque) for name, (_, used, opaque) in forms.items()}
+    refs = {name: frozenset(used).union(opaque) for name, (_, used, opaque, _) in forms.items()}
     # references to the rule itself all alike (so that ``a ::= "" | x a`` and ``b ::= "" | x
     # b``, the same language, compare equal): no rule has the empty name
     written = {name: tuple(["" if used == name else used for used in form[1]]) for name, form in forms.items()}
@@ -161,35 +175,39 @@ def merge_equal_rules(rules: Mapping[str, Expr], start: str, reserved: tuple[str
             taken.add(keep)
             renames.update((name, keep) for name in names if name != keep)
     if not renames:
-        return out
+        return out, {name: form[3] for name, form in forms.items()}
     rename = {old: Ref(new) for old, new in renames.items()}
     merged: dict[str, Expr] = {}
     merged_refs: dict[str, frozenset[str]] = {}
+    terminals: dict[str, list[Expr]] = {}
     for name, body in out.items():
         new = renames.get(name, name)
         if new not in merged:
+            terminals[new] = forms[name][3]
             if refs[name].isdisjoint(renames):
                 merged[new], merged_refs[new] = body, refs[name]
             else:
                 merged[new] = _substituted(body, rename, {})
                 merged_refs[new] = frozenset(renames.get(used, used) for used in forms[name][1]) | forms[name][2]
-    return _reachable_by_refs(merged, merged_refs, start, reserved)
+    return _reachable_by_refs(merged, merged_refs, start, reserved), terminals
 
 
-_Form = tuple  # (shape, the names referred to in walk order, names inside opaque nodes)
+_Form = tuple  # (shape, names referred to in walk order, names inside opaque nodes, terminals in order)
 
 
 class _Shapes:
     """Shapes of IR trees: equal shapes exactly for trees equal up to the names their
-    references carry. A leaf's shape is its class and fields, a composite node's a number
-    (hash-consing: its class, fields and children's shapes looked up in one table), so a
-    shape hashes and compares in constant time.
+    references carry. A leaf's shape is its class and fields, a repetition's its class, its
+    item's shape and its bounds, a sequence's or alternation's a number (hash-consing: its
+    class and its items' shapes looked up in one table), so a shape hashes and compares in
+    about constant time.
 
     `merge_equal_rules` compares rule bodies round after round with their references
     rewritten; a shape and a tuple of names compare in one tuple comparison, where
     rewritten bodies had to be rebuilt and hashed node by node each round. The walk enters
     what `_substituted` enters; any other node (a subclass, an ``except!`` of something but a
-    reference) is *opaque*: compared as it is, its references kept apart."""
+    reference) is *opaque*: compared as it is, its references kept apart. The walk lists the
+    terminals it passes too, in order (what `_terminals` finds: hoisting needs no walk of its own)."""
 
     def __init__(self) -> None:
         self._table: dict[tuple, int] = {}
@@ -197,9 +215,10 @@ class _Shapes:
     def form(self, body: Expr) -> _Form:
         used: list[str] = []
         opaque: set[str] = set()
-        return self._shape(body, used, opaque), used, frozenset(opaque)
+        terminals: list[Expr] = []
+        return self._shape(body, used, opaque, terminals), used, frozenset(opaque), terminals
 
-    def _shape(self, expr: Expr, used: list[str], opaque: set[str]) -> object:
+    def _shape(self, expr: Expr, used: list[str], opaque: set[str], terminals: list[Expr]) -> object:
         kind = type(expr)
         if kind is Seq or kind is Alt:
             parts: list = [kind]
@@ -211,12 +230,16 @@ class _Shapes:
                 elif sub is Literal:
                     parts.append((Literal, item.text))
                 elif sub is Regex:
+                    terminals.append(item)
                     parts.append((Regex, item.pattern, item.mode))
+                elif sub is Repeat and type(item.item) is Ref:  # optional whitespace: everywhere
+                    used.append(item.item.name)
+                    parts.append((Repeat, _REF, item.min, item.max))
                 else:
-                    parts.append(self._shape(item, used, opaque))
+                    parts.append(self._shape(item, used, opaque, terminals))
             key: tuple = tuple(parts)
-        elif kind is Repeat:
-            key = (kind, self._shape(expr.item, used, opaque), expr.min, expr.max)
+        elif kind is Repeat:  # a tuple as leaves are (not numbered): most repeat a leaf
+            return (kind, self._shape(expr.item, used, opaque, terminals), expr.min, expr.max)
         elif kind is Except and type(expr.item) is Ref:
             used.append(expr.item.name)
             key = (kind, _REF, expr.limit)
@@ -226,8 +249,10 @@ class _Shapes:
         elif kind is Literal or kind is Substrings:
             return (kind, expr.text)
         elif kind is Regex:
+            terminals.append(expr)
             return (kind, expr.pattern, expr.mode)
         elif kind is JsonStringExcept:
+            terminals.append(expr)
             return (kind, expr.words)
         elif kind is AnyToken:
             return (kind,)
@@ -241,7 +266,7 @@ class _Shapes:
         return found
 
 
-_REF = -1  # the shape of every reference (composite nodes' shapes count from 0)
+_REF = -1  # the shape of every reference (numbered shapes count from 0)
 
 
 def _reachable_by_refs(rules: dict[str, Expr], refs: Mapping[str, frozenset[str]], start: str,
