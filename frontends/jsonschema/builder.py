@@ -519,7 +519,13 @@ def _inline_single_use(rules: dict, internal: set, start: str, max_nesting: int 
             changed = kind is Seq and len(expr.items) == 1
             for item in expr.items:
                 sub = type(item)
-                if sub in _KEPT_LEAVES or (sub is Ref and item.name not in inline):
+                if sub is Repeat:  # most repeat a leaf (optional whitespace: everywhere)
+                    inner = item.item
+                    sub = type(inner)
+                    if sub in _KEPT_LEAVES or (sub is Ref and inner.name not in inline):
+                        items.append(item)
+                        continue
+                elif sub in _KEPT_LEAVES or (sub is Ref and item.name not in inline):
                     items.append(item)  # kept as it is: no call per leaf
                     continue
                 new = subst(item, level)
@@ -533,7 +539,10 @@ def _inline_single_use(rules: dict, internal: set, start: str, max_nesting: int 
                 return expr
             return items[0] if kind is Seq and len(items) == 1 else kind(tuple(items))
         if kind is Repeat:
-            item = subst(expr.item, level)
+            item = expr.item
+            if type(item) in _KEPT_LEAVES or (type(item) is Ref and item.name not in inline):
+                return expr
+            item = subst(item, level)
             return expr if item is expr.item else Repeat(item, expr.min, expr.max)
         if kind is not Ref and kind not in _KEPT_LEAVES:  # except!, or a subclass: not entered
             cut.extend(name for name in references(expr) if name in inline)
