@@ -371,17 +371,24 @@ class Builder(Combinators, Merging, Negation, Numbers, Strings, Arrays, Objects,
 
 
 
+# compiled once (re's module functions look a pattern text up on every call)
+_JSON_SUFFIX = re.compile(r"\.json$")
+_NOT_WORD = re.compile(r"[^A-Za-z0-9]+")
+_URI_PUNCTUATION = re.compile(r"[.:/]")
+_WORD = re.compile(r"[A-Za-z0-9]+")
+
+
 def _ref_hint(ref: str) -> str:
     """A short rule name for what a reference names: the last segment of its pointer (or of
     its URI, less ``.json``), and of a dotted or URL-mangled definition name
     (``io.k8s.api.core.v1.PodSpec``, ``https:__host_..._meta_v1_Time``) its last words."""
     uri, _, frag = ref.partition("#")
     tail = unquote(frag.rstrip("/").rsplit("/", 1)[-1] if frag.strip("/") else uri.rstrip("/").rsplit("/", 1)[-1])
-    tail = re.sub(r"\.json$", "", tail)
-    words = [w for w in re.split(r"[^A-Za-z0-9]+", tail) if w]
+    tail = _JSON_SUFFIX.sub("", tail)
+    words = [w for w in _NOT_WORD.split(tail) if w]
     if not words:
         return "root"
-    if len(tail) <= 32 and not re.search(r"[.:/]", tail):
+    if len(tail) <= 32 and not _URI_PUNCTUATION.search(tail):
         return tail
     if words[-1][:1].isupper() and len(words[-1]) >= 3:
         return words[-1]
@@ -477,7 +484,7 @@ def _title_hint(schema, hint: str) -> str:
     title = schema.get("title") if isinstance(schema, dict) else None
     if not isinstance(title, str) or not (hint == "root" or "properties" in schema or schema.get("type") == "object"):
         return hint
-    words = re.findall(r"[A-Za-z0-9]+", title)
+    words = _WORD.findall(title)
     if not words or len(words) > 4:
         return hint
     name = words[0] if len(words) == 1 else "".join(w[:1].upper() + w[1:] for w in words)

@@ -378,11 +378,14 @@ def _common_suffix(names: list[str]) -> str:
 
 # -- names ----------------------------------------------------------------------------------
 
+_NOT_NAME = re.compile(r"[^A-Za-z0-9_]+")  # compiled once: re.sub looks a pattern text up per call
+
+
 @lru_cache(maxsize=8192)  # the builder asks for a name per rule, from hints that recur
 def identifier(text: str, default: str = "value", limit: int = MAX_NAME - 4) -> str:
     """A rule name from free text: runs of other characters become ``_``, no leading digit,
     at most `limit` characters (words dropped from the left, see `shorten`)."""
-    base = re.sub(r"[^A-Za-z0-9_]+", "_", text).strip("_") or default
+    base = _NOT_NAME.sub("_", text).strip("_") or default
     if base[0].isdigit():
         base = "_" + base
     return shorten(base, limit)
