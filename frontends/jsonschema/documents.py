@@ -92,6 +92,9 @@ _SCHEMA_ONE = ("additionalProperties", "contains", "propertyNames", "not", "if",
                "unevaluatedProperties", "unevaluatedItems")
 _SCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
 _REFS = ("$ref", "$dynamicRef", "$recursiveRef")
+_READ_WORDS = frozenset(_REFS + _SCHEMA_MAPS + _DEFINITIONS + _SCHEMA_ONE + _SCHEMA_LISTS + (
+    "dependencies", "items", "additionalItems", "exclusiveMinimum", "exclusiveMaximum", "minimum", "maximum"))  # what read rewrites
+_RESOURCE_WORDS = frozenset(("id", "$id", "$anchor", "$dynamicAnchor", "$recursiveAnchor"))  # what _enter reads
 
 
 class Index:
@@ -146,7 +149,7 @@ class Index:
             return self.read_memo[id(obj)]
         out: dict = {}
         self.read_memo[id(obj)] = out
-        overrides = dialect.ref_overrides and "$ref" in obj
+        overrides = "$ref" in obj and dialect.ref_overrides
         base = self._enter(obj, out, ptr, base, dialect, overrides)
         self.bases[id(out)] = base
 
@@ -157,7 +160,9 @@ class Index:
         for key, value in obj.items():
             if key in ignored or (overrides and key in ALL_KEYWORDS and key != "$ref"):
                 continue
-            if key in _REFS:
+            if key not in _READ_WORDS:  # most keys: kept as written, without the tests below
+                out[key] = value
+            elif key in _REFS:
                 if not isinstance(value, str):
                     raise SchemaError(f"{key} must be a string, not {type(value).__name__}", f"{ptr}/{key}")
                 out[key] = value
@@ -203,6 +208,8 @@ class Index:
 
     def _enter(self, obj: dict, out: dict, ptr: str, base: str, dialect: Dialect, overrides: bool) -> str:
         """Record the resource and anchors `obj` declares; the base URI inside it."""
+        if obj.keys().isdisjoint(_RESOURCE_WORDS):  # most subschemas declare nothing
+            return base
         sid = obj.get(dialect.id_keyword)
         if isinstance(sid, str) and not overrides:
             if dialect.fragment_ids and sid.startswith("#"):
