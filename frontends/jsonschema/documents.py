@@ -10,6 +10,7 @@ the document as written and read what they land on.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 from urllib.parse import unquote, urldefrag, urljoin
 
@@ -242,7 +243,7 @@ class Index:
             target = join_uri(node.base, ref)
         except ValueError:
             raise SchemaError(f"{keyword} {ref!r} is not a URI reference", ref_ptr) from None
-        uri, frag = urldefrag(target)
+        uri, frag = _defragged(target)
         found = self.resources.get(uri)
         if found is None and self._load_registry():
             found = self.resources.get(uri)
@@ -277,6 +278,13 @@ class Index:
         return anchor
 
 
+@lru_cache(maxsize=4096)  # a document's $refs repeat, and urllib's parsing is slow Python
+def _defragged(uri: str) -> tuple[str, str]:
+    """`urldefrag(uri)`: (the URI without its fragment, the fragment)."""
+    return tuple(urldefrag(uri))
+
+
+@lru_cache(maxsize=4096)
 def join_uri(base: str, ref: str) -> str:
     """`ref` resolved against `base` (RFC 3986, section 5.2). urljoin alone returns a
     fragment-only reference unchanged under a scheme it does not know as hierarchical
