@@ -177,7 +177,7 @@ class Builder(Combinators, Merging, Negation, Numbers, Strings, Arrays, Objects,
 
     def _scoped_value(self, conj, depth, hint, dkey) -> Expr | None:
         # a lone reference: share (and allow recursion through) the target's rule
-        if len(conj) == 1 and isinstance(conj[0].schema, dict):
+        if len(conj) == 1 and isinstance(conj[0].schema, dict) and not conj[0].schema.keys().isdisjoint(REFS):
             only = self._rebase(conj[0])
             keys = set(only.schema) - ANNOTATIONS
             if len(keys) == 1 and next(iter(keys)) in REFS:
@@ -423,7 +423,7 @@ def _inert(schema) -> bool:
 def _unwrap(node: Node) -> Node:
     """``{allOf: [S, {description: ...}]}`` is S (the idiom for documenting a $ref, whose
     siblings draft 7 ignores): built once and shared with every other use of S."""
-    while isinstance(node.schema, dict) and node.schema.keys() - INERT == {"allOf"}:
+    while isinstance(node.schema, dict) and "allOf" in node.schema and node.schema.keys() - INERT == {"allOf"}:
         subs = node.schema["allOf"]
         live = [j for j, sub in enumerate(subs) if not _inert(sub)] if isinstance(subs, list) else []
         if len(live) != 1:
