@@ -803,3 +803,12 @@ def test_large_enum_is_exact():
     assert all(g.accepts(json.dumps(w)) for w in words[::7])
     assert [g.accepts(t) for t in ('"item_3_4"', '"item_0_0x"', "1.0", "1", "true", "false", "[1]", '{"a":1}', '{"a":2}')] \
         == [False, False, True, True, True, False, True, True, False]
+
+
+def test_a_schema_that_contains_itself_is_refused_with_the_pointer_of_the_repeat():
+    inner: dict = {"type": "array", "items": []}
+    schema = {"properties": {"a/b": {"anyOf": [{"type": "null"}, inner]}}}
+    inner["prefixItems"] = [{"type": "string"}, schema]
+    with pytest.raises(SchemaError, match="contains itself") as caught:
+        Grammar.from_json_schema(schema)
+    assert caught.value.pointer == "#/properties/a~1b/anyOf/1/prefixItems/1"

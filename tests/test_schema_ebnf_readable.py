@@ -22,7 +22,8 @@ from grammarc.errors import GrammarcError
 from grammarc.frontends import json_formats as jf
 from grammarc.frontends.jsonschema import builder as builder_module
 from grammarc.frontends.jsonschema import sharing
-from grammarc.ir import Alt, Expr, Literal, Ref, Regex, Repeat, Seq
+from grammarc.ir import (Alt, AnyToken, Except, Expr, JsonStringExcept, Literal, Ref, Regex, Repeat, Seq, Substrings,
+                         references)
 from grammarc.ir.printer import quote
 from grammarc.runtime.recognizer import Recognizer
 
@@ -36,7 +37,7 @@ IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 def unshared(monkeypatch) -> None:
     """Build schema grammars without the sharing pass (the grammar of before)."""
-    monkeypatch.setattr(builder_module, "share", lambda rules, start, hints, reserved=(), refs_of=None: dict(rules))
+    monkeypatch.setattr(builder_module, "share", lambda rules, start, hints, reserved=(): dict(rules))
 
 
 def quiet_schema_grammar(schema, **options) -> Grammar:
@@ -246,7 +247,7 @@ def _with_copies(grammar: Grammar, tweak: bool) -> Grammar:
     copy = {name: f"{name}_copy" for name, _ in grammar.rules}
 
     def renamed(expr: Expr, names: dict) -> Expr:
-        return sharing._replaced(expr, {Ref(old): Ref(new) for old, new in names.items()})
+        return sharing._substituted(expr, {old: Ref(new) for old, new in names.items()}, {})
 
     rules = [("start", Alt((Ref("start_0"), Ref("start_copy"))))]
     rules += [(original[name], renamed(body, original)) for name, body in grammar.rules]
@@ -312,3 +313,42 @@ def test_rules_referring_to_different_rules_stay_apart(monkeypatch):
 def test_small_equal_rules_keep_their_names(monkeypatch):
     rules = {"start": Seq((Ref("a_name"), Ref("b_name"))), "a_name": Ref("s"), "b_name": Ref("s"), "s": Regex("x+")}
     assert sharing.merge_equal_rules(rules, "start") == rules
+
+
+# -- shapes: what merge_equal_rules compares rule bodies by -------------------------------------
+
+def _blank(expr: Expr) -> Expr:
+    """`expr` with every reference to the one name "" (what a shape leaves out)."""
+    return sharing._substituted(expr, {name: Ref("") for name in references(expr)}, {})
+
+
+def _same_shape_exactly_when_equal(bodies: list[Expr]) -> None:
+    shapes = sharing._Shapes()
+    forms = [shapes.form(body) for body in bodies]
+    for x, fx in zip(bodies, forms):
+        assert sorted(fx[1]) == sorted(references(x))
+        assert list(map(id, fx[3])) == list(map(id, sharing._terminals(x)))
+        for y, fy in zip(bodies, forms):
+            assert (fx[0] == fy[0]) == (_blank(x) == _blank(y)), (x, y)
+            assert (fx[0] == fy[0] and fx[1] == fy[1]) == (x == y), (x, y)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_shapes_of_random_bodies_are_equal_exactly_when_the_bodies_are_but_for_names(data):
+    grammar = data.draw(strategies.grammars("ab"), label="grammar")
+    bodies = [body for _, body in grammar.rules]
+    renamed = [sharing._substituted(body, {name: Ref(name + "_x") for name in references(body)}, {}) for body in bodies]
+    _same_shape_exactly_when_equal(bodies + renamed + [_blank(body) for body in bodies])
+
+
+def test_shapes_tell_apart_what_only_a_field_or_a_class_tells_apart():
+    _same_shape_exactly_when_equal([
+        Regex("a"), Regex("a", "early"), Regex("a", "complement"), Literal("a"), Substrings("a"),
+        JsonStringExcept(("a",)), JsonStringExcept(("b",)), JsonStringExcept(("a", "b")), AnyToken(),
+        Repeat(Literal("a"), 1, 2), Repeat(Literal("a"), 1, 3), Repeat(Literal("a"), 0, 2), Repeat(Ref("x")),
+        Repeat(Ref("y")), Except(Ref("x")), Except(Ref("y")), Except(Ref("x"), 3), Except(Literal("x")),
+        Except(Literal("x"), 3), Seq((Literal("a"),)), Alt((Literal("a"),)), Seq((Ref("x"), Ref("y"))),
+        Seq((Ref("y"), Ref("x"))), Seq((Ref("x"), Ref("x"))), Alt((Seq((Ref("x"),)), Regex("a"))),
+        Alt((Seq((Ref("y"),)), Regex("a"))), Alt((Seq((Ref("y"),)), Regex("a", "early"))), Seq(()), Alt(()),
+    ])

@@ -9,7 +9,8 @@ from typing import Callable
 from urllib.parse import unquote
 
 from grammarc.errors import SchemaError, UnsupportedSchemaError
-from grammarc.ir import Alt, Expr, Grammar, JsonStringExcept, Literal, Ref, Regex, Repeat, Seq, references
+from grammarc.ir import (AnyToken, Alt, Expr, Grammar, JsonStringExcept, Literal, Ref, Regex, Repeat, Seq, Substrings,
+                         references)
 from grammarc.frontends import json_formats as jf
 
 from .arrays import Arrays
@@ -92,7 +93,7 @@ class Builder(Combinators, Merging, Negation, Numbers, Strings, Arrays, Objects,
         if self.ignored and self.lenient:
             warnings.warn("ignored JSON Schema keywords (lenient=True): " + ", ".join(self.ignored), stacklevel=3)
         rules = _inline_single_use(reachable(self.rules, start, refs_of=refs_of), self.internal, start, refs_of=refs_of)
-        rules = share(rules, start, self.terminal_names, reserved=("ws",), refs_of=refs_of)
+        rules = share(rules, start, self.terminal_names, reserved=("ws",))
         return Grammar(rules=tuple(rules.items()), start=start)
 
     def _add_ws_rule(self) -> None:
@@ -176,7 +177,7 @@ class Builder(Combinators, Merging, Negation, Numbers, Strings, Arrays, Objects,
 
     def _scoped_value(self, conj, depth, hint, dkey) -> Expr | None:
         # a lone reference: share (and allow recursion through) the target's rule
-        if len(conj) == 1 and isinstance(conj[0].schema, dict):
+        if len(conj) == 1 and isinstance(conj[0].schema, dict) and not conj[0].schema.keys().isdisjoint(REFS):
             only = self._rebase(conj[0])
             keys = set(only.schema) - ANNOTATIONS
             if len(keys) == 1 and next(iter(keys)) in REFS:
@@ -220,11 +221,11 @@ class Builder(Combinators, Merging, Negation, Numbers, Strings, Arrays, Objects,
         """Evaluation reaches `node`: its resource joins the dynamic scope, and binds the
         dynamic anchors ($dynamicAnchor, 2019-09's $recursiveAnchor) that no outer resource has."""
         base = node.base
-        if base in self.scope_bases:
-            return
         anchors = self.index.dynamic.get(base, {})
         recursive = base in self.index.recursive
-        if not anchors and not recursive:
+        if not anchors and not recursive:  # most resources: asked before the scope's bases are gathered
+            return
+        if base in self.scope_bases:
             return
         scope = dict(self.scope)
         for name, target in anchors.items():
@@ -370,17 +371,24 @@ class Builder(Combinators, Merging, Negation, Numbers, Strings, Arrays, Objects,
 
 
 
+# compiled once (re's module functions look a pattern text up on every call)
+_JSON_SUFFIX = re.compile(r"\.json$")
+_NOT_WORD = re.compile(r"[^A-Za-z0-9]+")
+_URI_PUNCTUATION = re.compile(r"[.:/]")
+_WORD = re.compile(r"[A-Za-z0-9]+")
+
+
 def _ref_hint(ref: str) -> str:
     """A short rule name for what a reference names: the last segment of its pointer (or of
     its URI, less ``.json``), and of a dotted or URL-mangled definition name
     (``io.k8s.api.core.v1.PodSpec``, ``https:__host_..._meta_v1_Time``) its last words."""
     uri, _, frag = ref.partition("#")
     tail = unquote(frag.rstrip("/").rsplit("/", 1)[-1] if frag.strip("/") else uri.rstrip("/").rsplit("/", 1)[-1])
-    tail = re.sub(r"\.json$", "", tail)
-    words = [w for w in re.split(r"[^A-Za-z0-9]+", tail) if w]
+    tail = _JSON_SUFFIX.sub("", tail)
+    words = [w for w in _NOT_WORD.split(tail) if w]
     if not words:
         return "root"
-    if len(tail) <= 32 and not re.search(r"[.:/]", tail):
+    if len(tail) <= 32 and not _URI_PUNCTUATION.search(tail):
         return tail
     if words[-1][:1].isupper() and len(words[-1]) >= 3:
         return words[-1]
@@ -415,7 +423,7 @@ def _inert(schema) -> bool:
 def _unwrap(node: Node) -> Node:
     """``{allOf: [S, {description: ...}]}`` is S (the idiom for documenting a $ref, whose
     siblings draft 7 ignores): built once and shared with every other use of S."""
-    while isinstance(node.schema, dict) and node.schema.keys() - INERT == {"allOf"}:
+    while isinstance(node.schema, dict) and "allOf" in node.schema and node.schema.keys() - INERT == {"allOf"}:
         subs = node.schema["allOf"]
         live = [j for j, sub in enumerate(subs) if not _inert(sub)] if isinstance(subs, list) else []
         if len(live) != 1:
@@ -476,27 +484,14 @@ def _title_hint(schema, hint: str) -> str:
     title = schema.get("title") if isinstance(schema, dict) else None
     if not isinstance(title, str) or not (hint == "root" or "properties" in schema or schema.get("type") == "object"):
         return hint
-    words = re.findall(r"[A-Za-z0-9]+", title)
+    words = _WORD.findall(title)
     if not words or len(words) > 4:
         return hint
     name = words[0] if len(words) == 1 else "".join(w[:1].upper() + w[1:] for w in words)
     return name if len(name) <= 32 else hint
 
 
-def _flat(expr) -> bool:
-    """Whether `expr` has no sequence inside a sequence, no alternation directly inside an
-    alternation and no one-item sequence (what `_inline_single_use` flattens)."""
-    stack = [expr]
-    while stack:
-        node = stack.pop()
-        kind = type(node)
-        if kind is Seq or kind is Alt:
-            if (kind is Seq and len(node.items) == 1) or any(type(item) is kind for item in node.items):
-                return False
-            stack.extend(node.items)
-        elif kind is Repeat:
-            stack.append(node.item)
-    return True
+_KEPT_LEAVES = frozenset((Literal, Regex, JsonStringExcept, Substrings, AnyToken))  # what inlining never changes
 
 
 def _inline_single_use(rules: dict, internal: set, start: str, max_nesting: int = 6,
@@ -517,14 +512,29 @@ def _inline_single_use(rules: dict, internal: set, start: str, max_nesting: int 
     if not inline:
         return rules
 
+    cut: list[str] = []  # helpers where a chain was cut (or that subst does not enter)
+
     def subst(expr, level: int):
         kind = type(expr)
-        if kind is Ref and expr.name in inline and level < max_nesting:
-            return subst(rules[expr.name], level + 1)
+        if kind is Ref and expr.name in inline:
+            if level < max_nesting:
+                return subst(rules[expr.name], level + 1)
+            cut.append(expr.name)
+            return expr
         if kind is Seq or kind is Alt:
             items = []
             changed = kind is Seq and len(expr.items) == 1
             for item in expr.items:
+                sub = type(item)
+                if sub is Repeat:  # most repeat a leaf (optional whitespace: everywhere)
+                    inner = item.item
+                    sub = type(inner)
+                    if sub in _KEPT_LEAVES or (sub is Ref and inner.name not in inline):
+                        items.append(item)
+                        continue
+                elif sub in _KEPT_LEAVES or (sub is Ref and item.name not in inline):
+                    items.append(item)  # kept as it is: no call per leaf
+                    continue
                 new = subst(item, level)
                 if type(new) is kind:
                     items.extend(new.items)
@@ -536,22 +546,20 @@ def _inline_single_use(rules: dict, internal: set, start: str, max_nesting: int 
                 return expr
             return items[0] if kind is Seq and len(items) == 1 else kind(tuple(items))
         if kind is Repeat:
-            item = subst(expr.item, level)
+            item = expr.item
+            if type(item) in _KEPT_LEAVES or (type(item) is Ref and item.name not in inline):
+                return expr
+            item = subst(item, level)
             return expr if item is expr.item else Repeat(item, expr.min, expr.max)
+        if kind is not Ref and kind not in _KEPT_LEAVES:  # except!, or a subclass: not entered
+            cut.extend(name for name in references(expr) if name in inline)
         return expr
 
-    def rewrite(name: str):
-        body = rules[name]
-        if inline.isdisjoint(refs[name]) and _flat(body):
-            return body
-        return subst(body, 0)
-
-    out = {name: rewrite(name) for name in rules if name not in inline}
-    pending = [n for body in out.values() for n in refs_of(body) if n in inline]
-    while pending:  # helpers where a chain was cut: rules of their own
-        name = pending.pop()
+    # a body with nothing to inline or flatten comes back as it is (the same object)
+    out = {name: subst(body, 0) for name, body in rules.items() if name not in inline}
+    while cut:  # helpers where a chain was cut: rules of their own
+        name = cut.pop()
         if name not in out:
             out[name] = subst(rules[name], 0)
-            pending.extend(n for n in refs_of(out[name]) if n in inline)
     del subst  # a recursive closure is a reference cycle (holding `rules`): unbound, refcounting frees it
     return {name: out[name] for name in rules if name in out}

@@ -23,12 +23,14 @@ _CONSUMING_ONE = ("additionalProperties", "additionalItems", "items", "contains"
 _CONSUMING_MAPS = ("properties", "patternProperties")
 _CONSUMING_LISTS = ("prefixItems", "items")
 _REFS = ("$ref", "$dynamicRef", "$recursiveRef")
+_EDGE_WORDS = frozenset(_REFS + _IN_PLACE_LISTS + _IN_PLACE_ONE + _IN_PLACE_MAPS + _CONSUMING_ONE + _CONSUMING_MAPS
+                        + _CONSUMING_LISTS)
 
 
 def _edges(index: Index, node: Node) -> tuple[list[tuple[Node, str]], list[Node]]:
     """(in-place children with the pointer of the keyword leading there, consuming children)."""
     s = node.schema
-    if not isinstance(s, dict):
+    if not isinstance(s, dict) or s.keys().isdisjoint(_EDGE_WORDS):  # most subschemas are leaves
         return [], []
     in_place: list[tuple[Node, str]] = []
     consuming: list[Node] = []
@@ -37,23 +39,26 @@ def _edges(index: Index, node: Node) -> tuple[list[tuple[Node, str]], list[Node]
             in_place.append((index.resolve(s[word], node, word), f"{node.ptr}/{word}"))
     for word in _IN_PLACE_LISTS:
         if isinstance(s.get(word), list):
-            in_place += [(node.child(word, None).child(i, x), node.ptr) for i, x in enumerate(s[word])]
+            parent = node.child(word, None)  # once, not once per element
+            in_place += [(parent.child(i, x), node.ptr) for i, x in enumerate(s[word])]
     for word in _IN_PLACE_ONE:
         if word in s:
             in_place.append((node.child(word, s[word]), node.ptr))
     for word in _IN_PLACE_MAPS:
         if isinstance(s.get(word), dict):
-            in_place += [(node.child(word, None).child(k, x), node.ptr) for k, x in s[word].items()
-                         if isinstance(x, (dict, bool))]
+            parent = node.child(word, None)
+            in_place += [(parent.child(k, x), node.ptr) for k, x in s[word].items() if isinstance(x, (dict, bool))]
     for word in _CONSUMING_ONE:
         if isinstance(s.get(word), (dict, bool)):
             consuming.append(node.child(word, s[word]))
     for word in _CONSUMING_MAPS:
         if isinstance(s.get(word), dict):
-            consuming += [node.child(word, None).child(k, x) for k, x in s[word].items()]
+            parent = node.child(word, None)
+            consuming += [parent.child(k, x) for k, x in s[word].items()]
     for word in _CONSUMING_LISTS:
         if isinstance(s.get(word), list):
-            consuming += [node.child(word, None).child(i, x) for i, x in enumerate(s[word])]
+            parent = node.child(word, None)
+            consuming += [parent.child(i, x) for i, x in enumerate(s[word])]
     return in_place, consuming
 
 

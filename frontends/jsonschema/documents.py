@@ -10,6 +10,7 @@ the document as written and read what they land on.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 from urllib.parse import unquote, urldefrag, urljoin
 
@@ -34,35 +35,41 @@ class Node:
 
 
 def escape_ptr(token: str) -> str:
+    if "~" not in token and "/" not in token:  # most names: no copies made
+        return token
     return token.replace("~", "~0").replace("/", "~1")
 
 
 def check_tree(doc, ptr: str = "#") -> None:
-    """Refuse a cyclic Python object or a document nested deeper than MAX_DEPTH (iteratively)."""
+    """Refuse a cyclic Python object or a document nested deeper than MAX_DEPTH (iteratively).
+
+    A container's place is kept as (its parent's place, its key) and written out as a
+    pointer only for the error: most documents have none."""
+    if not isinstance(doc, (dict, list)):
+        return
     height: dict[int, int] = {}  # id -> nesting below (1 for a leaf container)
     on_path: set[int] = set()
-    stack: list = [(doc, ptr, False)]
+    stack: list = [(doc, ptr, None)]  # (container, place, None; or its child containers once entered)
     while stack:
-        obj, where, done = stack.pop()
-        if not isinstance(obj, (dict, list)):
-            continue
+        obj, where, kids = stack.pop()
         key = id(obj)
-        if done:
+        if kids is not None:
             on_path.discard(key)
-            kids = obj.values() if isinstance(obj, dict) else obj
-            height[key] = 1 + max((height.get(id(k), 0) for k in kids if isinstance(k, (dict, list))), default=0)
+            height[key] = 1 + max([height[id(k)] for k in kids], default=0)
             continue
         if key in on_path:
-            raise SchemaError("the schema contains itself (a cyclic Python object)", where)
+            raise SchemaError("the schema contains itself (a cyclic Python object)", _pointer(where))
         if key in height:
             continue
         on_path.add(key)
-        stack.append((obj, where, True))
+        kids = []
+        stack.append((obj, where, kids))
         items = obj.items() if isinstance(obj, dict) else enumerate(obj)
         for name, value in items:
             if isinstance(value, (dict, list)):
-                stack.append((value, f"{where}/{escape_ptr(str(name))}", False))
-    if height.get(id(doc), 0) > MAX_DEPTH:
+                kids.append(value)
+                stack.append((value, (where, name), None))
+    if height[id(doc)] > MAX_DEPTH:
         where, obj = ptr, doc
         for _ in range(MAX_DEPTH):
             items = obj.items() if isinstance(obj, dict) else enumerate(obj)
@@ -71,12 +78,24 @@ def check_tree(doc, ptr: str = "#") -> None:
         raise SchemaError(f"the schema is nested more than {MAX_DEPTH} levels deep", where)
 
 
+def _pointer(place) -> str:
+    """The JSON pointer of a place ``(parent's place, key)`` (the root's: a string)."""
+    keys = []
+    while isinstance(place, tuple):
+        place, key = place
+        keys.append(key)
+    return place + "".join(f"/{escape_ptr(str(key))}" for key in reversed(keys))
+
+
 _SCHEMA_MAPS = ("properties", "patternProperties", "dependentSchemas")
 _DEFINITIONS = ("$defs", "definitions")  # read in every draft (pointers into them are common)
 _SCHEMA_ONE = ("additionalProperties", "contains", "propertyNames", "not", "if", "then", "else",
                "unevaluatedProperties", "unevaluatedItems")
 _SCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
 _REFS = ("$ref", "$dynamicRef", "$recursiveRef")
+_READ_WORDS = frozenset(_REFS + _SCHEMA_MAPS + _DEFINITIONS + _SCHEMA_ONE + _SCHEMA_LISTS + (
+    "dependencies", "items", "additionalItems", "exclusiveMinimum", "exclusiveMaximum", "minimum", "maximum"))  # what read rewrites
+_RESOURCE_WORDS = frozenset(("id", "$id", "$anchor", "$dynamicAnchor", "$recursiveAnchor"))  # what _enter reads
 
 
 class Index:
@@ -131,17 +150,20 @@ class Index:
             return self.read_memo[id(obj)]
         out: dict = {}
         self.read_memo[id(obj)] = out
-        overrides = dialect.ref_overrides and "$ref" in obj
+        overrides = "$ref" in obj and dialect.ref_overrides
         base = self._enter(obj, out, ptr, base, dialect, overrides)
         self.bases[id(out)] = base
 
         def sub(key, value, where):
             return self.read(value, f"{ptr}/{escape_ptr(key)}{where}", base, dialect)
 
+        ignored = dialect.ignored
         for key, value in obj.items():
-            if key in dialect.ignored or (overrides and key in ALL_KEYWORDS and key != "$ref"):
+            if key in ignored or (overrides and key in ALL_KEYWORDS and key != "$ref"):
                 continue
-            if key in _REFS:
+            if key not in _READ_WORDS:  # most keys: kept as written, without the tests below
+                out[key] = value
+            elif key in _REFS:
                 if not isinstance(value, str):
                     raise SchemaError(f"{key} must be a string, not {type(value).__name__}", f"{ptr}/{key}")
                 out[key] = value
@@ -187,6 +209,8 @@ class Index:
 
     def _enter(self, obj: dict, out: dict, ptr: str, base: str, dialect: Dialect, overrides: bool) -> str:
         """Record the resource and anchors `obj` declares; the base URI inside it."""
+        if obj.keys().isdisjoint(_RESOURCE_WORDS):  # most subschemas declare nothing
+            return base
         sid = obj.get(dialect.id_keyword)
         if isinstance(sid, str) and not overrides:
             if dialect.fragment_ids and sid.startswith("#"):
@@ -219,7 +243,7 @@ class Index:
             target = join_uri(node.base, ref)
         except ValueError:
             raise SchemaError(f"{keyword} {ref!r} is not a URI reference", ref_ptr) from None
-        uri, frag = urldefrag(target)
+        uri, frag = _defragged(target)
         found = self.resources.get(uri)
         if found is None and self._load_registry():
             found = self.resources.get(uri)
@@ -254,6 +278,13 @@ class Index:
         return anchor
 
 
+@lru_cache(maxsize=4096)  # a document's $refs repeat, and urllib's parsing is slow Python
+def _defragged(uri: str) -> tuple[str, str]:
+    """`urldefrag(uri)`: (the URI without its fragment, the fragment)."""
+    return tuple(urldefrag(uri))
+
+
+@lru_cache(maxsize=4096)
 def join_uri(base: str, ref: str) -> str:
     """`ref` resolved against `base` (RFC 3986, section 5.2). urljoin alone returns a
     fragment-only reference unchanged under a scheme it does not know as hierarchical

@@ -54,6 +54,9 @@ def _vocabulary(draft: str) -> frozenset:
 
 
 ALL_KEYWORDS = frozenset().union(*(_vocabulary(d) for d in DRAFTS), _ADDED["2020-12"])
+# per draft, computed once: reading a document asks `ignored` of every key of every schema
+_KEYWORDS = {d: _vocabulary(d) for d in DRAFTS}
+_IGNORED = {d: ALL_KEYWORDS - words for d, words in _KEYWORDS.items()}
 
 
 @dataclass(frozen=True)
@@ -67,12 +70,12 @@ class Dialect:
 
     @property
     def keywords(self) -> frozenset:
-        return _vocabulary(self.draft)
+        return _KEYWORDS[self.draft]
 
     @property
     def ignored(self) -> frozenset:
         """Keywords some draft gives a meaning that this one does not: dropped on reading."""
-        return ALL_KEYWORDS - self.keywords
+        return _IGNORED[self.draft]
 
     @property
     def id_keyword(self) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from json.encoder import encode_basestring, encode_basestring_ascii
 from dataclasses import dataclass
 
 from grammarc.ir import Alt, Expr, Literal, Ref, Repeat, Seq
@@ -80,8 +81,11 @@ class Layout:
 
 
 def string_literal(s: str) -> Expr:
-    raw = json.dumps(s, ensure_ascii=False)
-    ascii_ = json.dumps(s)
+    """`s` as ``json.dumps`` writes it, raw and with ``ensure_ascii`` (one literal when equal)."""
+    if isinstance(s, str):  # what json.dumps does for a string, without an encoder built per call
+        raw, ascii_ = encode_basestring(s), encode_basestring_ascii(s)
+    else:
+        raw, ascii_ = json.dumps(s, ensure_ascii=False), json.dumps(s)
     if raw == ascii_:
         return Literal(raw)
     return Alt((Literal(raw), Literal(ascii_)))

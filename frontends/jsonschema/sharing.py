@@ -24,7 +24,8 @@ import re
 from functools import lru_cache
 from typing import Callable, Mapping
 
-from grammarc.ir import Alt, Except, Expr, JsonStringExcept, Ref, Regex, Repeat, Seq, references, walk
+from grammarc.ir import (Alt, AnyToken, Except, Expr, JsonStringExcept, Literal, Ref, Regex, Repeat, Seq, Substrings,
+                         references, walk)
 
 __all__ = ["share", "hoist_terminals", "merge_equal_rules", "identifier", "ReferenceCache", "shorten", "unique"]
 
@@ -37,10 +38,11 @@ MAX_NAME = 40
 RefsOf = Callable[[Expr], list[str]]  # a rule body -> the names it refers to (`grammarc.ir.references`)
 
 
-def share(rules: Mapping[str, Expr], start: str, hints: Mapping[Expr, str], reserved: tuple[str, ...] = (),
-          refs_of: RefsOf | None = None) -> dict[str, Expr]:
-    """Merge equal rules, then hoist terminals (see the module docstring)."""
-    return hoist_terminals(merge_equal_rules(rules, start, reserved, refs_of), hints, reserved)
+def share(rules: Mapping[str, Expr], start: str, hints: Mapping[Expr, str], reserved: tuple[str, ...] = ()) -> dict[str, Expr]:
+    """Merge equal rules, then hoist terminals (see the module docstring); the terminals of
+    each rule are those the merge's walk found (a merge only renames references)."""
+    merged, terminals = _merge_equal_rules(rules, start, reserved)
+    return _hoist_terminals(merged, hints, reserved, terminals)
 
 
 # -- terminals ------------------------------------------------------------------------------
@@ -60,25 +62,45 @@ def hoist_terminals(rules: Mapping[str, Expr], hints: Mapping[Expr, str], reserv
 
     New rules come after the others, in the order their terminals first occur; a name that
     is taken gets a numeric suffix."""
-    uses: dict[Expr, int] = {}
-    holding: dict[str, list[Expr]] = {}  # rule -> its candidate terminals
-    for name, body in rules.items():
-        for node in _terminals(body):
-            if _size(node) >= (MIN_NAMED_TERMINAL if node in hints else MIN_TERMINAL):
-                uses[node] = uses.get(node, 0) + 1
-                holding.setdefault(name, []).append(node)
-    chosen = [t for t, n in uses.items() if n >= 2 or (t in hints and _size(t) >= MIN_TERMINAL)]
+    return _hoist_terminals(rules, hints, reserved, {name: _terminals(body) for name, body in rules.items()})
+
+
+def _hoist_terminals(rules: Mapping[str, Expr], hints: Mapping[Expr, str], reserved: tuple[str, ...],
+                     terminals: Mapping[str, list[Expr]]) -> dict[str, Expr]:
+    """`hoist_terminals`, given each rule's terminals in order (`_terminals`)."""
+    named = {_terminal_key(t): name for t, name in hints.items() if type(t) in _TERMINALS}
+    uses: dict[tuple, int] = {}  # candidate -> occurrences
+    first: dict[tuple, Expr] = {}  # candidate -> the terminal where it first occurs
+    small: set[tuple] = set()  # terminals too small to be candidates
+    holding: dict[str, list[tuple]] = {}  # rule -> its candidates
+    for name in rules:
+        for node in terminals[name]:
+            key = _terminal_key(node)
+            count = uses.get(key)
+            if count is None:
+                if key in small:
+                    continue
+                if _size(node) < (MIN_NAMED_TERMINAL if key in named else MIN_TERMINAL):
+                    small.add(key)
+                    continue
+                first[key] = node
+            uses[key] = 1 if count is None else count + 1
+            holding.setdefault(name, []).append(key)
+    chosen = [k for k, n in uses.items() if n >= 2 or (k in named and _size(first[k]) >= MIN_TERMINAL)]
     if not chosen:
         return dict(rules)
     taken = set(rules) | set(reserved)
-    names: dict[Expr, str] = {}
-    for terminal in chosen:
-        names[terminal] = unique(hints.get(terminal) or _fallback_name(terminal), taken)
-    hoist = {terminal: Ref(name) for terminal, name in names.items()}
-    out = {name: _replaced(body, hoist, _TERMINALS) if any(t in names for t in holding.get(name, ())) else body
+    names = {key: unique(named.get(key) or _fallback_name(first[key]), taken) for key in chosen}
+    hoist = {key: Ref(name) for key, name in names.items()}
+    out = {name: _substituted(body, {}, hoist) if any(k in names for k in holding.get(name, ())) else body
            for name, body in rules.items()}
-    out.update((name, terminal) for terminal, name in names.items())
+    out.update((name, first[key]) for key, name in names.items())
     return out
+
+
+def _terminal_key(terminal: Regex | JsonStringExcept) -> tuple:
+    """What makes terminals equal (as IR), as a tuple: hashed without a call per node."""
+    return (Regex, terminal.pattern, terminal.mode) if type(terminal) is Regex else (JsonStringExcept, terminal.words)
 
 
 def _terminals(expr: Expr) -> list[Expr]:
@@ -105,26 +127,40 @@ def _fallback_name(terminal: Regex | JsonStringExcept) -> str:
 
 # -- equal rules ----------------------------------------------------------------------------
 
-def merge_equal_rules(rules: Mapping[str, Expr], start: str, reserved: tuple[str, ...] = (),
-                      refs_of: RefsOf | None = None) -> dict[str, Expr]:
+def merge_equal_rules(rules: Mapping[str, Expr], start: str, reserved: tuple[str, ...] = ()) -> dict[str, Expr]:
     """One rule for each set of equal rules of at least MIN_MERGED_NODES nodes.
 
     Rules are equal when their bodies are, up to references to rules already found equal
     (round after round, rules of any size, so that two objects whose members are ``x_city
     ::= string`` and ``y_city ::= string`` are equal too). Only the large ones are merged:
     the start rule keeps its name, the merged rule the place of the first of its set, and the
-    small rules left without a reference go away."""
-    refs_of = refs_of or references
+    small rules left without a reference go away. Each body is walked once (`_Shapes`: its
+    shape and its references); the rounds compare shapes and names, not rebuilt bodies."""
+    return _merge_equal_rules(rules, start, reserved)[0]
+
+
+def _merge_equal_rules(rules: Mapping[str, Expr], start: str, reserved: tuple[str, ...]
+                       ) -> tuple[dict[str, Expr], dict[str, list[Expr]]]:
+    """`merge_equal_rules`, and each rule's terminals in order (what `_terminals` gives)."""
     out = dict(rules)
-    refs = {name: frozenset(refs_of(body)) for name, body in out.items()}
+    shapes = _Shapes()
+    forms = {name: shapes.form(body) for name, body in out.items()}
+    refs = {name: frozenset(used).union(opaque) for name, (_, used, opaque, _) in forms.items()}
+    # references to the rule itself all alike (so that ``a ::= "" | x a`` and ``b ::= "" | x
+    # b``, the same language, compare equal): no rule has the empty name
+    written = {name: tuple(["" if used == name else used for used in form[1]]) for name, form in forms.items()}
     classes = _Classes(out)
     # a key stays true of its rule as more rules are found equal: keys of earlier rounds stay
-    groups: dict[_Hashed, str] = {}
+    groups: dict[tuple, str] = {}
     todo = [name for name in out if name not in reserved]
     for _ in range(MAX_MERGE_ROUNDS):
         touched = set()
+        first_of = classes.first.get
         for name in todo:
-            first = groups.setdefault(_Hashed(_key(name, out[name], refs[name], classes.find)), name)
+            used = written[name]
+            # what equal rules share: the body's shape, each reference written as the first
+            # rule known equal to its target (equal keys: bodies equal as IR once so written)
+            first = groups.setdefault((forms[name][0], tuple(map(first_of, used, used))), name)
             if first != name and classes.union(first, name):
                 touched.add(first)
         if not touched:
@@ -139,61 +175,137 @@ def merge_equal_rules(rules: Mapping[str, Expr], start: str, reserved: tuple[str
             taken.add(keep)
             renames.update((name, keep) for name in names if name != keep)
     if not renames:
-        return out
-    rename = {Ref(old): Ref(new) for old, new in renames.items()}
+        return out, {name: form[3] for name, form in forms.items()}
+    rename = {old: Ref(new) for old, new in renames.items()}
     merged: dict[str, Expr] = {}
+    merged_refs: dict[str, frozenset[str]] = {}
+    terminals: dict[str, list[Expr]] = {}
     for name, body in out.items():
         new = renames.get(name, name)
         if new not in merged:
-            merged[new] = _replaced(body, rename) if refs[name] & renames.keys() else body
-    return reachable(merged, start, reserved, refs_of)
+            terminals[new] = forms[name][3]
+            if refs[name].isdisjoint(renames):
+                merged[new], merged_refs[new] = body, refs[name]
+            else:
+                merged[new] = _substituted(body, rename, {})
+                merged_refs[new] = frozenset(renames.get(used, used) for used in forms[name][1]) | forms[name][2]
+    return _reachable_by_refs(merged, merged_refs, start, reserved), terminals
 
 
-class _Hashed:
-    """An expression hashed once (IR nodes hash their whole tree on every call)."""
+_Form = tuple  # (shape, names referred to in walk order, names inside opaque nodes, terminals in order)
 
-    __slots__ = ("expr", "hash")
 
-    def __init__(self, expr: Expr):
-        self.expr = expr
-        self.hash = hash(expr)
+class _Shapes:
+    """Shapes of IR trees: equal shapes exactly for trees equal up to the names their
+    references carry. A leaf's shape is its class and fields, a repetition's its class, its
+    item's shape and its bounds, a sequence's or alternation's a number (hash-consing: its
+    class and its items' shapes looked up in one table), so a shape hashes and compares in
+    about constant time.
 
-    def __hash__(self) -> int:
-        return self.hash
+    `merge_equal_rules` compares rule bodies round after round with their references
+    rewritten; a shape and a tuple of names compare in one tuple comparison, where
+    rewritten bodies had to be rebuilt and hashed node by node each round. The walk enters
+    what `_substituted` enters; any other node (a subclass, an ``except!`` of something but a
+    reference) is *opaque*: compared as it is, its references kept apart. The walk lists the
+    terminals it passes too, in order (what `_terminals` finds: hoisting needs no walk of its own)."""
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Hashed) and self.hash == other.hash and self.expr == other.expr
+    def __init__(self) -> None:
+        self._table: dict[tuple, int] = {}
+
+    def form(self, body: Expr) -> _Form:
+        used: list[str] = []
+        opaque: set[str] = set()
+        terminals: list[Expr] = []
+        return self._shape(body, used, opaque, terminals), used, frozenset(opaque), terminals
+
+    def _shape(self, expr: Expr, used: list[str], opaque: set[str], terminals: list[Expr]) -> object:
+        kind = type(expr)
+        if kind is Seq or kind is Alt:
+            parts: list = [kind]
+            for item in expr.items:  # the common leaves inline: a call per node is most of the walk
+                sub = type(item)
+                if sub is Ref:
+                    used.append(item.name)
+                    parts.append(_REF)
+                elif sub is Literal:
+                    parts.append((Literal, item.text))
+                elif sub is Regex:
+                    terminals.append(item)
+                    parts.append((Regex, item.pattern, item.mode))
+                elif sub is Repeat and type(item.item) is Ref:  # optional whitespace: everywhere
+                    used.append(item.item.name)
+                    parts.append((Repeat, _REF, item.min, item.max))
+                else:
+                    parts.append(self._shape(item, used, opaque, terminals))
+            key: tuple = tuple(parts)
+        elif kind is Repeat:  # a tuple as leaves are (not numbered): most repeat a leaf
+            return (kind, self._shape(expr.item, used, opaque, terminals), expr.min, expr.max)
+        elif kind is Except and type(expr.item) is Ref:
+            used.append(expr.item.name)
+            key = (kind, _REF, expr.limit)
+        elif kind is Ref:
+            used.append(expr.name)
+            return _REF
+        elif kind is Literal or kind is Substrings:
+            return (kind, expr.text)
+        elif kind is Regex:
+            terminals.append(expr)
+            return (kind, expr.pattern, expr.mode)
+        elif kind is JsonStringExcept:
+            terminals.append(expr)
+            return (kind, expr.words)
+        elif kind is AnyToken:
+            return (kind,)
+        else:
+            opaque.update(references(expr))
+            return (None, expr)
+        table = self._table
+        found = table.get(key)
+        if found is None:
+            found = table[key] = len(table)
+        return found
+
+
+_REF = -1  # the shape of every reference (numbered shapes count from 0)
+
+
+def _reachable_by_refs(rules: dict[str, Expr], refs: Mapping[str, frozenset[str]], start: str,
+                       reserved: tuple[str, ...]) -> dict[str, Expr]:
+    """`reachable`, from the names each rule refers to (known: no body walked again)."""
+    seen = {start, *(name for name in reserved if name in rules)}
+    todo = list(seen)
+    while todo:
+        for name in refs[todo.pop()]:
+            if name not in seen and name in rules:
+                seen.add(name)
+                todo.append(name)
+    return {name: body for name, body in rules.items() if name in seen}
 
 
 class _Classes:
-    """Rules known to derive the same language: a union-find whose sets only grow (so that
-    what made two rules equal stays true as more rules are found equal)."""
+    """Rules known to derive the same language: sets that only grow (so that what made two
+    rules equal stays true as more rules are found equal), each named by its first rule."""
 
     def __init__(self, rules: Mapping[str, Expr]):
         self.order = {name: i for i, name in enumerate(rules)}
-        self.parent = {name: name for name in rules}
+        self.first = {name: name for name in rules}  # rule -> the first rule of its set
         self._members = {name: [name] for name in rules}
-
-    def find(self, name: str) -> str:
-        parent = self.parent
-        while parent.get(name, name) != name:
-            parent[name] = parent[parent[name]]
-            name = parent[name]
-        return name
 
     def union(self, a: str, b: str) -> bool:
         """Join the sets of `a` and `b` (the earlier rule names the set); False if one already."""
-        a, b = self.find(a), self.find(b)
+        a, b = self.first[a], self.first[b]
         if a == b:
             return False
         if self.order[b] < self.order[a]:
             a, b = b, a
-        self.parent[b] = a
-        self._members[a].extend(self._members.pop(b))
+        moved = self._members.pop(b)
+        for name in moved:
+            self.first[name] = a
+        self._members[a].extend(moved)
         return True
 
     def members(self, name: str) -> list[str]:
-        return self._members[self.find(name)]
+        return self._members[self.first[name]]
 
     def sets(self) -> list[list[str]]:
         """Every set, its members in rule order, the sets in the order of their first rules."""
@@ -217,7 +329,7 @@ def reachable(rules: dict[str, Expr], start: str, reserved: tuple[str, ...] = ()
 
 class ReferenceCache:
     """`references` of rule bodies, each body object walked once across the passes of one
-    build: reachability, inlining and sharing read the same bodies again and again (most
+    build: the builder's checks, reachability and inlining read the same bodies again (most
     pass through a pass unchanged). An entry keeps its body alive, so no id is reused while
     it is cached; a cache lives as long as the build that made it."""
 
@@ -239,21 +351,6 @@ def _has_nodes(expr: Expr, count: int) -> bool:
         if count <= 0:
             return True
     return False
-
-
-def _key(name: str, body: Expr, refs: frozenset[str], find: Callable[[str], str]) -> Expr:
-    """What equal rules share: the body, each reference written as the first rule known
-    equal to its target, and references to its own rule all alike (so that ``a ::= "" | x a``
-    and ``b ::= "" | x b``, the same language, compare equal)."""
-    if name not in refs and all(find(used) == used for used in refs):
-        return body
-    written = {Ref(used): Ref(target) for used in refs if (target := find(used)) != used}
-    if name in refs:
-        written[Ref(name)] = _SELF
-    return _replaced(body, written)
-
-
-_SELF = Ref("")  # no rule has the empty name
 
 
 def _merged_name(names: list[str], start: str, taken: set[str]) -> str:
@@ -281,11 +378,14 @@ def _common_suffix(names: list[str]) -> str:
 
 # -- names ----------------------------------------------------------------------------------
 
+_NOT_NAME = re.compile(r"[^A-Za-z0-9_]+")  # compiled once: re.sub looks a pattern text up per call
+
+
 @lru_cache(maxsize=8192)  # the builder asks for a name per rule, from hints that recur
 def identifier(text: str, default: str = "value", limit: int = MAX_NAME - 4) -> str:
     """A rule name from free text: runs of other characters become ``_``, no leading digit,
     at most `limit` characters (words dropped from the left, see `shorten`)."""
-    base = re.sub(r"[^A-Za-z0-9_]+", "_", text).strip("_") or default
+    base = _NOT_NAME.sub("_", text).strip("_") or default
     if base[0].isdigit():
         base = "_" + base
     return shorten(base, limit)
@@ -334,25 +434,27 @@ def unique(base: str, taken: set[str]) -> str:
 
 # -- rewriting ------------------------------------------------------------------------------
 
-def _replaced(expr: Expr, mapping: Mapping[Expr, Expr], leaves: frozenset[type] = frozenset((Ref,))) -> Expr:
-    """`expr` with each node of a class in `leaves` (references, or terminals) that `mapping`
-    has a replacement for replaced (looked up by value); unchanged subtrees are kept as they
-    are (the same objects)."""
+def _substituted(expr: Expr, refs: Mapping[str, Expr], terminals: Mapping[tuple, Expr]) -> Expr:
+    """`expr` with the references that `refs` has a replacement for (by name; also as the
+    operand of ``except!``) and the terminals that `terminals` has one for (by
+    `_terminal_key`) replaced; unchanged subtrees are kept as they are (the same objects)."""
     kind = type(expr)
-    if kind in leaves:
-        return mapping.get(expr, expr)
+    if kind is Ref:
+        return refs.get(expr.name, expr)
     if kind is Seq or kind is Alt:
         items = expr.items
         for i, item in enumerate(items):
-            new = _replaced(item, mapping, leaves)
+            new = _substituted(item, refs, terminals)
             if new is not item:
-                rest = tuple(_replaced(later, mapping, leaves) for later in items[i + 1:])
+                rest = tuple(_substituted(later, refs, terminals) for later in items[i + 1:])
                 return kind(items[:i] + (new,) + rest, expr.span)
         return expr
+    if kind is Regex or kind is JsonStringExcept:
+        return terminals.get(_terminal_key(expr), expr) if terminals else expr
     if kind is Repeat:
-        item = _replaced(expr.item, mapping, leaves)
+        item = _substituted(expr.item, refs, terminals)
         return expr if item is expr.item else Repeat(item, expr.min, expr.max, expr.span)
-    if kind is Except and Ref in leaves and type(expr.item) is Ref:
-        item = mapping.get(expr.item)
+    if kind is Except and type(expr.item) is Ref:
+        item = refs.get(expr.item.name)
         return expr if item is None else Except(item, expr.limit, expr.span)
     return expr
