@@ -6,11 +6,14 @@ from __future__ import annotations
 import warnings
 
 import pytest
+from hypothesis import given, settings
 
 from grammarc import Grammar, GrammarError, GrammarWarning
-from grammarc.ir.check import check_grammar
 from grammarc.errors import Source
-from grammarc.ir import Alt, AnyToken, Except, Literal, Ref, Regex, Repeat, Seq
+from grammarc.ir import Alt, AnyToken, Except, JsonStringExcept, Literal, Ref, Regex, Repeat, Seq
+from grammarc.ir.check import MAX_DEPTH, _check_rule, _passing_refs, check_grammar
+from grammarc.ir.nodes import walk
+from strategies import grammars
 
 CASES = [
     pytest.param(
@@ -609,3 +612,44 @@ def test_undefined_rule_inside_except_expansion():
     with pytest.raises(GrammarError) as info:
         Grammar.from_ebnf("start ::= except!(w);\nw ::= 'a' | zz;")
     assert str(info.value) == "<string>:2:13: rule 'w' refers to undefined rule 'zz'\nw ::= 'a' | zz;\n            ^^"
+
+
+# -- check_grammar's proof that a grammar passes, against the ordered walk --------------
+
+_BAD_NODES = [
+    Alt(()), Repeat(Literal("a"), -1, 2), Repeat(Literal("a"), 4, 2), Repeat(Literal("a"), 1.5, None),
+    Repeat(Literal("a"), 1, 0.5), Regex("a", "fullmatch"), Regex(b"a"), Literal("\ud800"), Literal(b"a"),
+    Ref("nowhere"), Except(Literal("x"), 0), Except(Regex("a")), JsonStringExcept(["a"]),
+    JsonStringExcept(("\udc00",)), "a", None,
+]
+
+
+def _deep(depth: int):
+    node = Literal("a")
+    for _ in range(depth):
+        node = Seq((node,))
+    return node
+
+
+@pytest.mark.parametrize("bad", [*_BAD_NODES, _deep(MAX_DEPTH)], ids=repr)
+def test_the_passing_proof_leaves_every_malformed_node_to_the_ordered_walk(bad):
+    """`_passing_refs` (one dispatch per node) must never pass a grammar that
+    `_check_rule` (which names the first error in order) refuses: it answers None, and the
+    walk raises."""
+    grammar = Grammar(rules=(("start", Seq((Literal("a"), bad))),))
+    assert _passing_refs(grammar, dict(grammar.rules)) is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", GrammarWarning)
+        with pytest.raises(GrammarError):
+            check_grammar(grammar)
+
+
+@settings(max_examples=300, deadline=None)
+@given(grammars(any_token=True, token_level=True))
+def test_the_passing_proof_finds_the_references_the_ordered_walk_finds(grammar):
+    rules = dict(grammar.rules)
+    refs = _passing_refs(grammar, rules)
+    expected = {name: sorted(_check_rule(name, expr, rules, grammar)) for name, expr in grammar.rules}
+    has_except = any(isinstance(node, Except) for _, expr in grammar.rules for node in walk(expr))
+    assert (refs is None) == has_except  # except! is left to the walk; every other valid node is proved
+    assert refs is None or {name: sorted(found) for name, found in refs.items()} == expected
