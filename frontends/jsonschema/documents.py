@@ -93,8 +93,9 @@ _SCHEMA_ONE = ("additionalProperties", "contains", "propertyNames", "not", "if",
                "unevaluatedProperties", "unevaluatedItems")
 _SCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
 _REFS = ("$ref", "$dynamicRef", "$recursiveRef")
+# what read rewrites
 _READ_WORDS = frozenset(_REFS + _SCHEMA_MAPS + _DEFINITIONS + _SCHEMA_ONE + _SCHEMA_LISTS + (
-    "dependencies", "items", "additionalItems", "exclusiveMinimum", "exclusiveMaximum", "minimum", "maximum"))  # what read rewrites
+    "dependencies", "items", "additionalItems", "exclusiveMinimum", "exclusiveMaximum", "minimum", "maximum"))
 _RESOURCE_WORDS = frozenset(("id", "$id", "$anchor", "$dynamicAnchor", "$recursiveAnchor"))  # what _enter reads
 
 

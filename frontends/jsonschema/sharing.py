@@ -38,7 +38,8 @@ MAX_NAME = 40
 RefsOf = Callable[[Expr], list[str]]  # a rule body -> the names it refers to (`grammarc.ir.references`)
 
 
-def share(rules: Mapping[str, Expr], start: str, hints: Mapping[Expr, str], reserved: tuple[str, ...] = ()) -> dict[str, Expr]:
+def share(rules: Mapping[str, Expr], start: str, hints: Mapping[Expr, str],
+          reserved: tuple[str, ...] = ()) -> dict[str, Expr]:
     """Merge equal rules, then hoist terminals (see the module docstring); the terminals of
     each rule are those the merge's walk found (a merge only renames references)."""
     merged, terminals = _merge_equal_rules(rules, start, reserved)

@@ -84,7 +84,8 @@ static int runtime_row(PyObject *row, PyObject *lhs, PyObject *rhs_len, int acce
             if (!v || PySet_Add(las, v)) { Py_XDECREF(v); Py_DECREF(las); goto done; }
             Py_DECREF(v);
         }
-        PyObject *entry = Py_BuildValue("(OON)", PySequence_Fast_GET_ITEM(lhs, p), PySequence_Fast_GET_ITEM(rhs_len, p), las);
+        PyObject *entry =
+            Py_BuildValue("(OON)", PySequence_Fast_GET_ITEM(lhs, p), PySequence_Fast_GET_ITEM(rhs_len, p), las);
         PyObject *prod = entry ? PyLong_FromLong(p) : NULL;
         if (!prod) { Py_XDECREF(entry); goto done; }
         PyTuple_SET_ITEM(reducing, (Py_ssize_t)g, entry);

@@ -215,7 +215,8 @@ PyObject *union_sets(PyObject *self, PyObject *args) {
     }
     for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
         PyObject *set = PySequence_Fast_GET_ITEM(seq, i);
-        PyObject *bits = PyObject_GetAttrString(set, "bits"), *words = bits ? PyObject_GetAttrString(set, "words") : NULL;
+        PyObject *bits = PyObject_GetAttrString(set, "bits");
+        PyObject *words = bits ? PyObject_GetAttrString(set, "words") : NULL;
         int failed = !words || or_set(acc, n_words, bits, words, "union_sets");
         Py_XDECREF(bits), Py_XDECREF(words);
         if (failed) goto done;
