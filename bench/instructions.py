@@ -6,7 +6,9 @@ than most single changes; an instruction count moves by well under 0.1%. Run und
 callgrind with instrumentation off at start: the script switches it on for the measured
 schemas only (after the warm-up on other schemas, with the collector frozen, as
 maskbench.py's ``--no-fork`` does), so valgrind's total is the measured responses' work:
-schema -> grammar -> compiled -> first mask, then advance + mask per token.
+schema -> grammar -> compiled -> first mask, then advance + mask per token. No compiled
+grammar is stored on disk (a wall-time threshold decides that, which valgrind's slowdown
+would pass for every grammar).
 
     PYTHONHASHSEED=0 valgrind --tool=callgrind --cache-sim=no --instr-atstart=no \\
         --callgrind-out-file=/tmp/cg.out python bench/instructions.py --schemas 30
@@ -74,6 +76,9 @@ def main() -> None:
         # with it set: valgrind would not follow the new process)
         print("instructions: set PYTHONHASHSEED=0, or two runs hash apart", file=sys.stderr)
     os.environ.setdefault("GRAMMARC_CACHE_DIR", tempfile.mkdtemp(prefix="grammarc-instructions-cache-"))
+    # The compiled-grammar cache stores a grammar whose compile took 50 ms of wall time; under
+    # valgrind's ~50x slowdown every grammar does, and storing them was ~5% of the count.
+    os.environ.setdefault("GRAMMARC_GRAMMAR_CACHE_MIN_MS", "1e12")
     cases = mb.load_cases(args.data)
     measured, warm = mb.cold_split(cases, args.schemas, args.warmup, args.seed)
     vocab, encode = mb.ml.VOCABS[args.vocab]()
