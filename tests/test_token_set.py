@@ -114,35 +114,30 @@ def test_a_packed_mask_becomes_the_set_of_its_bits(n_words, data):
     assert (got.words is None and expected.words is None) or got.words.tolist() == expected.words.tolist()
 
 
+@pytest.mark.parametrize("who", ["or_into", "union_sets"])
 @pytest.mark.parametrize("bits, words, message", [
-    ([1, 2], None, "or_into: a dense set is not as long as the mask"),
-    ([1], [4], "or_into: a word is out of range"),
-    ([1], [-1], "or_into: a word is out of range"),
-    ([1, 2], [0], "or_into: inconsistent array sizes"),
+    ([1, 2], None, "a dense set is not as long as the mask"),
+    ([1], [4], "a word is out of range"),
+    ([1], [-1], "a word is out of range"),
+    ([1, 2], [0], "inconsistent array sizes"),
 ])
-def test_sets_that_do_not_fit_the_mask_are_refused(bits, words, message):
+def test_sets_that_do_not_fit_the_mask_are_refused(who, bits, words, message):
+    """OR-ed into a mask of 4 words, or united with a set that fits one (nothing written)."""
     from grammarc.tokens import _scan
 
+    wrong = TokenSet(np.array(bits, dtype=np.uint32), None if words is None else np.array(words, dtype=np.intp), 1)
     acc = np.zeros(4, dtype=np.uint32)
     with pytest.raises(ValueError) as err:
-        _scan.or_into(acc, np.array(bits, dtype=np.uint32), None if words is None else np.array(words, dtype=np.intp))
-    assert str(err.value) == message
+        if who == "or_into":
+            wrong.or_into(acc)
+        else:
+            _scan.union_sets([TokenSet.of(np.array([3]), 4), wrong], 4)
+    assert str(err.value) == f"{who}: {message}"
     assert not acc.any()
 
 
-@pytest.mark.parametrize("bits, words, message", [
-    ([1, 2], None, "union_sets: a dense set is not as long as the mask"),
-    ([1], [4], "union_sets: a word is out of range"),
-    ([1], [-1], "union_sets: a word is out of range"),
-    ([1, 2], [0], "union_sets: inconsistent array sizes"),
-])
-def test_a_union_of_sets_that_do_not_fit_the_mask_is_refused(bits, words, message):
+def test_a_union_of_what_is_not_a_token_set_is_refused():
     from grammarc.tokens import _scan
 
-    fits = TokenSet.of(np.array([3]), 4)
-    wrong = TokenSet(np.array(bits, dtype=np.uint32), None if words is None else np.array(words, dtype=np.intp), 1)
-    with pytest.raises(ValueError) as err:
-        _scan.union_sets([fits, wrong], 4)
-    assert str(err.value) == message
     with pytest.raises(AttributeError):
-        _scan.union_sets([fits, object()], 4)
+        _scan.union_sets([TokenSet.of(np.array([3]), 4), object()], 4)

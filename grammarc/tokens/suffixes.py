@@ -156,15 +156,6 @@ class ByByte:
         self._bounds = np.zeros(257, dtype=np.int64)
         np.cumsum(counts, out=self._bounds[1:])
 
-    def byte_set(self) -> int:
-        """The byte values some suffix starts with, as an int (bit b = byte b): what
-        `TokenIndex._starting` tests each following terminal's first bytes against."""
-        found = self._byte_set
-        if found is None:
-            counts = self.next_bytes()[1]
-            found = self._byte_set = byte_bits(counts > 0)
-        return found
-
     def taking(self, opens: np.ndarray) -> np.ndarray:
         """The positions whose next byte is one of `opens` (bool [256]), ascending: the same
         suffixes, in the same order, as the boolean mask ``opens[next_byte]`` selects."""
