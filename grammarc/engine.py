@@ -414,10 +414,10 @@ def walk_summary(core: ParserCore, tree: Tree, states: tuple[int, ...], n_words:
 
 
 def _few(sets: list[TokenSet], n_words: int) -> tuple[tuple[TokenSet, ...], int]:
-    """`sets` as a memo keeps them, and the bytes it counts for them: a few as they are (the
-    index's own: a pointer each; each OR-ed into a mask on use, as a union would cost as many
-    ORs plus an array and a pack, and on a new schema most walks are used once or twice),
-    many merged into one new set (one OR per use)."""
+    """`sets` as a memo keeps them, and the bytes it counts for them: a few as they are (sets
+    the index or another memo keeps: a pointer each; each OR-ed into a mask on use, as a
+    union would cost as many ORs plus an array and a pack, and on a new schema most walks
+    are used once or twice), many merged into one new set (one OR per use)."""
     if len(sets) <= _WALK_PARTS:
         return tuple(sets), 8 * len(sets)
     union = TokenSet.union(sets, n_words)

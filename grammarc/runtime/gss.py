@@ -32,8 +32,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from grammarc.lowering.compiler import CompiledGrammar
 from grammarc.lowering import _lalr
+from grammarc.lowering.compiler import CompiledGrammar
 
 __all__ = ["Level", "Node", "ParserCore", "ancestors", "parser_core"]
 
