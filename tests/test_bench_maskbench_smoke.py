@@ -172,6 +172,9 @@ def test_the_run_kept_is_the_fastest_of_the_usual_outcome(mb):
     fast, slow, crash = run("ok", 5.0, [1.0]), run("ok", 4.0, [9.0]), run("crash", 0.0)
     assert mb.best_run([slow, crash, fast]) is fast
     assert mb.best_run([crash, run("crash", 1.0), fast]).status == "crash"
+    assert mb.best_run([crash, slow]) is slow  # as often: the answer is kept over the crash
+    with pytest.raises(SystemExit):
+        mb.parse_args(["--mode", "cold", "--repeat", "0"])
 
 
 def test_isolated_workers_report_errors_hangs_and_deaths(mb):

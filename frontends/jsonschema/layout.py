@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-from json.encoder import encode_basestring, encode_basestring_ascii
 from dataclasses import dataclass
+from json.encoder import encode_basestring, encode_basestring_ascii
 
 from grammarc.ir import Alt, Expr, Literal, Ref, Repeat, Seq
 
