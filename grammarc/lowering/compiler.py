@@ -234,24 +234,21 @@ class _Lowering:
     # -- expressions ------------------------------------------------------------------
     def symbols(self, expr: Expr, rule: str) -> tuple[Sym, ...]:
         """A sequence of symbols deriving exactly the language of `expr`."""
-        kind = type(expr)  # the commonest nodes by exact class, as the chain below takes them
-        if kind in _PLAIN_LEAVES:
+        if isinstance(expr, _TEXT_LEAVES):  # the commonest nodes first
             return self.terminal_symbols(self.atomic(expr), functools.partial(_describe, expr, rule))
-        if kind is Ref:
+        if isinstance(expr, Ref):
             if expr.name in self.regular_rules and (dfa := self.merged(expr)) is not None:
                 return self.terminal_symbols(dfa, functools.partial(_describe, expr, rule))
             return self.rule_symbols(expr.name)
-        if self.is_regular(expr) and not isinstance(expr, _ATOMIC):
+        if self.is_regular(expr) and not isinstance(expr, Except):
             if (dfa := self.merged(expr)) is not None:
                 return self.terminal_symbols(dfa, functools.partial(_describe, expr, rule))
-        if isinstance(expr, _TEXT_LEAVES) or (isinstance(expr, Except) and expr.limit is None):
+        if isinstance(expr, Except) and expr.limit is None:
             return self.terminal_symbols(self.atomic(expr), functools.partial(_describe, expr, rule))
         if isinstance(expr, Except):
             return (self.terminal(functools.partial(_describe, expr, rule), self.atomic(expr), token_limit=expr.limit),)
         if isinstance(expr, AnyToken):
             return (self.terminal("any!", automata.any_bytes(), any_token=True),)
-        if isinstance(expr, Ref):
-            return self.rule_symbols(expr.name)
         if isinstance(expr, Seq):
             return self.sequence(expr.items, rule)
         if isinstance(expr, Alt):
@@ -359,18 +356,13 @@ class _Lowering:
         enum; an object's ``..._other_key``). A reference to a rule that is one leaf is a
         word as the leaf would be, so naming a terminal (the JSON Schema front end's
         sharing pass) does not change the terminals."""
-        kind = type(expr)
-        if kind is Literal:  # the commonest items first, by exact class
-            return len(expr.text) >= WORD_BYTES or len(expr.text.encode("utf-8")) >= WORD_BYTES
-        if kind is Regex or kind is JsonStringExcept:
-            return True
         while isinstance(expr, Ref) and expr.name in self.regular_rules:
             body = self.rules[expr.name]
             if not isinstance(body, _REF_OR_TEXT):
                 return True  # a composite value
             expr = body
-        if isinstance(expr, Literal):
-            return len(expr.text.encode("utf-8")) >= WORD_BYTES
+        if isinstance(expr, Literal):  # a character is at least a byte: most need no encoding
+            return len(expr.text) >= WORD_BYTES or len(expr.text.encode("utf-8")) >= WORD_BYTES
         return isinstance(expr, (Regex, JsonStringExcept))
 
     def _cut(self, run: tuple[Expr, ...], sizes: list[int]) -> list[tuple[Expr, ...]]:
@@ -406,19 +398,14 @@ class _Lowering:
     def _merged_size(self, expr: Expr) -> int:
         """The states of `expr`'s own automaton where known without building one (a rule's,
         a terminal's, a literal's; past the merge budget when it has none), else 1."""
-        kind = type(expr)
-        if kind is Literal:  # the commonest items first, by exact class
+        if isinstance(expr, Literal):  # the commonest items first
             return len(expr.text.encode("utf-8")) + 1
-        if kind is Ref:
+        if isinstance(expr, Ref):
             known = self._rule_dfa.get(expr.name, _UNTRIED)
         elif isinstance(expr, Repeat) and expr.max is not None:
             return self._merged_size(expr.item) * max(1, expr.min)
-        elif isinstance(expr, Literal):
-            return len(expr.text.encode("utf-8")) + 1
         elif isinstance(expr, (Regex, Substrings, JsonStringExcept, Except)):
             return self.atomic(expr).n_states
-        elif isinstance(expr, Ref):
-            known = self._rule_dfa.get(expr.name, _UNTRIED)
         else:
             known = self._merged.get(expr, _UNTRIED)
         if known is _UNTRIED:
