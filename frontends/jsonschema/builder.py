@@ -9,7 +9,7 @@ from typing import Callable
 from urllib.parse import unquote
 
 from grammarc.errors import SchemaError, UnsupportedSchemaError
-from grammarc.ir import (AnyToken, Alt, Expr, Grammar, JsonStringExcept, Literal, Ref, Regex, Repeat, Seq, Substrings,
+from grammarc.ir import (Alt, AnyToken, Expr, Grammar, JsonStringExcept, Literal, Ref, Regex, Repeat, Seq, Substrings,
                          references)
 from grammarc.frontends import json_formats as jf
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Callable, Mapping
+from typing import Callable, Iterable, Mapping
 
 from grammarc.ir import (Alt, AnyToken, Except, Expr, JsonStringExcept, Literal, Ref, Regex, Repeat, Seq, Substrings,
                          references, walk)
@@ -190,7 +190,7 @@ def _merge_equal_rules(rules: Mapping[str, Expr], start: str, reserved: tuple[st
             else:
                 merged[new] = _substituted(body, rename, {})
                 merged_refs[new] = frozenset(renames.get(used, used) for used in forms[name][1]) | forms[name][2]
-    return _reachable_by_refs(merged, merged_refs, start, reserved), terminals
+    return _reachable(merged, start, reserved, merged_refs.__getitem__), terminals
 
 
 _Form = tuple  # (shape, names referred to in walk order, names inside opaque nodes, terminals in order)
@@ -270,19 +270,6 @@ class _Shapes:
 _REF = -1  # the shape of every reference (numbered shapes count from 0)
 
 
-def _reachable_by_refs(rules: dict[str, Expr], refs: Mapping[str, frozenset[str]], start: str,
-                       reserved: tuple[str, ...]) -> dict[str, Expr]:
-    """`reachable`, from the names each rule refers to (known: no body walked again)."""
-    seen = {start, *(name for name in reserved if name in rules)}
-    todo = list(seen)
-    while todo:
-        for name in refs[todo.pop()]:
-            if name not in seen and name in rules:
-                seen.add(name)
-                todo.append(name)
-    return {name: body for name, body in rules.items() if name in seen}
-
-
 class _Classes:
     """Rules known to derive the same language: sets that only grow (so that what made two
     rules equal stays true as more rules are found equal), each named by its first rule."""
@@ -318,10 +305,17 @@ def reachable(rules: dict[str, Expr], start: str, reserved: tuple[str, ...] = ()
     """The rules that the start rule (or a `reserved` one) can reach, in their order: helpers
     built for dead branches go away."""
     refs_of = refs_of or references
+    return _reachable(rules, start, reserved, lambda name: refs_of(rules[name]))
+
+
+def _reachable(rules: dict[str, Expr], start: str, reserved: tuple[str, ...],
+               refs_of_rule: Callable[[str], Iterable[str]]) -> dict[str, Expr]:
+    """`reachable`, given the names each rule refers to by the rule's name (the merge knows
+    them without walking a body again)."""
     seen = {start, *(name for name in reserved if name in rules)}
     todo = list(seen)
     while todo:
-        for name in refs_of(rules[todo.pop()]):
+        for name in refs_of_rule(todo.pop()):
             if name not in seen and name in rules:
                 seen.add(name)
                 todo.append(name)
