@@ -56,13 +56,28 @@ def _kinds(data, offsets, lengths) -> np.ndarray:
     return np.frombuffer(_scan.row_kinds(data, offsets, lengths), dtype=np.uint16)
 
 
-def _compiled(trans, accept, data, offsets, lengths, rows, pos, q, comb: bool, sets=b"", kinds=b""):
+def _table(trans, accept, comb: bool = False) -> _scan.Table:
+    """A dense table as the walks take it, stored as a comb table when `comb`."""
     if comb:
         table = CombTable.from_dense(trans)
-        out = _scan.scan(None, table.base, table.check, table.next, accept, data, offsets, lengths, sets, kinds, rows,
-                         pos, q)
-    else:
-        out = _scan.scan(trans, b"", b"", b"", accept, data, offsets, lengths, sets, kinds, rows, pos, q)
+        return _scan.Table(None, table.base, table.check, table.next, accept)
+    return _scan.Table(trans, b"", b"", b"", accept)
+
+
+def _pair(trans, accept, comb: bool = False, runs: bool = True) -> tuple:
+    """A DFA as the pair walks take it: its `Table` and its byte runs (`DFA.byte_runs` of the
+    table as stored), or none (a run per byte)."""
+    stored = CombTable.from_dense(trans) if comb else trans
+    return _table(trans, accept, comb), DFA(stored, accept).byte_runs if runs else b""
+
+
+def _rows(data, offsets, lengths, sets=b"", kinds=b"", shared=b"", skip=b"", ids=b"", starts=b"") -> _scan.Tokens:
+    """Token rows as the walks take them (what is not given: empty)."""
+    return _scan.Tokens(data, offsets, lengths, sets, kinds, shared, skip, ids, starts)
+
+
+def _compiled(trans, accept, data, offsets, lengths, rows, pos, q, comb: bool, sets=b"", kinds=b""):
+    out = _scan.scan(_table(trans, accept, comb), _rows(data, offsets, lengths, sets, kinds), rows, pos, q)
     return [np.frombuffer(part, dtype=np.int32) for part in out]
 
 
@@ -121,12 +136,10 @@ def test_walking_ranges_equals_walking_their_rows(case, comb, start, split_at_st
     skip = b"" if sharing == "none" or not choices.draw(st.booleans()) else _scan.next_smaller(shared)
     rows = np.concatenate([np.arange(a, b) for a, b in zip(lo.tolist(), hi.tolist())] + [[]]).astype(np.int32)
     expected = reference(trans, accept, data, offsets, lengths, rows, np.full(len(rows), start), q, split_at_start)
-    table = CombTable.from_dense(trans)
-    tables = (None, table.base, table.check, table.next) if comb else (trans, b"", b"", b"")
     inside = np.zeros(len(tokens), dtype=np.uint8) if flagged else None
     got = [np.frombuffer(part, dtype=np.int32) for part in _scan.scan_ranges(
-        *tables, accept, data, offsets, lengths, _sets(tokens), _kinds(data, offsets, lengths), shared, skip, lo, hi,
-        start, q, split_at_start, inside)]
+        _table(trans, accept, comb), _rows(data, offsets, lengths, _sets(tokens), _kinds(data, offsets, lengths),
+                                           shared, skip), lo, hi, start, q, split_at_start, inside)]
     assert [g.tolist() for g in got[2:]] == [e.tolist() for e in expected[2:]]
     if flagged:
         assert got[0].tolist() == got[1].tolist() == []
@@ -152,10 +165,9 @@ def test_a_narrow_state_walks_the_rows_of_the_first_bytes_it_takes(case, comb, e
     most = len(rows) + (1 if exact else choices.draw(st.integers(-len(rows), 5)))
     ids = np.array(choices.draw(st.permutations(range(len(tokens)))), dtype=np.int32) * 5 % 61
     shared = np.array(_common_prefixes(tokens), dtype=np.uint8)
-    table = CombTable.from_dense(trans)
-    tables = (None, table.base, table.check, table.next) if comb else (trans, b"", b"", b"")
-    got = _scan.scan_state(*tables, accept, data, offsets, lengths, _sets(tokens), _kinds(data, offsets, lengths),
-                           shared, _scan.next_smaller(shared), ids, starts, q, most, 2, thin)
+    got = _scan.scan_state(_table(trans, accept, comb),
+                           _rows(data, offsets, lengths, _sets(tokens), _kinds(data, offsets, lengths), shared,
+                                 _scan.next_smaller(shared), ids, starts), q, most, 2, thin)
     if len(rows) >= most and (thin == 0 or (got is None and thin < len(rows))):
         assert got is None
         return
@@ -168,22 +180,65 @@ def test_a_narrow_state_walks_the_rows_of_the_first_bytes_it_takes(case, comb, e
 
 
 @pytest.mark.parametrize("change, message", [
-    (dict(starts=np.zeros(256, dtype=np.int64)), "scan_state: inconsistent array sizes"),
-    (dict(starts=np.array([0] * 97 + [2, 1] + [3] * 158, dtype=np.int64)), "scan_state: inconsistent array sizes"),
-    (dict(starts=np.array([0] * 97 + [4] * 160, dtype=np.int64)), "scan_state: inconsistent array sizes"),
-    (dict(ids=np.zeros(2, dtype=np.int32)), "scan_state: inconsistent array sizes"),
-    (dict(shared=np.zeros(2, dtype=np.uint8)), "scan_state: shared is not one byte per row"),
+    (dict(starts=np.zeros(256, dtype=np.int64)), "Tokens: starts is not 257 ascending rows"),
+    (dict(starts=np.array([0] * 97 + [2, 1] + [3] * 158, dtype=np.int64)), "Tokens: starts is not 257 ascending rows"),
+    (dict(starts=np.array([0] * 97 + [4] * 160, dtype=np.int64)), "Tokens: starts is not 257 ascending rows"),
+    (dict(starts=np.array([-1] * 98 + [3] * 159, dtype=np.int64)), "Tokens: starts is not 257 ascending rows"),
+    (dict(starts=np.zeros(257, dtype=np.int32)), "Tokens: starts is not 8-byte items"),
+    (dict(ids=np.zeros(2, dtype=np.int32)), "Tokens: ids is not one of 4-byte items per row"),
+    (dict(shared=np.zeros(2, dtype=np.uint8)), "Tokens: shared is not one of 1-byte items per row"),
+    (dict(shared=b"", skip=np.zeros(3, dtype=np.int32)), "Tokens: skip is given without shared"),
+    (dict(skip=np.zeros(2, dtype=np.int32)), "Tokens: skip is not one of 4-byte items per row"),
+    (dict(sets=np.zeros((2, 4), dtype=np.uint64)), "Tokens: sets is not one of 32-byte items per row"),
+    (dict(sets=np.zeros(3, dtype=np.uint64)), "Tokens: sets is not one of 32-byte items per row"),
+    (dict(kinds=np.zeros(2, dtype=np.uint16)), "Tokens: kinds is not one of 2-byte items per row"),
+    (dict(kinds=np.zeros(3, dtype=np.uint8)), "Tokens: kinds is not one of 2-byte items per row"),
+    (dict(lengths=np.array([1, 2, 3], dtype=np.int64)), "Tokens: inconsistent array sizes"),
+    (dict(offsets=np.array([0, 2], dtype=np.int64)), "Tokens: inconsistent array sizes"),
+    (dict(offsets=np.array([0, 2, 3], dtype=np.int32)), "Tokens: offsets is not 8-byte items"),
+    (dict(offsets=np.array([5, 2, 3], dtype=np.int64)), "Tokens: a row lies outside the data"),
+    (dict(offsets=np.array([-1, 2, 3], dtype=np.int64)), "Tokens: a row lies outside the data"),
+    (dict(data=np.frombuffer(b"abb", dtype=np.uint8)), "Tokens: a row lies outside the data"),
 ])
-def test_bad_narrow_states_are_refused_not_read_out_of_bounds(change, message):
-    trans = np.zeros((2, 256), dtype=np.int32)
+def test_bad_token_rows_are_refused_when_made(change, message):
+    """Every walk reads the rows unchecked but for the rows and positions it is given: a
+    `Tokens` is checked once, when made."""
     data, offsets, lengths = _packed([b"ab", b"aba", b"b"])
-    args = dict(starts=np.array([0] * 98 + [2] + [3] * 158, dtype=np.int64), ids=np.zeros(3, dtype=np.int32),
-                shared=np.array([0, 2, 0], dtype=np.uint8))
+    args = dict(data=data, offsets=offsets, lengths=lengths, sets=b"", kinds=b"",
+                shared=np.array([0, 2, 0], dtype=np.uint8), skip=b"", ids=np.zeros(3, dtype=np.int32),
+                starts=np.array([0] * 98 + [2] + [3] * 158, dtype=np.int64))
     args.update(change)
     with pytest.raises(ValueError) as err:
-        _scan.scan_state(trans, b"", b"", b"", np.array([True, False]), data, offsets, lengths, b"", b"",
-                         args["shared"], b"", args["ids"], args["starts"], 0, 100, 1, 0)
+        _scan.Tokens(*args.values())
     assert str(err.value) == message
+
+
+@pytest.mark.parametrize("trans, base, check, nxt, accept, message", [
+    (np.zeros(300, dtype=np.int32), b"", b"", b"", np.zeros(1, dtype=bool), "Table: trans is not 1024-byte items"),
+    (np.full((2, 256), 2, dtype=np.int32), b"", b"", b"", np.zeros(2, dtype=bool),
+     "Table: a target or a comb row lies outside the table"),
+    (np.zeros((2, 256), dtype=np.int32), b"", b"", b"", np.zeros(3, dtype=bool),
+     "Table: accept is not a byte per state"),
+    (None, np.array([0, 257], dtype=np.int64), np.full(512, -1, dtype=np.int32), np.full(512, -1, dtype=np.int32),
+     np.zeros(2, dtype=bool), "Table: a target or a comb row lies outside the table"),
+    (None, np.array([-1, 0], dtype=np.int64), np.full(512, -1, dtype=np.int32), np.full(512, -1, dtype=np.int32),
+     np.zeros(2, dtype=bool), "Table: a target or a comb row lies outside the table"),
+    (None, np.array([0, 256], dtype=np.int64), np.full(512, -1, dtype=np.int32), np.full(512, 2, dtype=np.int32),
+     np.zeros(2, dtype=bool), "Table: a target or a comb row lies outside the table"),
+    (None, np.array([0, 0], dtype=np.int64), np.full(512, -1, dtype=np.int32), np.full(300, -1, dtype=np.int32),
+     np.zeros(2, dtype=bool), "Table: check and next differ in length"),
+    (None, np.array([0, 0, 0], dtype=np.int32), np.full(512, -1, dtype=np.int32), np.full(512, -1, dtype=np.int32),
+     np.zeros(1, dtype=bool), "Table: base is not 8-byte items"),
+])
+def test_bad_tables_are_refused_when_made(trans, base, check, nxt, accept, message):
+    """Every walk steps without bounds checks (`check[base[s] + b]`, `trans[s * 256 + b]`):
+    a `Table` is checked once, when made: a target past the states, a comb row past the
+    arrays, and arrays that disagree are refused; a good comb table is taken."""
+    with pytest.raises(ValueError) as err:
+        _scan.Table(trans, base, check, nxt, accept)
+    assert str(err.value) == message
+    cells = np.full(512, -1, dtype=np.int32)
+    assert _scan.Table(None, np.array([0, 256], dtype=np.int64), cells, cells, np.zeros(2, dtype=bool)).n_states == 2
 
 
 @pytest.mark.parametrize("change, message", [
@@ -192,32 +247,42 @@ def test_bad_narrow_states_are_refused_not_read_out_of_bounds(change, message):
     (dict(start=3), "scan_ranges: a row or position is out of range"),
     (dict(lo=np.array([0, 1], dtype=np.int64)), "scan_ranges: inconsistent array sizes"),
     (dict(inside=np.zeros(2, dtype=np.uint8)), "scan_ranges: inside is not one byte per row"),
-    (dict(q=2), "scan: inconsistent array sizes"),
-    (dict(shared=np.zeros(2, dtype=np.uint8)), "scan_ranges: shared is not one byte per row"),
-    (dict(skip=np.zeros(2, dtype=np.int32)), "scan_ranges: skip is not one int32 per row, beside shared"),
+    (dict(q=2), "scan_ranges: the state is out of range"),
+    (dict(q=-1), "scan_ranges: the state is out of range"),
 ])
 def test_bad_ranges_are_refused_not_read_out_of_bounds(change, message):
     trans = np.zeros((2, 256), dtype=np.int32)
     data, offsets, lengths = _packed([b"ab", b"b", b"aba"])
     args = dict(lo=np.array([0], dtype=np.int64), hi=np.array([3], dtype=np.int64), start=1, q=0,
-                inside=np.zeros(3, dtype=np.uint8), shared=np.zeros(3, dtype=np.uint8), skip=b"")
+                inside=np.zeros(3, dtype=np.uint8))
     args.update(change)
     with pytest.raises(ValueError) as err:
-        _scan.scan_ranges(trans, b"", b"", b"", np.array([True, False]), data, offsets, lengths, b"", b"",
-                          args["shared"], args["skip"], args["lo"], args["hi"], args["start"], args["q"], False,
-                          args["inside"])
+        _scan.scan_ranges(_table(trans, np.array([True, False])), 
+                          _rows(data, offsets, lengths, shared=np.zeros(3, np.uint8)),
+                          args["lo"], args["hi"], args["start"], args["q"], False, args["inside"])
     assert str(err.value) == message
 
 
-def test_a_range_whose_row_runs_past_the_data_is_refused():
-    """Each row is checked as the walk reads it: the last row claims 30 bytes of 6."""
+def test_a_row_that_runs_past_the_data_is_refused_when_the_rows_are_made():
+    """The last row claims 30 bytes of 6: refused before any walk could read it."""
     data, offsets, _ = _packed([b"ab", b"b", b"aba"])
-    lengths = np.array([2, 1, 30], dtype=np.int32)
     with pytest.raises(ValueError) as err:
-        _scan.scan_ranges(np.zeros((2, 256), dtype=np.int32), b"", b"", b"", np.array([True, False]), data, offsets,
-                          lengths, b"", b"", np.array([0, 0, 2], dtype=np.uint8), b"", np.array([0], dtype=np.int64),
-                          np.array([3], dtype=np.int64), 0, 0, False, None)
-    assert str(err.value) == "scan_ranges: a row or position is out of range"
+        _rows(data, offsets, np.array([2, 1, 30], dtype=np.int32))
+    assert str(err.value) == "Tokens: a row lies outside the data"
+
+
+@pytest.mark.parametrize("q, rows, message", [
+    (2, None, "scan_state: the state is out of range"),
+    (0, _rows(*_packed([b"ab"])), "scan_state: the tokens have no ids or no starts"),
+])
+def test_bad_narrow_states_are_refused(q, rows, message):
+    data, offsets, lengths = _packed([b"ab"])
+    good = _rows(data, offsets, lengths, ids=np.zeros(1, dtype=np.int32),
+                 starts=np.array([0] * 98 + [1] * 159, dtype=np.int64))
+    with pytest.raises(ValueError) as err:
+        _scan.scan_state(_table(np.zeros((2, 256), dtype=np.int32), np.array([True, False])), rows or good, q, 100, 1,
+                         0)
+    assert str(err.value) == message
 
 
 def test_a_row_the_state_loops_on_is_not_stepped():
@@ -261,31 +326,34 @@ def test_a_known_walk():
 
 @pytest.mark.parametrize("change, message", [
     (dict(pos=np.array([5], dtype=np.int32)), "scan: a row or position is out of range"),
+    (dict(pos=np.array([-1], dtype=np.int32)), "scan: a row or position is out of range"),
     (dict(rows=np.array([3], dtype=np.int32)), "scan: a row or position is out of range"),
-    (dict(q=2), "scan: inconsistent array sizes"),
-    (dict(accept=np.array([True])), "scan: inconsistent array sizes"),
+    (dict(q=2), "scan: the state is out of range"),
     (dict(rows=np.array([0, 0], dtype=np.int32)), "scan: inconsistent array sizes"),
-    (dict(sets=np.zeros((2, 4), dtype=np.uint64)), "scan: inconsistent array sizes"),
-    (dict(sets=np.zeros(3, dtype=np.uint64)), "scan: sets is not an array of 32-byte items"),
-    (dict(kinds=np.zeros(2, dtype=np.uint16)), "scan: inconsistent array sizes"),
-    (dict(kinds=np.zeros(3, dtype=np.uint8)), "scan: kinds is not an array of 2-byte items"),
-    (dict(lengths=np.array([1, 2, 3], dtype=np.int64)), "scan: inconsistent array sizes"),
-    (dict(offsets=np.array([0, 2], dtype=np.int64)), "scan: inconsistent array sizes"),
-    (dict(offsets=np.array([5, 2, 3], dtype=np.int64)), "scan: a row or position is out of range"),
-    (dict(offsets=np.array([-1, 2, 3], dtype=np.int64)), "scan: a row or position is out of range"),
-    (dict(data=np.frombuffer(b"ab", dtype=np.uint8), rows=np.array([2], dtype=np.int32)),
-     "scan: a row or position is out of range"),
+    (dict(rows=np.zeros(3, dtype=np.uint8)), "scan: rows is not an array of 4-byte items"),
 ])
 def test_bad_arrays_are_refused_not_read_out_of_bounds(change, message):
     trans = np.zeros((2, 256), dtype=np.int32)
     data, offsets, lengths = _packed([b"ab", b"b", b"aba"])
-    args = dict(accept=np.array([True, False]), data=data, offsets=offsets, lengths=lengths, sets=b"", kinds=b"",
-                rows=np.array([0], dtype=np.int32), pos=np.array([0], dtype=np.int32), q=0)
+    args = dict(rows=np.array([0], dtype=np.int32), pos=np.array([0], dtype=np.int32), q=0)
     args.update(change)
     with pytest.raises(ValueError) as err:
-        _scan.scan(trans, b"", b"", b"", args["accept"], args["data"], args["offsets"], args["lengths"], args["sets"],
-                   args["kinds"], args["rows"], args["pos"], args["q"])
+        _scan.scan(_table(trans, np.array([True, False])), _rows(data, offsets, lengths), args["rows"], args["pos"],
+                   args["q"])
     assert str(err.value) == message
+
+
+def test_walks_take_a_table_and_token_rows_only():
+    """The arrays come in the objects that checked them: a walk given bare arrays is refused."""
+    data, offsets, lengths = _packed([b"ab"])
+    table, rows = _table(np.zeros((1, 256), dtype=np.int32), np.array([True])), _rows(data, offsets, lengths)
+    zero = np.zeros(1, dtype=np.int32)
+    with pytest.raises(TypeError):
+        _scan.scan(np.zeros((1, 256), dtype=np.int32), rows, zero, zero, 0)
+    with pytest.raises(TypeError):
+        _scan.scan(table, data, zero, zero, 0)
+    with pytest.raises(TypeError):
+        _scan.next_bytes(data, zero, zero)
 
 
 @settings(max_examples=200, deadline=None)
@@ -321,11 +389,12 @@ def test_next_bytes_are_the_bytes_at_each_position_with_their_counts(tokens, dat
     packed, offsets, lengths = _packed(tokens)
     picks = data.draw(st.lists(st.integers(0, len(tokens) - 1), max_size=30))
     pos = [data.draw(st.integers(0, len(tokens[r]) - 1)) for r in picks]
-    found, counts = _scan.next_bytes(packed, offsets, lengths, np.array(picks, dtype=np.int32),
-                                     np.array(pos, dtype=np.int32))
+    found, counts, present = _scan.next_bytes(_rows(packed, offsets, lengths), np.array(picks, dtype=np.int32),
+                                              np.array(pos, dtype=np.int32))
     expected = [tokens[r][p] for r, p in zip(picks, pos)]
     assert list(found) == expected
     assert np.frombuffer(counts, dtype=np.int64).tolist() == [expected.count(b) for b in range(256)]
+    assert present == sum(1 << b for b in set(expected))
 
 
 @pytest.mark.parametrize("rows, pos, message", [
@@ -337,7 +406,7 @@ def test_next_bytes_are_the_bytes_at_each_position_with_their_counts(tokens, dat
 def test_bad_positions_have_no_next_byte(rows, pos, message):
     data, offsets, lengths = _packed([b"ab", b"b", b"aba"])
     with pytest.raises(ValueError) as err:
-        _scan.next_bytes(data, offsets, lengths, np.array(rows, dtype=np.int32), np.array(pos, dtype=np.int32))
+        _scan.next_bytes(_rows(data, offsets, lengths), np.array(rows, dtype=np.int32), np.array(pos, dtype=np.int32))
     assert str(err.value) == message
 
 
@@ -385,15 +454,6 @@ def _agree_oracle(trans, accept, q: int, p: int, limit: int, trans2=None, accept
     return limit
 
 
-def _args(trans, accept, comb: bool, runs: bool = True) -> tuple:
-    """A DFA as `agree_depth`'s and `agree_bytes`'s six table arguments: with its byte runs
-    (`DFA.byte_runs`, of the table it is stored as) or none (a run per byte)."""
-    if comb:
-        table = CombTable.from_dense(trans)
-        return None, table.base, table.check, table.next, accept, DFA(table, accept).byte_runs if runs else b""
-    return trans, b"", b"", b"", accept, DFA(trans, accept).byte_runs if runs else b""
-
-
 @settings(max_examples=300, deadline=None)
 @given(case=cases(), p=st.integers(0, 5), limit=st.integers(0, 6), comb=st.booleans(), runs=st.booleans())
 def test_agree_depth_is_how_deep_two_states_die_and_accept_alike(case, p, limit, comb, runs):
@@ -401,9 +461,9 @@ def test_agree_depth_is_how_deep_two_states_die_and_accept_alike(case, p, limit,
     p = p % len(trans)
     q = case[-1]
     expected = _agree_oracle(trans, accept, q, p, limit)
-    table = _args(trans, accept, comb, runs)
-    assert _scan.agree_depth(*table, q, *table, p, limit) == expected
-    assert _scan.agree_depth(*table, q, *table, q, limit) == limit  # a state agrees with itself
+    pair = _pair(trans, accept, comb, runs)
+    assert _scan.agree_depth(*pair, q, *pair, p, limit) == expected
+    assert _scan.agree_depth(*pair, q, *pair, q, limit) == limit  # a state agrees with itself
 
 
 @settings(max_examples=300, deadline=None)
@@ -413,8 +473,8 @@ def test_tokens_no_longer_than_the_agreement_scan_alike(case, p):
     every token of at most d bytes the same walk (end, splits)."""
     trans, accept, data, offsets, lengths, _, _, q = case
     p = p % len(trans)
-    table = _args(trans, accept, False)
-    depth = _scan.agree_depth(*table, q, *table, p, 8)
+    pair = _pair(trans, accept)
+    depth = _scan.agree_depth(*pair, q, *pair, p, 8)
     rows = np.flatnonzero(lengths <= depth).astype(np.int32)
     zero = np.zeros(len(rows), dtype=np.int32)
     from_q = _compiled(trans, accept, data, offsets, lengths, rows, zero, q, False)
@@ -428,13 +488,13 @@ def test_agree_depth_compares_states_of_two_dfas(case, other, limit, comb, runs)
     trans, accept, *_, q = case
     trans2, accept2, *_, p = other
     expected = _agree_oracle(trans, accept, q, p, limit, trans2, accept2)
-    assert _scan.agree_depth(*_args(trans, accept, comb, runs), q, *_args(trans2, accept2, not comb), p,
+    assert _scan.agree_depth(*_pair(trans, accept, comb, runs), q, *_pair(trans2, accept2, not comb), p,
                              limit) == expected
 
 
 def _parting(trans, accept, q, trans2, accept2, p, comb: bool, max_pairs: int = 10_000,
              max_parting: int = 256, runs: bool = True) -> set[int] | None:
-    found = _scan.agree_bytes(*_args(trans, accept, comb, runs), q, *_args(trans2, accept2, not comb, runs), p,
+    found = _scan.agree_bytes(*_pair(trans, accept, comb, runs), q, *_pair(trans2, accept2, not comb, runs), p,
                               max_pairs, max_parting)
     return None if found is None else set(np.flatnonzero(np.unpackbits(np.frombuffer(found, dtype=np.uint8),
                                                                        bitorder="little")).tolist())
@@ -483,16 +543,16 @@ def test_agree_bytes_gives_up_past_its_pair_limit_and_refuses_bad_states():
     accept, accept_loop = np.ones(n, dtype=bool), np.ones(1, dtype=bool)
     assert _parting(counter, accept, 0, loop, accept_loop, 0, False, max_pairs=n) == {ord("a")}
     assert _parting(counter, accept, 0, loop, accept_loop, 0, False, max_pairs=n - 2) is None
+    counter_table, loop_table = _table(counter, accept), _table(loop, accept_loop)
     for q, p, limit in ((n, 0, 5), (0, 1, 5), (0, 0, 0)):
         with pytest.raises(ValueError, match="^agree_bytes: a state or the pair limit is out of range$"):
-            _scan.agree_bytes(counter, b"", b"", b"", accept, b"", q, loop, b"", b"", b"", accept_loop, b"", p, limit,
-                              16)
-    with pytest.raises(ValueError, match="^agree_bytes: inconsistent array sizes$"):
-        _scan.agree_bytes(counter, b"", b"", b"", accept_loop, b"", 0, loop, b"", b"", b"", accept_loop, b"", 0, 5, 16)
+            _scan.agree_bytes(counter_table, b"", q, loop_table, b"", p, limit, 16)
     with pytest.raises(ValueError, match="^agree_bytes: the parting limit is out of range$"):
-        _scan.agree_bytes(counter, b"", b"", b"", accept, b"", 0, loop, b"", b"", b"", accept_loop, b"", 0, 5, -1)
+        _scan.agree_bytes(counter_table, b"", 0, loop_table, b"", 0, 5, -1)
     with pytest.raises(ValueError, match="^agree_bytes: runs are not 256 bytes$"):
-        _scan.agree_bytes(counter, b"", b"", b"", accept, b"\0", 0, loop, b"", b"", b"", accept_loop, b"", 0, 5, 16)
+        _scan.agree_bytes(counter_table, b"\0", 0, loop_table, b"", 0, 5, 16)
+    with pytest.raises(TypeError, match="^agree_bytes takes 8 arguments$"):
+        _scan.agree_bytes(counter_table, b"", 0, loop_table, b"", 0, 5)
 
 
 @pytest.mark.parametrize(
@@ -504,14 +564,11 @@ def test_agree_bytes_gives_up_past_its_pair_limit_and_refuses_bad_states():
     ],
 )
 def test_agree_depth_refuses_states_it_does_not_have(q, p, limit, message):
-    trans = np.full((2, 256), -1, dtype=np.int32)
-    table, wrong = _args(trans, np.zeros(2, dtype=bool), False), _args(trans, np.zeros(3, dtype=bool), False)
+    pair = _pair(np.full((2, 256), -1, dtype=np.int32), np.zeros(2, dtype=bool))
     with pytest.raises(ValueError, match=f"^{message}$"):
-        _scan.agree_depth(*table, q, *table, p, limit)
-    with pytest.raises(ValueError, match="^agree_depth: inconsistent array sizes$"):
-        _scan.agree_depth(*wrong, 0, *table, 0, 1)
-    with pytest.raises(ValueError, match="^agree_depth: inconsistent array sizes$"):
-        _scan.agree_depth(*table, 0, *wrong, 0, 1)
+        _scan.agree_depth(*pair, q, *pair, p, limit)
+    with pytest.raises(ValueError, match="^agree_depth: runs are not 256 bytes$"):
+        _scan.agree_depth(pair[0], b"\0", 0, *pair, 0, 1)
 
 
 def test_a_row_after_one_not_stepped_walks_from_the_start():
@@ -523,8 +580,9 @@ def test_a_row_after_one_not_stepped_walks_from_the_start():
     tokens = [b"baaa", b"aaaa", b"aaab"]  # walked to state 1 / not stepped / 3 bytes shared with the last
     data, offsets, lengths = _packed(tokens)
     shared = np.array(_common_prefixes(tokens), dtype=np.uint8)
-    out = _scan.scan_ranges(trans, b"", b"", b"", np.array([False, True]), data, offsets, lengths, _sets(tokens),
-                            _kinds(data, offsets, lengths), shared, _scan.next_smaller(shared),
+    out = _scan.scan_ranges(_table(trans, np.array([False, True])),
+                            _rows(data, offsets, lengths, _sets(tokens), _kinds(data, offsets, lengths), shared,
+                                  _scan.next_smaller(shared)),
                             np.array([0], dtype=np.int64), np.array([3], dtype=np.int64), 0, 0, False, None)
     end_rows, end_states, split_rows, split_pos = (np.frombuffer(part, dtype=np.int32).tolist() for part in out)
     assert (end_rows, end_states) == ([0, 1, 2], [1, 0, 1])
@@ -547,11 +605,10 @@ def test_a_tree_part_walks_the_picked_suffixes_and_packs_the_ids_that_end(case, 
                          dtype=np.int64)
     ids = np.array(choices.draw(st.permutations(range(len(lengths)))), dtype=np.int32) * 7 % 97  # repeats allowed
     end_rows, _, split_rows, split_pos = reference(trans, accept, data, offsets, lengths, rows[picks], pos[picks], 0)
-    table = CombTable.from_dense(trans)
-    tables = (None, table.base, table.check, table.next) if comb else (trans, b"", b"", b"")
-    packed, got_rows, got_pos = _scan.scan_part(*tables, accept, data, offsets, lengths,
-                                                _sets(_tokens(data, offsets, lengths)), _kinds(data, offsets, lengths),
-                                                ids, rows, pos, None if every else picks, 4)
+    packed, got_rows, got_pos = _scan.scan_part(
+        _table(trans, accept, comb),
+        _rows(data, offsets, lengths, _sets(_tokens(data, offsets, lengths)), _kinds(data, offsets, lengths), ids=ids),
+        rows, pos, None if every else picks, 4)
     expected = _scan.pack_ids(ids[end_rows].astype(np.int64), 4) if len(end_rows) else None
     assert packed == expected
     assert np.frombuffer(got_rows, dtype=np.int32).tolist() == split_rows.tolist()
@@ -578,9 +635,9 @@ def test_a_thin_state_counts_the_rows_it_walks_not_those_it_steps_over():
     ids = np.arange(len(tokens), dtype=np.int32)
 
     def scan(thin):
-        return _scan.scan_state(trans, b"", b"", b"", accept, data, offsets, lengths, _sets(tokens),
-                                _kinds(data, offsets, lengths), shared, _scan.next_smaller(shared), ids, starts, 0,
-                                2, 1, thin)
+        return _scan.scan_state(_table(trans, accept),
+                                _rows(data, offsets, lengths, _sets(tokens), _kinds(data, offsets, lengths), shared,
+                                      _scan.next_smaller(shared), ids, starts), 0, 2, 1, thin)
 
     assert scan(4) is None and scan(0) is None
     packed, end_rows, split_rows, split_pos = scan(5)
@@ -596,9 +653,10 @@ def test_a_thin_state_counts_the_rows_it_walks_not_those_it_steps_over():
 def test_bad_picks_are_refused(picks, message):
     data, offsets, lengths = _packed([b"ab", b"b"])
     with pytest.raises(ValueError) as err:
-        _scan.scan_part(np.zeros((1, 256), dtype=np.int32), b"", b"", b"", np.array([True]), data, offsets, lengths,
-                        b"", b"", np.array([0, 1], dtype=np.int32), np.array([0, 1], dtype=np.int32),
-                        np.array([0, 0], dtype=np.int32), np.array(picks, dtype=np.int64), 1)
+        _scan.scan_part(_table(np.zeros((1, 256), dtype=np.int32), np.array([True])),
+                        _rows(data, offsets, lengths, ids=np.array([0, 1], dtype=np.int32)),
+                        np.array([0, 1], dtype=np.int32), np.array([0, 0], dtype=np.int32),
+                        np.array(picks, dtype=np.int64), 1)
     assert str(err.value) == message
 
 
@@ -638,39 +696,21 @@ def test_rows_that_die_within_a_shared_prefix_are_stepped_over_and_a_bad_skip_re
     tokens = [b"ab", b"aba", b"abb", b"abba", b"ac", b"b"]
     data, offsets, lengths = _packed(tokens)
     shared = np.array(_common_prefixes(tokens), dtype=np.uint8)
-    args = (trans, b"", b"", b"", np.array([False]), data, offsets, lengths, b"", b"", shared)
+    table = _table(trans, np.array([False]))
     ranges = (np.array([0], dtype=np.int64), np.array([6], dtype=np.int64), 0, 0, False, None)
     out = [np.frombuffer(part, dtype=np.int32).tolist()
-           for part in _scan.scan_ranges(*args, _scan.next_smaller(shared), *ranges)]
+           for part in _scan.scan_ranges(table, _rows(data, offsets, lengths, shared=shared,
+                                                      skip=_scan.next_smaller(shared)), *ranges)]
     assert out == [[], [], [], []]
     tokens = [b"ab", b"abb", b"aa"]  # the row after the dead ones lives: it is walked, not stepped over
     data, offsets, lengths = _packed(tokens)
     shared = np.array(_common_prefixes(tokens), dtype=np.uint8)
-    out = _scan.scan_ranges(trans, b"", b"", b"", np.array([False]), data, offsets, lengths, b"", b"", shared,
-                            _scan.next_smaller(shared), np.array([0], dtype=np.int64), np.array([3], dtype=np.int64),
-                            0, 0, False, None)
+    out = _scan.scan_ranges(table, _rows(data, offsets, lengths, shared=shared, skip=_scan.next_smaller(shared)),
+                            np.array([0], dtype=np.int64), np.array([3], dtype=np.int64), 0, 0, False, None)
     assert [np.frombuffer(part, dtype=np.int32).tolist() for part in out] == [[2], [0], [], []]
     data, offsets, lengths = _packed([b"ab", b"aba", b"abb", b"abba", b"ac", b"b"])
-    args = (trans, b"", b"", b"", np.array([False]), data, offsets, lengths, b"", b"",
-            np.array([0, 2, 2, 3, 1, 0], dtype=np.uint8))
+    rows = _rows(data, offsets, lengths, shared=np.array([0, 2, 2, 3, 1, 0], dtype=np.uint8),
+                 skip=np.zeros(6, dtype=np.int32))
     with pytest.raises(ValueError) as err:
-        _scan.scan_ranges(*args, np.zeros(6, dtype=np.int32), *ranges)
+        _scan.scan_ranges(table, rows, *ranges)
     assert str(err.value) == "scan_ranges: a row or position is out of range"
-
-
-def test_a_compact_table_whose_rows_lie_outside_it_is_refused_before_a_walk():
-    """The walk reads `check[base[s] + b]` unchecked, so the index checks each compact table
-    once: a base past the padding, or arrays of two lengths, are refused."""
-    from types import SimpleNamespace
-
-    from grammarc.tokens.index import _scan_table
-
-    cells = np.full(512, -1, dtype=np.int32)
-    good = CombTable(np.array([0, 256], dtype=np.int64), cells, cells, 2)
-    assert _scan_table(SimpleNamespace(trans=good, accept=np.zeros(2, dtype=bool)))[1].tolist() == [0, 256]
-    for table in (CombTable(np.array([0, 257], dtype=np.int64), cells, cells, 2),
-                  CombTable(np.array([-1, 0], dtype=np.int64), cells, cells, 2),
-                  CombTable(np.array([0, 0], dtype=np.int64), cells, cells[:300], 2)):
-        with pytest.raises(ValueError) as err:
-            _scan_table(SimpleNamespace(trans=table, accept=np.zeros(2, dtype=bool)))
-        assert str(err.value) == "a compact table's rows lie outside its arrays"

@@ -101,7 +101,6 @@ def test_per_vocabulary_tables_are_bounded():
         engine = Engine(grammar, vocab)
         masks.add(tuple(engine.allowed_token_ids().tolist()))
         assert len(rows_module._token_bytes) <= rows_module.VOCABULARIES_KEPT
-        assert len(rows_module._first_bytes) <= rows_module.VOCABULARIES_KEPT
     assert masks == {(0, 1, 2)}
 
 

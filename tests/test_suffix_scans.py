@@ -279,8 +279,7 @@ def test_a_string_body_that_goes_on_after_its_quote_reads_its_scan_off_any_strin
     kindred = kin.KIN.candidates(vocab.key, kin.profile(merged.terminals[0].dfa.trans[1], False))
     assert [(dfa is plain.terminals[0].dfa, p) for dfa, p, _ in kindred] == [(True, 1)]
     composed = merged._scan_composed(0, 1)
-    candidates = [(index_module._pair_args(dfa), p, scan) for dfa, p, scan in kindred]
-    near = merged._scan_near(0, 1, candidates, by_bytes=True)
+    near = merged._scan_near(0, 1, kindred, by_bytes=True)
     assert near is not None and near is not kindred[0][2]
     assert np.array_equal(near.inside, composed.inside)
     assert np.array_equal(near.split_rows, composed.split_rows) and np.array_equal(near.split_pos, composed.split_pos)

@@ -5,7 +5,7 @@
 
 #include "_scan.h"
 
-/* agree_depth(trans, base, check, next, accept, runs, q, trans2, base2, check2, next2, accept2, runs2, p, limit):
+/* agree_depth(table, runs, q, table2, runs2, p, limit):
  * the largest d <= limit such that state q of the first DFA and state p of the second (the
  * same one, given twice, or another) accept the same strings of up to d bytes and die on
  * the same strings of up to d bytes (-1: one of them accepts the empty string and the
@@ -15,9 +15,11 @@
  * of `"` char{0,n} `"`) agrees with its neighbour up to the characters it has left, and
  * with any string body as far, so its scan is theirs but for the tokens longer than that
  * (`TokenIndex._scan_near`). A breadth-first walk over pairs of states, one depth at a
- * time; within one DFA, equal pairs agree on everything and are not followed. Each DFA
- * comes with its byte runs (`DFA.byte_runs`, or empty: a run per byte): the walks read one
- * byte of each run both treat alike, a few dozen where there were 256. */
+ * time; within one DFA (one `Table` given twice), equal pairs agree on everything and are
+ * not followed. Each table comes with its DFA's byte runs (`DFA.byte_runs`, or empty: a run
+ * per byte): the walks read one byte of each run both treat alike, a few dozen where there
+ * were 256. The runs are not the table's: only these walks need them, and a new DFA's cost
+ * more to find than most of its walks. */
 typedef struct {
     uint64_t *keys;
     size_t cap, len;
@@ -94,15 +96,14 @@ done:
     return result; /* -2: out of memory */
 }
 
-/* What agree_depth and agree_bytes take: two DFAs' tables (one given twice, or two), each
- * with its byte runs, a state of each, and a bound. */
+/* What agree_depth and agree_bytes take: two DFAs' tables (one given twice, or two), a
+ * state of each, and a bound. */
 typedef struct {
-    Common c, d;
-    Py_buffer runs_c, runs_d;
-    Table t, u;
+    TableObject *a, *b;
+    Py_buffer runs_a, runs_b;
     Runs runs; /* the runs both DFAs treat alike */
     Py_ssize_t q, p, bound;
-    int same; /* one DFA given twice (the same buffers): a pair of equal states agrees on everything */
+    int same; /* one table given twice: a pair of equal states agrees on everything */
 } Pair;
 
 /* Cut the bytes where either DFA's runs (256 run numbers, or empty: a run per byte) cut. */
@@ -117,32 +118,27 @@ static void joint_runs(Runs *r, const Py_buffer *a, const Py_buffer *b) {
 
 /* Parse and check a Pair's arguments; 0, or -1 with an error set (its messages name `who`
  * and the bound, `what`, which must be at least `least`). release_pair in both cases. A
- * DFA's runs are trusted to be runs of bytes that each of its states treats alike (`DFA.byte_runs`):
- * the walks read one byte of each. */
+ * DFA's runs are trusted to be runs of bytes that each of its states treats alike
+ * (`DFA.byte_runs`): the walks read one byte of each. */
 static int parse_pair(PyObject *args, Pair *x, const char *who, const char *what, Py_ssize_t least) {
-    PyObject *trans_q, *trans_p;
-    if (!PyArg_ParseTuple(args, "Oy*y*y*y*y*nOy*y*y*y*y*nn", &trans_q, &x->c.base, &x->c.check, &x->c.next,
-                          &x->c.accept, &x->runs_c, &x->q, &trans_p, &x->d.base, &x->d.check, &x->d.next,
-                          &x->d.accept, &x->runs_d, &x->p, &x->bound))
+    if (!PyArg_ParseTuple(args, "O!y*nO!y*nn", &TableType, &x->a, &x->runs_a, &x->q, &TableType, &x->b, &x->runs_b,
+                          &x->p, &x->bound))
         return -1;
-    if (setup_table(&x->t, &x->c, trans_q, who) || setup_table(&x->u, &x->d, trans_p, who)) return -1;
-    if (x->q < 0 || x->q >= x->t.n_states || x->p < 0 || x->p >= x->u.n_states || x->bound < least) {
+    if (x->q < 0 || x->q >= x->a->t.n_states || x->p < 0 || x->p >= x->b->t.n_states || x->bound < least) {
         PyErr_Format(PyExc_ValueError, "%s: a state or the %s is out of range", who, what);
         return -1;
     }
-    if ((x->runs_c.len && x->runs_c.len != 256) || (x->runs_d.len && x->runs_d.len != 256)) {
+    if ((x->runs_a.len && x->runs_a.len != 256) || (x->runs_b.len && x->runs_b.len != 256)) {
         PyErr_Format(PyExc_ValueError, "%s: runs are not 256 bytes", who);
         return -1;
     }
-    joint_runs(&x->runs, &x->runs_c, &x->runs_d);
-    x->same = x->c.accept.buf == x->d.accept.buf && x->t.trans == x->u.trans && x->t.base == x->u.base;
+    joint_runs(&x->runs, &x->runs_a, &x->runs_b);
+    x->same = x->a == x->b;
     return 0;
 }
 
 static void release_pair(Pair *x) {
-    release_common(&x->c);
-    release_common(&x->d);
-    PyBuffer_Release(&x->runs_c), PyBuffer_Release(&x->runs_d);
+    PyBuffer_Release(&x->runs_a), PyBuffer_Release(&x->runs_b);
 }
 
 PyObject *agree_depth(PyObject *self, PyObject *args) {
@@ -152,8 +148,8 @@ PyObject *agree_depth(PyObject *self, PyObject *args) {
     if (parse_pair(args, &x, "agree_depth", "limit", 0) == 0) {
         Py_ssize_t depth;
         Py_BEGIN_ALLOW_THREADS
-        depth = agree_walk(&x.t, x.c.accept.buf, (int32_t)x.q, &x.u, x.d.accept.buf, (int32_t)x.p, x.bound, x.same,
-                           &x.runs);
+        depth = agree_walk(&x.a->t, x.a->accept.buf, (int32_t)x.q, &x.b->t, x.b->accept.buf, (int32_t)x.p, x.bound,
+                           x.same, &x.runs);
         Py_END_ALLOW_THREADS
         result = depth == -2 ? PyErr_NoMemory() : PyLong_FromSsize_t(depth);
     }
@@ -161,8 +157,7 @@ PyObject *agree_depth(PyObject *self, PyObject *args) {
     return result;
 }
 
-/* agree_bytes(trans, base, check, next, accept, runs, q, trans2, base2, check2, next2, accept2, runs2, p,
- *             max_pairs, max_parting):
+/* agree_bytes(table, runs, q, table2, runs2, p, max_pairs, max_parting):
  * the bytes on which walks from q (first DFA) and from p (second) may part, as 32 bytes (bit
  * b % 8 of byte b / 8): b is one when, from some pair of states the two reach on one string
  * of other bytes, reading b kills one walk and not the other, or leaves one accepting and the
@@ -217,19 +212,19 @@ PyObject *agree_bytes(PyObject *self, PyObject *args) {
     Pair x = {0};
     PyObject *result = NULL, *pair_args = NULL;
     Py_ssize_t max_parting;
-    if (PyTuple_GET_SIZE(args) != 16) {
-        PyErr_SetString(PyExc_TypeError, "agree_bytes takes 16 arguments");
+    if (PyTuple_GET_SIZE(args) != 8) {
+        PyErr_SetString(PyExc_TypeError, "agree_bytes takes 8 arguments");
         return NULL;
     }
-    max_parting = PyLong_AsSsize_t(PyTuple_GET_ITEM(args, 15));
+    max_parting = PyLong_AsSsize_t(PyTuple_GET_ITEM(args, 7));
     if (max_parting == -1 && PyErr_Occurred()) return NULL;
     if (max_parting < 0) {
         PyErr_SetString(PyExc_ValueError, "agree_bytes: the parting limit is out of range");
         return NULL;
     }
-    if (!(pair_args = PyTuple_GetSlice(args, 0, 15))) return NULL;
+    if (!(pair_args = PyTuple_GetSlice(args, 0, 7))) return NULL;
     if (parse_pair(pair_args, &x, "agree_bytes", "pair limit", 1) < 0) goto done;
-    const uint8_t *accept = x.c.accept.buf, *accept_u = x.d.accept.buf;
+    const uint8_t *accept = x.a->accept.buf, *accept_u = x.b->accept.buf;
     if (accept[x.q] != accept_u[x.p]) {
         result = Py_NewRef(Py_None);
         goto done;
@@ -237,8 +232,8 @@ PyObject *agree_bytes(PyObject *self, PyObject *args) {
     uint64_t parting[4] = {0, 0, 0, 0};
     int rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = agree_bytes_walk(&x.t, accept, (int32_t)x.q, &x.u, accept_u, (int32_t)x.p, x.bound, max_parting, x.same,
-                          &x.runs, parting);
+    rc = agree_bytes_walk(&x.a->t, accept, (int32_t)x.q, &x.b->t, accept_u, (int32_t)x.p, x.bound, max_parting,
+                          x.same, &x.runs, parting);
     Py_END_ALLOW_THREADS
     if (rc < 0) result = PyErr_NoMemory();
     else if (rc > 0) result = Py_NewRef(Py_None);

@@ -16,13 +16,12 @@
  * outputs come in input order: a row's split points by position, then its end. The
  * tokens are packed end to end (Llama-3: 0.8 MB, not a 16 MB zero-padded matrix).
  *
- * scan(trans, base, check, next, accept, data, offsets, lengths, sets, kinds, rows, pos, q[, split_at_start])
- *   trans  int32 [n * 256] dense transitions, or None with the comb table (base int64,
- *          check int32, next int32: next[base[s] + b] is the target when check[...] == s)
- *   accept uint8 [n]; data uint8: every token's bytes, end to end; offsets int64 and
- *          lengths int32 [rows_total]: row r is data[offsets[r] : offsets[r] + lengths[r]];
+ * scan(table, tokens, rows, pos, q[, split_at_start])
+ *   table  a `Table` (_tables.c): the DFA's transitions, dense or comb, and accepting states
+ *   tokens a `Tokens` (_tables.c): data uint8, every token's bytes end to end; offsets int64
+ *          and lengths int32 [rows_total]: row r is data[offsets[r] : offsets[r] + lengths[r]];
  *          sets uint64 [rows_total * 4]: bit b of row r's words = the token contains byte b
- *          (or empty: none given; see `loop_test`); kinds uint16 [rows_total] (`row_kinds`,
+ *          (or empty: none given; see `table_loop`); kinds uint16 [rows_total] (`row_kinds`,
  *          or empty): the groups of bytes each row holds, read before its set (`loops_only`)
  *   rows int32, pos int32: the token rows to walk and the byte each starts at; q the state.
  *   split_at_start (default 0): also report the start itself as a split when q accepts and
@@ -32,14 +31,13 @@
  *   strictly after the start (at it, with split_at_start) and strictly before the token's
  *   end where the DFA accepts.
  *
- * scan_ranges(trans, base, check, next, accept, data, offsets, lengths, sets, kinds, shared, skip, lo, hi, start, q,
- *             split_at_start, inside)
+ * scan_ranges(table, tokens, lo, hi, start, q, split_at_start, inside)
  *   the same walk over every row of the ranges [lo[i], hi[i]) (int64), each from byte
  *   `start`: a scan from a DFA state walks the rows of the first bytes it takes, a few
  *   runs of the sorted vocabulary, without a 100k-row index array made for it. With
  *   `inside` (a writable byte per row, or None) the rows that stay inside are flagged there
  *   and end_rows and end_states come back empty.
- *   shared uint8 [rows_total] (or empty: nothing shared): at most as many leading bytes as
+ *   The tokens' shared uint8 [rows_total] (or empty: nothing shared): at most as many leading bytes as
  *   row r has in common with row r - 1. A row resumes from the states of the row before it
  *   where the two part (`walk_shared`), and a row that has the byte which ended the row
  *   before, at the same depth, ends there too without a step: sorted tokens share most of
@@ -57,8 +55,7 @@ typedef struct {
     const int32_t *lengths;
     const uint64_t *sets;  /* NULL: every row is stepped */
     const uint16_t *kinds; /* NULL: the sets alone decide (see `loops_only`) */
-    uint64_t leaves[4];    /* the bytes that take q elsewhere (or nowhere) */
-    uint16_t exact, partial; /* the byte groups all / only some of whose bytes are in `leaves` */
+    const LoopTest *loop;  /* q's (`table_loop`) */
     int32_t q;
     int split_at_start;
     int split_start; /* a range walk's: split_at_start, and q accepts, and the start is past byte 0 */
@@ -70,7 +67,7 @@ typedef struct {
 /* The byte groups of a row's kinds (`row_kinds`): bit g of a row's kinds = the token holds
  * a byte of group g. Groups follow the bytes JSON and most grammars treat alike, so that the
  * bytes a state leaves on are mostly whole groups (see `loops_only`). */
-static uint8_t byte_group[256];
+uint8_t byte_group[256];
 
 static void fill_byte_groups(void) {
     for (int b = 0; b < 256; b++) {
@@ -95,29 +92,6 @@ static void fill_byte_groups(void) {
     }
 }
 
-/* A row made only of bytes on which `q` loops to itself never leaves `q`: it ends there,
- * with a split at every position when `q` accepts, and is not stepped. `sets` (four
- * 64-bit words per row: the bytes the token contains) decides that in four operations,
- * so a state inside a JSON string, which loops on every byte of most tokens, costs a test
- * per token instead of a DFA step per byte. */
-static void loop_test(Walk *w) {
-    int in_leaves[16] = {0}, in_group[16] = {0};
-    memset(w->leaves, 0, sizeof w->leaves);
-    for (int b = 0; b < 256; b++) {
-        in_group[byte_group[b]]++;
-        if (step(&w->t, w->q, (uint8_t)b) != w->q) {
-            w->leaves[b >> 6] |= (uint64_t)1 << (b & 63);
-            in_leaves[byte_group[b]]++;
-        }
-    }
-    w->exact = w->partial = 0;
-    for (int g = 0; g < 16; g++)
-        if (in_leaves[g]) *(in_leaves[g] == in_group[g] ? &w->exact : &w->partial) |= (uint16_t)(1u << g);
-    if (w->leaves[0] == UINT64_MAX && w->leaves[1] == UINT64_MAX && w->leaves[2] == UINT64_MAX &&
-        w->leaves[3] == UINT64_MAX)
-        w->sets = NULL; /* q loops on nothing */
-}
-
 /* Whether row `row` holds no byte that takes q elsewhere (so it is not stepped). Its kinds
  * (two bytes: the groups its bytes fall in) answer when q's leaving bytes make up whole
  * groups, as a string body's do (quote, backslash, controls, non-ASCII): a big scan then
@@ -126,11 +100,11 @@ static void loop_test(Walk *w) {
 static inline int loops_only(const Walk *w, int32_t row) {
     if (w->kinds) {
         uint16_t k = w->kinds[row];
-        if (k & w->exact) return 0;
-        if (!(k & w->partial)) return 1;
+        if (k & w->loop->exact) return 0;
+        if (!(k & w->loop->partial)) return 1;
     }
     const uint64_t *x = w->sets + 4 * (Py_ssize_t)row;
-    const uint64_t *leaves = w->leaves;
+    const uint64_t *leaves = w->loop->leaves;
     return !((x[0] & leaves[0]) | (x[1] & leaves[1]) | (x[2] & leaves[2]) | (x[3] & leaves[3]));
 }
 
@@ -247,25 +221,20 @@ static inline __attribute__((always_inline)) int walk_shared(Walk *w, Path *h, i
     return ended(w, row, s);
 }
 
-/* Fill `w` from the common buffers (trans_obj: the dense table or None); -1 with an error set. */
-static int setup(Walk *w, Common *c, PyObject *trans_obj, Py_ssize_t q) {
-    if (setup_table(&w->t, c, trans_obj, "scan")) return -1;
-    if (need(&c->lengths, sizeof(int32_t), "lengths") || need(&c->offsets, sizeof(int64_t), "offsets") ||
-        need(&c->sets, 4 * sizeof(uint64_t), "sets") || need(&c->kinds, sizeof(uint16_t), "kinds"))
-        return -1;
-    Py_ssize_t n_rows = c->lengths.len / (Py_ssize_t)sizeof(int32_t);
-    if (c->offsets.len / (Py_ssize_t)sizeof(int64_t) != n_rows ||
-        (c->sets.len && c->sets.len / (4 * (Py_ssize_t)sizeof(uint64_t)) != n_rows) ||
-        (c->kinds.len && c->kinds.len / (Py_ssize_t)sizeof(uint16_t) != n_rows) || q < 0 || q >= w->t.n_states) {
-        PyErr_SetString(PyExc_ValueError, "scan: inconsistent array sizes");
+/* Fill `w` from `table` and `tokens` for a walk from state `q` (its loop test made on the
+ * first walk from it); -1 with a ValueError naming `who` when q is not a state. */
+static int setup(Walk *w, TableObject *table, TokensObject *tokens, Py_ssize_t q, const char *who) {
+    if (q < 0 || q >= table->t.n_states) {
+        PyErr_Format(PyExc_ValueError, "%s: the state is out of range", who);
         return -1;
     }
-    w->accept = c->accept.buf, w->data = c->data.buf, w->offsets = c->offsets.buf, w->lengths = c->lengths.buf;
-    w->data_len = c->data.len;
-    w->sets = c->sets.len ? c->sets.buf : NULL;
-    w->kinds = c->kinds.len ? c->kinds.buf : NULL;
+    w->t = table->t;
+    w->accept = table->accept.buf, w->data = tokens->data.buf, w->data_len = tokens->data.len;
+    w->offsets = tokens->offsets.buf, w->lengths = tokens->lengths.buf;
+    w->kinds = tokens->kinds.len ? tokens->kinds.buf : NULL;
     w->q = (int32_t)q;
-    loop_test(w);
+    w->loop = table_loop(table, w->q);
+    w->sets = tokens->sets.len && !w->loop->loops_nowhere ? tokens->sets.buf : NULL;
     return 0;
 }
 
@@ -284,15 +253,17 @@ static PyObject *finish(Walk *w, int failed, const char *who) {
 
 static PyObject *scan(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *trans_obj, *result = NULL;
-    Common c = {0};
+    TableObject *table;
+    TokensObject *tokens;
+    PyObject *result = NULL;
     Py_buffer rows = {0}, pos = {0};
     Py_ssize_t q;
     Walk w = {0};
-    if (!PyArg_ParseTuple(args, "Oy*y*y*y*y*y*y*y*y*y*y*n|p", &trans_obj, &c.base, &c.check, &c.next, &c.accept,
-                          &c.data, &c.offsets, &c.lengths, &c.sets, &c.kinds, &rows, &pos, &q, &w.split_at_start))
+    if (!PyArg_ParseTuple(args, "O!O!y*y*n|p", &TableType, &table, &TokensType, &tokens, &rows, &pos, &q,
+                          &w.split_at_start))
         return NULL;
-    if (setup(&w, &c, trans_obj, q) || need(&rows, sizeof(int32_t), "rows") || need(&pos, sizeof(int32_t), "pos"))
+    if (setup(&w, table, tokens, q, "scan") || need(&rows, sizeof(int32_t), "rows") ||
+        need(&pos, sizeof(int32_t), "pos"))
         goto done;
     if (pos.len != rows.len) {
         PyErr_SetString(PyExc_ValueError, "scan: inconsistent array sizes");
@@ -301,7 +272,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     Py_ssize_t n = rows.len / (Py_ssize_t)sizeof(int32_t);
     const int32_t *r = rows.buf, *p = pos.buf;
     for (Py_ssize_t i = 0; i < n; i++)
-        if (!row_ok(&c.lengths, &c.offsets, &c.data, r[i], p[i])) {
+        if (!row_ok(&tokens->lengths, &tokens->offsets, &tokens->data, r[i], p[i])) {
             PyErr_SetString(PyExc_ValueError, "scan: a row or position is out of range");
             goto done;
         }
@@ -311,7 +282,6 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     Py_END_ALLOW_THREADS
     result = finish(&w, failed, "scan");
 done:
-    release_common(&c);
     PyBuffer_Release(&rows), PyBuffer_Release(&pos);
     return result;
 }
@@ -373,36 +343,22 @@ static int walk_ranges(Walk *w, Path *h, const int64_t *a, const int64_t *b, Py_
     return failed;
 }
 
-/* `shared` and `skip` as scan_ranges and scan_state take them (each may be empty), checked
- * against the row count; -1 with a ValueError naming `who`. */
-static int check_shared(Py_buffer *shared, Py_buffer *skip, Py_ssize_t n_rows, const char *who) {
-    if (shared->len && shared->len != n_rows) {
-        PyErr_Format(PyExc_ValueError, "%s: shared is not one byte per row", who);
-        return -1;
-    }
-    if (need(skip, sizeof(int32_t), "skip")) return -1;
-    if (skip->len && (!shared->len || skip->len != n_rows * (Py_ssize_t)sizeof(int32_t))) {
-        PyErr_Format(PyExc_ValueError, "%s: skip is not one int32 per row, beside shared", who);
-        return -1;
-    }
-    return 0;
-}
-
 static PyObject *scan_ranges(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *trans_obj, *inside_obj, *result = NULL;
-    Common c = {0};
-    Py_buffer shared = {0}, skip = {0}, lo = {0}, hi = {0}, inside = {0};
+    TableObject *table;
+    TokensObject *tokens;
+    PyObject *inside_obj, *result = NULL;
+    Py_buffer lo = {0}, hi = {0}, inside = {0};
     Py_ssize_t q, start;
     Walk w = {0};
     Path h = {0};
-    if (!PyArg_ParseTuple(args, "Oy*y*y*y*y*y*y*y*y*y*y*y*y*nnpO", &trans_obj, &c.base, &c.check, &c.next,
-                          &c.accept, &c.data, &c.offsets, &c.lengths, &c.sets, &c.kinds, &shared, &skip, &lo, &hi,
-                          &start, &q, &w.split_at_start, &inside_obj))
+    if (!PyArg_ParseTuple(args, "O!O!y*y*nnpO", &TableType, &table, &TokensType, &tokens, &lo, &hi, &start, &q,
+                          &w.split_at_start, &inside_obj))
         return NULL;
-    if (setup(&w, &c, trans_obj, q) || need(&lo, sizeof(int64_t), "lo") || need(&hi, sizeof(int64_t), "hi"))
+    if (setup(&w, table, tokens, q, "scan_ranges") || need(&lo, sizeof(int64_t), "lo") ||
+        need(&hi, sizeof(int64_t), "hi"))
         goto done;
-    Py_ssize_t n_rows = c.lengths.len / (Py_ssize_t)sizeof(int32_t);
+    Py_ssize_t n_rows = tokens->n_rows;
     if (inside_obj != Py_None) {
         if (PyObject_GetBuffer(inside_obj, &inside, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) goto done;
         if (inside.len != n_rows) {
@@ -415,7 +371,6 @@ static PyObject *scan_ranges(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "scan_ranges: inconsistent array sizes");
         goto done;
     }
-    if (check_shared(&shared, &skip, n_rows, "scan_ranges")) goto done;
     Py_ssize_t k = lo.len / (Py_ssize_t)sizeof(int64_t);
     const int64_t *a = lo.buf, *b = hi.buf;
     for (Py_ssize_t i = 0; i < k; i++) /* the rows; each row's bytes are checked as it is walked */
@@ -432,54 +387,45 @@ static PyObject *scan_ranges(PyObject *self, PyObject *args) {
     path_reset(&h);
     int failed;
     Py_BEGIN_ALLOW_THREADS
-    failed = walk_ranges(&w, &h, a, b, k, (int32_t)start, shared.len ? shared.buf : NULL,
-                         skip.len ? skip.buf : NULL);
+    failed = walk_ranges(&w, &h, a, b, k, (int32_t)start, tokens->shared.len ? tokens->shared.buf : NULL,
+                         tokens->skip.len ? tokens->skip.buf : NULL);
     Py_END_ALLOW_THREADS
     result = finish(&w, failed, "scan_ranges");
 done:
     free(h.state), free(h.accepting);
-    release_common(&c);
-    PyBuffer_Release(&shared), PyBuffer_Release(&skip), PyBuffer_Release(&lo), PyBuffer_Release(&hi);
+    PyBuffer_Release(&lo), PyBuffer_Release(&hi);
     if (inside.obj) PyBuffer_Release(&inside);
     return result;
 }
 
-/* scan_state(trans, base, check, next, accept, data, offsets, lengths, sets, kinds, shared, skip, ids, starts, q,
- *            most, n_words, thin):
- * a narrow state's scan in one call: the rows whose first byte q takes (starts int64 [257]:
+/* scan_state(table, tokens, q, most, n_words, thin):
+ * a narrow state's scan in one call: the rows whose first byte q takes (the tokens' starts:
  * the rows of first byte b are starts[b]:starts[b + 1] of the vocabulary sorted by bytes),
  * walked from their first byte as scan_ranges walks them. When they are `most` or more, the
  * walk stops once more than `thin` rows were walked (rows stepped over at once, ending alike
  * after the row before, are not counted; 0: at once), and the answer is None (a wide state,
  * which the caller reads off shared scans): a key's state that takes a common letter takes
  * thousands of rows, yet walks a few hundred, the others dying at a byte that ended the row
- * before. Else (the `pack_ids` TokenSet of ids[r] (int32 per row) for the rows that end
+ * before. Else (the `pack_ids` TokenSet of the tokens' ids[r] for the rows that end
  * inside, or None; those rows; split_rows; split_pos). Most states of a new schema's
  * terminals take a few first bytes: their scans, ~700 rows on average, cost less than the
  * NumPy calls that picked the rows and packed the ids did. */
 static PyObject *scan_state(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *trans_obj, *result = NULL, *packed = NULL;
-    Common c = {0};
-    Py_buffer shared = {0}, skip = {0}, ids = {0}, starts = {0};
+    TableObject *table;
+    TokensObject *tokens;
+    PyObject *result = NULL, *packed = NULL;
     Py_ssize_t q, most, n_words, thin;
     Walk w = {0};
     Path h = {0};
-    if (!PyArg_ParseTuple(args, "Oy*y*y*y*y*y*y*y*y*y*y*y*y*nnnn", &trans_obj, &c.base, &c.check, &c.next, &c.accept,
-                          &c.data, &c.offsets, &c.lengths, &c.sets, &c.kinds, &shared, &skip, &ids, &starts, &q,
-                          &most, &n_words, &thin))
+    if (!PyArg_ParseTuple(args, "O!O!nnnn", &TableType, &table, &TokensType, &tokens, &q, &most, &n_words, &thin))
         return NULL;
-    if (setup(&w, &c, trans_obj, q) || need(&ids, sizeof(int32_t), "ids")) goto done;
-    Py_ssize_t n_rows = c.lengths.len / (Py_ssize_t)sizeof(int32_t);
-    if (check_shared(&shared, &skip, n_rows, "scan_state")) goto done;
-    const int64_t *st = starts.buf;
-    int ordered = starts.len == 257 * (Py_ssize_t)sizeof(int64_t) && ids.len == c.lengths.len && st[0] >= 0 &&
-                  st[256] <= n_rows;
-    for (int v = 0; ordered && v < 256; v++) ordered = st[v] <= st[v + 1];
-    if (!ordered) {
-        PyErr_SetString(PyExc_ValueError, "scan_state: inconsistent array sizes");
+    if (setup(&w, table, tokens, q, "scan_state")) goto done;
+    if (!tokens->ids.len || !tokens->starts.len) {
+        PyErr_SetString(PyExc_ValueError, "scan_state: the tokens have no ids or no starts");
         goto done;
     }
+    const int64_t *st = tokens->starts.buf;
     int64_t lo[256], hi[256];
     Py_ssize_t k = 0, total = 0;
     for (int v = 0; v < 256; v++) /* the first bytes q takes, touching buckets joined */
@@ -503,7 +449,8 @@ static PyObject *scan_state(PyObject *self, PyObject *args) {
     path_reset(&h);
     int failed;
     Py_BEGIN_ALLOW_THREADS
-    failed = walk_ranges(&w, &h, lo, hi, k, 0, shared.len ? shared.buf : NULL, skip.len ? skip.buf : NULL);
+    failed = walk_ranges(&w, &h, lo, hi, k, 0, tokens->shared.len ? tokens->shared.buf : NULL,
+                         tokens->skip.len ? tokens->skip.buf : NULL);
     Py_END_ALLOW_THREADS
     if (failed == OVER_LIMIT) {
         result = Py_NewRef(Py_None);
@@ -514,41 +461,40 @@ static PyObject *scan_state(PyObject *self, PyObject *args) {
         else PyErr_NoMemory();
         goto done;
     }
-    if (!(packed = packed_ends(&w, ids.buf, n_words))) goto done;
+    if (!(packed = packed_ends(&w, tokens->ids.buf, n_words))) goto done;
     result = Py_BuildValue("(NNNN)", packed, vec_bytes(&w.out[0]), vec_bytes(&w.out[2]), vec_bytes(&w.out[3]));
     packed = NULL;
 done:
     Py_XDECREF(packed);
     for (int i = 0; i < 4; i++) free(w.out[i].data);
     free(h.state), free(h.accepting);
-    release_common(&c);
-    PyBuffer_Release(&shared), PyBuffer_Release(&skip), PyBuffer_Release(&ids), PyBuffer_Release(&starts);
     return result;
 }
 
-/* scan_part(trans, base, check, next, accept, data, offsets, lengths, sets, kinds, ids, rows, pos, picks, n_words):
+/* scan_part(table, tokens, rows, pos, picks, n_words):
  * a token tree's part for one terminal, in one call: the suffixes (rows[i], pos[i]) for i in
  * `picks` (int64; None: every suffix whose next byte the start takes, in order) walked from
  * the terminal's start (state 0), as `scan` walks them; returns
- * (the `pack_ids` TokenSet of ids[r] (int32 per row) for the rows that end inside the
+ * (the `pack_ids` TokenSet of the tokens' ids[r] for the rows that end inside the
  * terminal, or None when none do; split_rows; split_pos). A new schema's trees make
  * thousands of parts of a few suffixes each, where gathering, walking and packing in
  * separate calls cost more than the walks. */
 static PyObject *scan_part(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *trans_obj, *picks_obj, *result = NULL, *packed = NULL;
-    Common c = {0};
-    Py_buffer ids = {0}, rows = {0}, pos = {0}, picks = {0};
+    TableObject *table;
+    TokensObject *tokens;
+    PyObject *picks_obj, *result = NULL, *packed = NULL;
+    Py_buffer rows = {0}, pos = {0}, picks = {0};
     Py_ssize_t n_words;
     Walk w = {0};
-    if (!PyArg_ParseTuple(args, "Oy*y*y*y*y*y*y*y*y*y*y*y*On", &trans_obj, &c.base, &c.check, &c.next, &c.accept,
-                          &c.data, &c.offsets, &c.lengths, &c.sets, &c.kinds, &ids, &rows, &pos, &picks_obj, &n_words))
+    if (!PyArg_ParseTuple(args, "O!O!y*y*On", &TableType, &table, &TokensType, &tokens, &rows, &pos, &picks_obj,
+                          &n_words))
         return NULL;
     if (picks_obj != Py_None && PyObject_GetBuffer(picks_obj, &picks, PyBUF_SIMPLE)) goto done;
-    if (setup(&w, &c, trans_obj, 0) || need(&ids, sizeof(int32_t), "ids") || need(&rows, sizeof(int32_t), "rows") ||
+    if (setup(&w, table, tokens, 0, "scan_part") || need(&rows, sizeof(int32_t), "rows") ||
         need(&pos, sizeof(int32_t), "pos") || need(&picks, sizeof(int64_t), "picks"))
         goto done;
-    if (pos.len != rows.len || ids.len != c.lengths.len) {
+    if (pos.len != rows.len || !tokens->ids.len) {
         PyErr_SetString(PyExc_ValueError, "scan_part: inconsistent array sizes");
         goto done;
     }
@@ -558,7 +504,7 @@ static PyObject *scan_part(PyObject *self, PyObject *args) {
     const int64_t *pick = picks_obj == Py_None ? NULL : picks.buf;
     for (Py_ssize_t i = 0; i < n; i++) {
         Py_ssize_t k = pick ? pick[i] : i;
-        if (k < 0 || k >= n_suffixes || !row_ok(&c.lengths, &c.offsets, &c.data, r[k], p[k])) {
+        if (k < 0 || k >= n_suffixes || !row_ok(&tokens->lengths, &tokens->offsets, &tokens->data, r[k], p[k])) {
             PyErr_SetString(PyExc_ValueError, "scan_part: a pick, row or position is out of range");
             goto done;
         }
@@ -576,14 +522,13 @@ static PyObject *scan_part(PyObject *self, PyObject *args) {
         PyErr_NoMemory();
         goto done;
     }
-    if (!(packed = packed_ends(&w, ids.buf, n_words))) goto done;
+    if (!(packed = packed_ends(&w, tokens->ids.buf, n_words))) goto done;
     result = Py_BuildValue("(NNN)", packed, vec_bytes(&w.out[2]), vec_bytes(&w.out[3]));
     packed = NULL;
 done:
     Py_XDECREF(packed);
     for (int i = 0; i < 4; i++) free(w.out[i].data);
-    release_common(&c);
-    PyBuffer_Release(&ids), PyBuffer_Release(&rows), PyBuffer_Release(&pos), PyBuffer_Release(&picks);
+    PyBuffer_Release(&rows), PyBuffer_Release(&pos), PyBuffer_Release(&picks);
     return result;
 }
 
@@ -671,10 +616,16 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_scan", "The token i
 
 PyMODINIT_FUNC PyInit__scan(void) {
     fill_byte_groups();
+    if (PyType_Ready(&TokensType) < 0 || PyType_Ready(&TableType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     PyObject *groups = m ? PyBytes_FromStringAndSize((const char *)byte_group, 256) : NULL;
     if (!groups || PyModule_AddObject(m, "BYTE_GROUPS", groups) < 0) { /* steals `groups` only on success */
         Py_XDECREF(groups), Py_XDECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddObjectRef(m, "Tokens", (PyObject *)&TokensType) < 0 ||
+        PyModule_AddObjectRef(m, "Table", (PyObject *)&TableType) < 0) {
+        Py_DECREF(m);
         return NULL;
     }
     return m;

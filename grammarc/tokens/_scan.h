@@ -1,6 +1,6 @@
 /* grammarc.tokens._scan: what its C files share (the buffer checks, a growing array, a DFA's
- * table and the buffers it comes in) and the functions _sets.c and _pairs.c give to the
- * module table in _scan.c. */
+ * table, the objects that hold a vocabulary's rows and a DFA's table) and the functions
+ * that _sets.c, _pairs.c and _tables.c give to the module in _scan.c. */
 
 #ifndef GRAMMARC_SCAN_H
 #define GRAMMARC_SCAN_H
@@ -83,40 +83,35 @@ static inline int32_t step(const Table *t, int32_t s, uint8_t b) {
     return t->check[i] == s ? t->next[i] : -1;
 }
 
-/* The buffers both entry points take first: the table, the accepting states and the tokens. */
+/* A vocabulary's token rows (`_scan.Tokens`, _tables.c): row r is data[offsets[r] :
+ * offsets[r] + lengths[r]], each checked to lie within the data when made. sets (4 uint64
+ * per row), kinds (uint16), shared (uint8), skip (int32), ids (int32) and starts (int64
+ * [257]) may be empty: not given. */
 typedef struct {
-    Py_buffer trans, base, check, next, accept, data, offsets, lengths, sets, kinds;
-} Common;
+    PyObject_HEAD
+    Py_buffer data, offsets, lengths, sets, kinds, shared, skip, ids, starts;
+    Py_ssize_t n_rows;
+} TokensObject;
 
-static inline void release_common(Common *c) {
-    PyBuffer_Release(&c->base), PyBuffer_Release(&c->check), PyBuffer_Release(&c->next);
-    PyBuffer_Release(&c->accept), PyBuffer_Release(&c->data), PyBuffer_Release(&c->offsets);
-    PyBuffer_Release(&c->lengths), PyBuffer_Release(&c->sets), PyBuffer_Release(&c->kinds);
-    if (c->trans.obj) PyBuffer_Release(&c->trans);
-}
+/* A state's loop test (`table_loop`). */
+typedef struct {
+    uint64_t leaves[4];      /* the bytes that take the state elsewhere (or nowhere) */
+    uint16_t exact, partial; /* the byte groups all / only some of whose bytes are in `leaves` */
+    uint8_t made, loops_nowhere;
+} LoopTest;
 
-/* Fill `t` from the table buffers of `c` (trans_obj: the dense table or None) and check
- * `accept` against it; -1 with an error set (its messages name `who`). */
-static inline int setup_table(Table *t, Common *c, PyObject *trans_obj, const char *who) {
-    if (trans_obj != Py_None) {
-        if (PyObject_GetBuffer(trans_obj, &c->trans, PyBUF_C_CONTIGUOUS) < 0) return -1;
-        if (need(&c->trans, 256 * sizeof(int32_t), "trans")) return -1;
-        t->trans = c->trans.buf;
-        t->n_states = c->trans.len / (256 * (Py_ssize_t)sizeof(int32_t));
-    } else {
-        if (need(&c->base, sizeof(int64_t), "base") || need(&c->check, sizeof(int32_t), "check") ||
-            need(&c->next, sizeof(int32_t), "next"))
-            return -1;
-        t->base = c->base.buf, t->check = c->check.buf, t->next = c->next.buf;
-        t->n_states = c->base.len / (Py_ssize_t)sizeof(int64_t);
-        t->comb_size = c->check.len / (Py_ssize_t)sizeof(int32_t);
-    }
-    if (c->accept.len != t->n_states) {
-        PyErr_Format(PyExc_ValueError, "%s: inconsistent array sizes", who);
-        return -1;
-    }
-    return 0;
-}
+/* A DFA's transitions (`_scan.Table`, _tables.c), checked when made: every target below
+ * the state count, every comb row inside the comb arrays. */
+typedef struct {
+    PyObject_HEAD
+    Py_buffer trans, base, check, next, accept;
+    Table t;
+    LoopTest *loops; /* per state, each made on its first walk */
+} TableObject;
+
+extern PyTypeObject TokensType, TableType;
+extern uint8_t byte_group[256]; /* _scan.c: the groups of bytes a row's kinds record */
+const LoopTest *table_loop(TableObject *self, int32_t q);
 
 /* _sets.c (each's contract is at its definition) */
 PyObject *pack_rows(PyObject *self, PyObject *args);

@@ -37,20 +37,20 @@ done:
     return result;
 }
 
-/* next_bytes(data, offsets, lengths, rows, pos): the byte at position pos[i] of row rows[i]
- * for each i (bytes), and how many times each byte value comes (int64 [256], as bytes): a
- * token tree level's suffixes by their next byte, which picks the terminals that can take
- * them, in one pass (NumPy took two gathers and a scatter). */
+/* next_bytes(tokens, rows, pos): the byte at position pos[i] of row rows[i] for each i
+ * (bytes), how many times each byte value comes (int64 [256], as bytes), and the byte
+ * values that come (an int: bit b = byte b): a token tree level's suffixes by their next
+ * byte, which picks the terminals that can take them, in one pass (NumPy took two gathers,
+ * a scatter and a pack). */
 PyObject *next_bytes(PyObject *self, PyObject *args) {
     (void)self;
-    Py_buffer data = {0}, offsets = {0}, lengths = {0}, rows = {0}, pos = {0};
-    PyObject *result = NULL, *out = NULL;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*y*", &data, &offsets, &lengths, &rows, &pos)) return NULL;
-    if (need(&offsets, sizeof(int64_t), "offsets") || need(&lengths, sizeof(int32_t), "lengths") ||
-        need(&rows, sizeof(int32_t), "rows") || need(&pos, sizeof(int32_t), "pos"))
-        goto done;
-    Py_ssize_t n = rows.len / (Py_ssize_t)sizeof(int32_t), n_rows = lengths.len / (Py_ssize_t)sizeof(int32_t);
-    if (pos.len != rows.len || offsets.len / (Py_ssize_t)sizeof(int64_t) != n_rows) {
+    TokensObject *tokens;
+    Py_buffer rows = {0}, pos = {0};
+    PyObject *result = NULL, *out = NULL, *present = NULL;
+    if (!PyArg_ParseTuple(args, "O!y*y*", &TokensType, &tokens, &rows, &pos)) return NULL;
+    if (need(&rows, sizeof(int32_t), "rows") || need(&pos, sizeof(int32_t), "pos")) goto done;
+    Py_ssize_t n = rows.len / (Py_ssize_t)sizeof(int32_t);
+    if (pos.len != rows.len) {
         PyErr_SetString(PyExc_ValueError, "next_bytes: inconsistent array sizes");
         goto done;
     }
@@ -58,20 +58,23 @@ PyObject *next_bytes(PyObject *self, PyObject *args) {
     if (!out) goto done;
     uint8_t *next = (uint8_t *)PyBytes_AS_STRING(out);
     int64_t counts[256] = {0};
-    const uint8_t *d = data.buf;
-    const int64_t *off = offsets.buf;
-    const int32_t *len = lengths.buf, *r = rows.buf, *p = pos.buf;
+    const uint8_t *d = tokens->data.buf;
+    const int64_t *off = tokens->offsets.buf;
+    const int32_t *len = tokens->lengths.buf, *r = rows.buf, *p = pos.buf;
     for (Py_ssize_t i = 0; i < n; i++) {
-        if (!row_ok(&lengths, &offsets, &data, r[i], p[i]) || p[i] == len[r[i]]) { /* the end has no next byte */
-            PyErr_SetString(PyExc_ValueError, "next_bytes: a row or position is out of range");
+        if (!row_ok(&tokens->lengths, &tokens->offsets, &tokens->data, r[i], p[i]) || p[i] == len[r[i]]) {
+            PyErr_SetString(PyExc_ValueError, "next_bytes: a row or position is out of range"); /* the end has none */
             goto done;
         }
         counts[next[i] = d[off[r[i]] + p[i]]]++;
     }
-    result = Py_BuildValue("(Oy#)", out, (const char *)counts, (Py_ssize_t)sizeof counts);
+    unsigned char bits[32] = {0};
+    for (int b = 0; b < 256; b++)
+        if (counts[b]) bits[b >> 3] |= (unsigned char)(1u << (b & 7));
+    if (!(present = _PyLong_FromByteArray(bits, 32, 1, 0))) goto done;
+    result = Py_BuildValue("(Oy#O)", out, (const char *)counts, (Py_ssize_t)sizeof counts, present);
 done:
-    Py_XDECREF(out);
-    PyBuffer_Release(&data), PyBuffer_Release(&offsets), PyBuffer_Release(&lengths);
+    Py_XDECREF(out), Py_XDECREF(present);
     PyBuffer_Release(&rows), PyBuffer_Release(&pos);
     return result;
 }

@@ -28,12 +28,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from grammarc.automata.comb import CombTable
+from grammarc.automata.dfa import DFA
 from grammarc.automata.suffix import suffix_key
 from grammarc.lowering.compiler import CompiledGrammar
 from grammarc.lowering.lr import Bnf
 from grammarc.tokens import _scan, kin, memo
 from grammarc.tokens.memo import Memo
-from grammarc.tokens.rows import TokenBytes, first_byte_starts, joined, token_bytes
+from grammarc.tokens.rows import TokenBytes, joined, token_bytes
 from grammarc.tokens.scan_cache import AFTER_FIRST_BYTE, FROM_START, Scan, TerminalScans, terminal_scans
 from grammarc.tokens.suffixes import Suffixes, byte_bits, shared
 from grammarc.tokens.vocabulary import Vocabulary
@@ -98,8 +99,8 @@ class TokenSet:
         bits, words, count = packed
         if not count:
             return None
-        return TokenSet(np.frombuffer(bits, dtype=np.uint32), None if words is None else np.frombuffer(words, dtype=np.intp),
-                        count)
+        # (dtypes given by position: NumPy parses keywords at a cost that shows on a new schema's many parts)
+        return TokenSet(np.frombuffer(bits, np.uint32), None if words is None else np.frombuffer(words, np.intp), count)
 
     @property
     def nbytes(self) -> int:
@@ -207,6 +208,7 @@ class Tree:
 
 
 _NO_PART: "tuple[TokenSet | None, Tree | None]" = (None, None)
+_NO_ROWS = _frozen(np.zeros(0, dtype=np.int32))  # a walk's splits when it has none
 
 
 class _Level:
@@ -224,7 +226,7 @@ class _Level:
     __slots__ = ("_index", "previous", "suffixes", "shared")
 
     def __init__(self, index: "TokenIndex", previous: int, suffixes: Suffixes, shared: bool):
-        self._index = weakref.ref(index)  # trees are held by their index: no cycle back to it
+        self._index = index.ref  # trees are held by their index: no cycle back to it
         self.previous, self.suffixes, self.shared = previous, suffixes, shared
 
     def candidates(self) -> frozenset[int]:
@@ -396,17 +398,18 @@ class TokenIndex:
         # Not `compiled` itself: indexes are cached weakly per compiled grammar, and a
         # reference back to the key would keep both alive forever.
         self.vocab = vocab
+        self.ref = weakref.ref(self)  # what its trees' levels hold (one for all)
         self.follows = follows(compiled.bnf)
         self.terminals = compiled.terminals
         self._follow_lists = [tuple(sorted(f)) for f in self.follows]
         self._openers = _openers(compiled.terminals)
         self._opening_bits = [byte_bits(row) for row in self._openers]  # terminal -> its first bytes, as an int
-        self._tables: list[tuple | None] = [None] * len(compiled.terminals)  # _scan.scan's arguments
+        self._tables: list[_scan.Table | None] = [None] * len(compiled.terminals)  # `walk_table`s, read once
         self._suffix_keys: dict[tuple[int, int], str] = {}  # (t, q) -> suffix_key, for the shared store
         self._starting_memo: dict[tuple[int, int], frozenset[int]] = {}  # (previous, next bytes) -> `_starting`
         self._recent: dict[int, list[tuple[int, Scan]]] = {}  # t -> its last wide scans (`_scan_near`)
         self.tokens = token_bytes(vocab)  # the rows that scans walk
-        self._first_starts = first_byte_starts(vocab, self.tokens)  # first byte -> where its rows begin
+        self._first_starts = self.tokens.first_starts  # first byte -> where its rows begin
         # how deep `_scan_near` compares states (read once, as the memo budgets)
         self._near_depth = self.tokens.depth_leaving(NEAR_ENOUGH_SHARE)
         self.token_ids = self.tokens.ids  # row -> token id
@@ -535,15 +538,14 @@ class TokenIndex:
             return narrow
         dfa = self.terminals[t].dfa
         row = np.asarray(dfa.trans[q])  # read once: a compact table gathers it
-        own = _pair_args(dfa)
         # before the store: its key costs more than this (~1 ms for a counter)
-        scan = self._scan_near(t, q, [(own, p, scan) for p, scan in self._recent.get(t, ())], by_bytes=False)
+        scan = self._scan_near(t, q, [(dfa, p, scan) for p, scan in self._recent.get(t, ())], by_bytes=False)
         key = kin.profile(row, bool(dfa.accept[q]))
         if scan is None:
             store = self._store(t, q)
             scan = store.get(FROM_START)
             if scan is None:
-                kindred = [(_pair_args(other), p, found) for other, p, found in kin.KIN.candidates(self.vocab.key, key)]
+                kindred = kin.KIN.candidates(self.vocab.key, key)
                 scan = self._scan_near(t, q, kindred, by_bytes=True) or self._scan_composed(t, q)
                 scan = store.put(FROM_START, scan)
         recent = self._recent.setdefault(t, [])
@@ -560,21 +562,19 @@ class TokenIndex:
         new schema's terminals are narrow, and their walks cost less than picking the rows and
         packing the ids in NumPy, or than looking a wide scan up."""
         tokens = self.tokens
-        found = _scan.scan_state(*self._table(t), tokens.data, tokens.offsets, tokens.lengths, tokens.sets,
-                                 tokens.kinds, tokens.shared, tokens.skip, tokens.ids,
-                                 self._first_starts, q, PERSIST_MIN_ROWS, self.n_words,
+        found = _scan.scan_state(self._table(t), self.tokens.native, q, PERSIST_MIN_ROWS, self.n_words,
                                  int(PERSIST_MIN_ROWS * THIN_WALK_SHARE))
         if found is None:
             return None
         packed, end_rows, split_rows, split_pos = found
-        scan = Scan(None, np.frombuffer(split_rows, dtype=np.int32), np.frombuffer(split_pos, dtype=np.int32),
-                    np.frombuffer(end_rows, dtype=np.int32))
+        scan = Scan(None, np.frombuffer(split_rows, np.int32), np.frombuffer(split_pos, np.int32),
+                    np.frombuffer(end_rows, np.int32))
         with _weak_lock:
             _inside_sets[scan] = (None if packed is None else TokenSet._of_packed(packed)) or TokenSet.empty()
         return scan
 
-    def _scan_near(self, t: int, q: int, candidates: list[tuple[tuple, int, Scan]], *, by_bytes: bool) -> Scan | None:
-        """The scan from `q` read off that of a candidate state `p` (its DFA's `_pair_args`,
+    def _scan_near(self, t: int, q: int, candidates: list[tuple[DFA, int, Scan]], *, by_bytes: bool) -> Scan | None:
+        """The scan from `q` read off that of a candidate state `p` (its automaton,
         `p`, its scan) that walks every token of some rows as `q` does: the tokens of up to d
         bytes when the two behave alike on every string that long (`_scan.agree_depth`), or, with
         `by_bytes`, the tokens without a byte on which the two part (`_scan.agree_bytes`);
@@ -585,14 +585,16 @@ class TokenIndex:
         "}"``) with any string body but at the quote (`kin`). Compared as deep as pays
         (`NEAR_ENOUGH_SHARE`); None when none leaves under `NEAR_MAX_SHARE` of the rows to
         walk (`KIN_MAX_SHARE` with `by_bytes`)."""
-        table, tokens = _pair_args(self.terminals[t].dfa), self.tokens
+        dfa, tokens = self.terminals[t].dfa, self.tokens
+        table, runs = self._table(t), dfa.byte_runs  # the pair walks read a byte per run
         enough = self._near_depth
         most = (KIN_MAX_SHARE if by_bytes else NEAR_MAX_SHARE) * len(tokens.ids)
         walked, base = None, None
         for other, p, scan in candidates:
-            depth = _scan.agree_depth(*table, q, *other, p, enough)
+            pair = (table, runs, q, walk_table(other), other.byte_runs, p)
+            depth = _scan.agree_depth(*pair, enough)
             rows = tokens.longer_than(depth)
-            parting = _scan.agree_bytes(*table, q, *other, p, KIN_MAX_PAIRS, KIN_MAX_PARTING) \
+            parting = _scan.agree_bytes(*pair, KIN_MAX_PAIRS, KIN_MAX_PARTING) \
                 if by_bytes and depth < enough else None
             if parting is not None:
                 rows = _fewer(rows, tokens, parting, depth, most)
@@ -697,11 +699,9 @@ class TokenIndex:
         """`_scan` over every row of the ranges ``[lo[i], hi[i])``, each from byte `start`;
         with `inside` (bool over rows) the rows that stay inside are flagged there instead of
         returned (`grammarc.tokens._scan.scan_ranges`)."""
-        tokens = self.tokens
-        out = _scan.scan_ranges(*self._table(t), tokens.data, tokens.offsets, tokens.lengths, tokens.sets,
-                                tokens.kinds, tokens.shared, tokens.skip, lo, hi, start, q, split_at_start,
+        out = _scan.scan_ranges(self._table(t), self.tokens.native, lo, hi, start, q, split_at_start,
                                 None if inside is None else inside.view(np.uint8))
-        return tuple(np.frombuffer(part, dtype=np.int32) for part in out)
+        return tuple(np.frombuffer(part, np.int32) for part in out)
 
     def _scan(self, t: int, rows: np.ndarray, pos: np.ndarray, q: int):
         """Walk terminal `t`'s DFA from state `q` over each token row from `pos`.
@@ -710,15 +710,14 @@ class TokenIndex:
         the (row, position) pairs where the DFA accepts strictly after `pos` and strictly
         before the token's end (int32 arrays; `grammarc.tokens._scan` does the walk).
         """
-        tokens = self.tokens
-        out = _scan.scan(*self._table(t), tokens.data, tokens.offsets, tokens.lengths, tokens.sets, tokens.kinds,
-                         np.ascontiguousarray(rows, dtype=np.int32), np.ascontiguousarray(pos, dtype=np.int32), q)
-        return tuple(np.frombuffer(part, dtype=np.int32) for part in out)
+        out = _scan.scan(self._table(t), self.tokens.native, np.ascontiguousarray(rows, dtype=np.int32),
+                         np.ascontiguousarray(pos, dtype=np.int32), q)
+        return tuple(np.frombuffer(part, np.int32) for part in out)
 
-    def _table(self, t: int) -> tuple:
+    def _table(self, t: int) -> _scan.Table:
         table = self._tables[t]
         if table is None:
-            table = self._tables[t] = _scan_table(self.terminals[t].dfa)
+            table = self._tables[t] = walk_table(self.terminals[t].dfa)
         return table
 
     def _tree(self, previous: int, rows: np.ndarray, pos: np.ndarray, scan: Scan | None = None) -> Tree:
@@ -752,16 +751,11 @@ class TokenIndex:
         whose next byte opens `u`; None: found in the walk), scanned from `u`'s start
         (called under the build lock)."""
         limit, suffixes = self.terminals[u].token_limit, level.suffixes
-        if limit is None:
-            def walked():  # pick, walk and pack in one call (`_scan.scan_part`)
-                vocab = self.tokens
-                packed, rows, pos = _scan.scan_part(
-                    *self._table(u), vocab.data, vocab.offsets, vocab.lengths, vocab.sets, vocab.kinds, vocab.ids,
-                    suffixes.rows, suffixes.pos, None if starts is None else np.asarray(starts, dtype=np.int64),
-                    self.n_words)
-                return (None if packed is None else TokenSet._of_packed(packed),
-                        np.frombuffer(rows, dtype=np.int32), np.frombuffer(pos, dtype=np.int32))
-            tokens, split_rows, split_pos = suffixes.part(self.terminals[u].dfa, walked) if level.shared else walked()
+        if limit is None and level.shared:  # its walks are its suffixes' (one per automaton)
+            dfa = self.terminals[u].dfa
+            tokens, split_rows, split_pos = suffixes.part(dfa, lambda: self._walked(u, suffixes, starts))
+        elif limit is None:
+            tokens, split_rows, split_pos = self._walked(u, suffixes, starts)
         else:  # the token spends one of `u`'s budget: the rest must finish it
             if starts is None:
                 starts = np.flatnonzero(self._openers[u][suffixes.next_bytes()[0]])
@@ -771,6 +765,16 @@ class TokenIndex:
             tokens = TokenSet.of(self.token_ids[end_rows], self.n_words) if len(end_rows) else None
         child = self._tree(u, split_rows, split_pos) if len(split_rows) else None
         return _NO_PART if tokens is None and child is None else (tokens, child)
+
+    def _walked(self, u: int, suffixes: Suffixes, starts: np.ndarray | None) -> tuple:
+        """(tokens, split rows, split positions) of terminal `u` over `suffixes` at `starts`
+        (None: those whose next byte opens `u`): picked, walked and packed in one call
+        (`_scan.scan_part`)."""
+        picks = None if starts is None else np.asarray(starts, dtype=np.int64)
+        packed, rows, pos = _scan.scan_part(self._table(u), self.tokens.native, suffixes.rows, suffixes.pos, picks,
+                                            self.n_words)
+        return (None if packed is None else TokenSet._of_packed(packed),
+                np.frombuffer(rows, np.int32) if rows else _NO_ROWS, np.frombuffer(pos, np.int32) if pos else _NO_ROWS)
 
 
 # `TokenIndex._starting` answers kept per index (each a set of the terminals that may follow
@@ -806,39 +810,29 @@ def _inside_set(scan: Scan, tokens: TokenBytes, n_words: int) -> TokenSet:
     return found
 
 
-# automaton -> its `_pair_args`, as long as it lives
-_pair_tables: "weakref.WeakKeyDictionary[object, tuple]" = weakref.WeakKeyDictionary()
+# automaton -> its `walk_table`, as long as it lives
+_walk_tables: "weakref.WeakKeyDictionary[object, _scan.Table]" = weakref.WeakKeyDictionary()
 
 
-def _pair_args(dfa) -> tuple:
-    """`dfa`'s arguments to the pair walks (`_scan.agree_depth`, `_scan.agree_bytes`): its
-    `_scan_table` with its byte runs after `accept` (made once per automaton: kin are
-    other grammars' terminals)."""
+def walk_table(dfa) -> _scan.Table:
+    """`dfa`'s transitions as the walks read them (`_scan.Table`: dense or comb, with its
+    accepting states; checked once, and each state's loop test kept), one per automaton
+    while it lives: kin are other grammars' terminals, and grammars share automata (JSON's
+    strings and separators)."""
     with _weak_lock:
-        found = _pair_tables.get(dfa)
+        found = _walk_tables.get(dfa)
     if found is None:
-        dense, base, check, nxt, accept = _scan_table(dfa)
+        trans = dfa.trans
+        accept = np.ascontiguousarray(dfa.accept, dtype=np.bool_)
+        if isinstance(trans, CombTable):
+            table = _scan.Table(None, np.ascontiguousarray(trans.base, dtype=np.int64),
+                                np.ascontiguousarray(trans.check, dtype=np.int32),
+                                np.ascontiguousarray(trans.next, dtype=np.int32), accept)
+        else:
+            table = _scan.Table(np.ascontiguousarray(trans, dtype=np.int32), b"", b"", b"", accept)
         with _weak_lock:
-            found = _pair_tables.setdefault(dfa, (dense, base, check, nxt, accept, dfa.byte_runs))
+            found = _walk_tables.setdefault(dfa, table)
     return found
-
-
-def _scan_table(dfa) -> tuple:
-    """The transition arguments of `_scan.scan` for a DFA: (dense, base, check, next, accept).
-    A compact table's rows are checked to lie inside its arrays once here: the walk's
-    steps read ``check[base[s] + b]`` unchecked."""
-    trans = dfa.trans
-    if isinstance(trans, CombTable):
-        dense = None
-        base = np.ascontiguousarray(trans.base, dtype=np.int64)
-        check = np.ascontiguousarray(trans.check, dtype=np.int32)
-        nxt = np.ascontiguousarray(trans.next, dtype=np.int32)
-        inside = not len(base) or 0 <= int(base.min()) <= int(base.max()) <= len(check) - 256
-        if len(check) != len(nxt) or not inside:
-            raise ValueError("a compact table's rows lie outside its arrays")
-    else:
-        dense, base, check, nxt = np.ascontiguousarray(trans, dtype=np.int32), b"", b"", b""
-    return dense, base, check, nxt, np.ascontiguousarray(dfa.accept, dtype=np.bool_)
 
 
 def _openers(terminals) -> np.ndarray:

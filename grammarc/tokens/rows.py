@@ -14,7 +14,7 @@ import numpy as np
 from grammarc.tokens import _scan
 from grammarc.tokens.vocabulary import Vocabulary
 
-__all__ = ["TokenBytes", "first_byte_starts", "joined", "ranges", "rows_by_byte", "token_bytes"]
+__all__ = ["TokenBytes", "joined", "ranges", "rows_by_byte", "token_bytes"]
 
 
 class _Recent:
@@ -46,7 +46,7 @@ class _Recent:
         return len(self._entries)
 
 
-VOCABULARIES_KEPT = 8  # vocabularies whose token bytes and first-byte buckets stay cached
+VOCABULARIES_KEPT = 8  # vocabularies whose token bytes stay cached
 _token_bytes = _Recent(VOCABULARIES_KEPT)
 
 
@@ -74,6 +74,13 @@ class TokenBytes:
     # `rows_by_byte`: the rows holding byte b are by_byte[by_byte_starts[b]:by_byte_starts[b + 1]]
     by_byte: np.ndarray = field(repr=False)  # int32
     by_byte_starts: np.ndarray = field(repr=False)  # int64 [257]
+    # Where each first byte's rows begin: those starting with byte b are
+    # ``first_starts[b]:first_starts[b + 1]``. A scan from a DFA state starts from the rows
+    # whose first byte the state can take, not from the whole vocabulary: most take a few.
+    first_starts: np.ndarray = field(repr=False)  # int64 [257]
+    # The arrays above as the walks read them (`grammarc.tokens._scan.Tokens`: held and
+    # checked once, not per call)
+    native: object = field(repr=False)
 
     @property
     def longest(self) -> int:
@@ -116,10 +123,13 @@ def token_bytes(vocab: Vocabulary) -> TokenBytes:
     # with the vocabulary, not on a scan's first use (a kin scan's, in nearly every new
     # schema): Llama-3 ~6 ms and 2.8 MB, which landed in some request's mask
     by_byte, by_byte_starts = rows_by_byte(data, offsets, lengths)
-    for array in (ids, lengths, offsets, data, sets, by_length, longer, shared):
+    first_starts = np.zeros(257, dtype=np.int64)
+    np.cumsum(np.bincount(data[offsets], minlength=256), out=first_starts[1:])
+    for array in (ids, lengths, offsets, data, sets, by_length, longer, shared, first_starts):
         array.flags.writeable = False
+    native = _scan.Tokens(data, offsets, lengths, sets, kinds, shared, skip, ids, first_starts)
     return _token_bytes.put(vocab.key, TokenBytes(ids, lengths, offsets, data, sets, by_length, longer, shared,
-                                                  skip, kinds, by_byte, by_byte_starts))
+                                                  skip, kinds, by_byte, by_byte_starts, first_starts, native))
 
 
 def rows_by_byte(data: np.ndarray, offsets: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -155,23 +165,6 @@ def _byte_sets(lengths: np.ndarray, data: np.ndarray) -> np.ndarray:
     bit = np.left_shift(np.uint64(1), (data & 63).astype(np.uint64))
     np.bitwise_or.at(out, (np.repeat(np.arange(len(lengths)), lengths), data >> 6), bit)
     return out
-
-
-_first_bytes = _Recent(VOCABULARIES_KEPT)
-
-
-def first_byte_starts(vocab: Vocabulary, tokens: TokenBytes) -> np.ndarray:
-    """Where each first byte's rows begin: the rows sorted by bytes (`TokenBytes`), those
-    starting with byte `b` are ``starts[b]:starts[b + 1]``. A scan from a DFA state then
-    starts from the rows whose first byte the state can take, not from the whole
-    vocabulary: most states take a few bytes."""
-    cached = _first_bytes.get(vocab.key)
-    if cached is None:
-        cached = np.zeros(257, dtype=np.int64)
-        np.cumsum(np.bincount(tokens.data[tokens.offsets], minlength=256), out=cached[1:])
-        cached.flags.writeable = False
-        _first_bytes.put(vocab.key, cached)
-    return cached
 
 
 def ranges(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:

@@ -58,10 +58,10 @@ class Suffixes:
         """(each suffix's next byte, how many suffixes each byte value starts: int64 [256])."""
         found = self._next
         if found is None:
-            tokens = self._tokens
-            next_byte, counts = _scan.next_bytes(tokens.data, tokens.offsets, tokens.lengths, self.rows, self.pos)
-            # one assignment publishes it (racing threads make equal arrays; one is kept)
-            found = self._next = np.frombuffer(next_byte, dtype=np.uint8), np.frombuffer(counts, dtype=np.int64)
+            next_byte, counts, present = _scan.next_bytes(self._tokens.native, self.rows, self.pos)
+            # one assignment publishes each (racing threads make equal values; one is kept)
+            self._byte_set = present
+            found = self._next = np.frombuffer(next_byte, np.uint8), np.frombuffer(counts, np.int64)
         return found
 
     def byte_set(self) -> int:
@@ -69,8 +69,8 @@ class Suffixes:
         `TokenIndex._starting` tests each following terminal's first bytes against."""
         found = self._byte_set
         if found is None:
-            counts = self.next_bytes()[1]
-            found = self._byte_set = byte_bits(counts > 0)
+            self.next_bytes()
+            found = self._byte_set
         return found
 
     def taking(self, opens: np.ndarray) -> np.ndarray:
