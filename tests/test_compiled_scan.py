@@ -97,6 +97,21 @@ def test_compiled_walk_equals_the_numpy_walk(case, comb, with_sets, with_kinds):
         assert e.tolist() == g.tolist()
 
 
+@settings(max_examples=200, deadline=None)
+@given(case=cases(), comb=st.booleans())
+def test_one_table_walks_from_every_state_as_the_reference_does(case, comb):
+    """A `Table` keeps each state's loop test from the state's first walk: walks from every
+    state of one table, in turn and again in reverse, are the reference's."""
+    trans, accept, data, offsets, lengths, rows, pos, _ = case
+    tokens = _tokens(data, offsets, lengths)
+    table = _table(trans, accept, comb)
+    token_rows = _rows(data, offsets, lengths, _sets(tokens), _kinds(data, offsets, lengths))
+    for q in [*range(len(trans)), *reversed(range(len(trans)))]:
+        got = _scan.scan(table, token_rows, rows, pos, q)
+        expected = reference(trans, accept, data, offsets, lengths, rows, pos, q)
+        assert [np.frombuffer(g, dtype=np.int32).tolist() for g in got] == [e.tolist() for e in expected]
+
+
 @st.composite
 def range_cases(draw):
     trans, accept, data, offsets, lengths, _, _, q = draw(cases())
