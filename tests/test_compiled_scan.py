@@ -620,7 +620,7 @@ def test_a_tree_part_walks_the_picked_suffixes_and_packs_the_ids_that_end(case, 
                          dtype=np.int64)
     ids = np.array(choices.draw(st.permutations(range(len(lengths)))), dtype=np.int32) * 7 % 97  # repeats allowed
     end_rows, _, split_rows, split_pos = reference(trans, accept, data, offsets, lengths, rows[picks], pos[picks], 0)
-    packed, got_rows, got_pos = _scan.scan_part(
+    packed, got_rows, got_pos, after = _scan.scan_part(
         _table(trans, accept, comb),
         _rows(data, offsets, lengths, _sets(_tokens(data, offsets, lengths)), _kinds(data, offsets, lengths), ids=ids),
         rows, pos, None if every else picks, 4)
@@ -628,6 +628,7 @@ def test_a_tree_part_walks_the_picked_suffixes_and_packs_the_ids_that_end(case, 
     assert packed == expected
     assert np.frombuffer(got_rows, dtype=np.int32).tolist() == split_rows.tolist()
     assert np.frombuffer(got_pos, dtype=np.int32).tolist() == split_pos.tolist()
+    assert after == sum(1 << b for b in {int(data[offsets[r] + p]) for r, p in zip(split_rows, split_pos)})
 
 
 def _tokens(data, offsets, lengths) -> list[bytes]:

@@ -476,7 +476,8 @@ done:
  * `picks` (int64; None: every suffix whose next byte the start takes, in order) walked from
  * the terminal's start (state 0), as `scan` walks them; returns
  * (the `pack_ids` TokenSet of the tokens' ids[r] for the rows that end inside the
- * terminal, or None when none do; split_rows; split_pos). A new schema's trees make
+ * terminal, or None when none do; split_rows; split_pos; the bytes right after the splits,
+ * as `next_bytes` gives them: what the next level's terminals are picked by). A new schema's trees make
  * thousands of parts of a few suffixes each, where gathering, walking and packing in
  * separate calls cost more than the walks. */
 static PyObject *scan_part(PyObject *self, PyObject *args) {
@@ -523,7 +524,12 @@ static PyObject *scan_part(PyObject *self, PyObject *args) {
         goto done;
     }
     if (!(packed = packed_ends(&w, tokens->ids.buf, n_words))) goto done;
-    result = Py_BuildValue("(NNN)", packed, vec_bytes(&w.out[2]), vec_bytes(&w.out[3]));
+    unsigned char next[32] = {0}; /* a split lies strictly inside its token: a byte follows */
+    for (Py_ssize_t i = 0; i < w.out[2].len; i++) {
+        uint8_t b = w.data[w.offsets[w.out[2].data[i]] + w.out[3].data[i]];
+        next[b >> 3] |= (unsigned char)(1u << (b & 7));
+    }
+    result = Py_BuildValue("(NNNN)", packed, vec_bytes(&w.out[2]), vec_bytes(&w.out[3]), byte_set_int(next));
     packed = NULL;
 done:
     Py_XDECREF(packed);

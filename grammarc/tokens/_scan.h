@@ -113,6 +113,12 @@ extern PyTypeObject TokensType, TableType;
 extern uint8_t byte_group[256]; /* _scan.c: the groups of bytes a row's kinds record */
 const LoopTest *table_loop(TableObject *self, int32_t q);
 
+/* A set of byte values (bit b % 8 of bits[b / 8] = byte b) as a Python int (bit b = byte
+ * b), as `TokenIndex._starting` tests terminals' first bytes against it. */
+static inline PyObject *byte_set_int(const unsigned char bits[32]) {
+    return _PyLong_FromByteArray(bits, 32, 1, 0);
+}
+
 /* _sets.c (each's contract is at its definition) */
 PyObject *pack_rows(PyObject *self, PyObject *args);
 PyObject *next_bytes(PyObject *self, PyObject *args);

@@ -71,7 +71,7 @@ PyObject *next_bytes(PyObject *self, PyObject *args) {
     unsigned char bits[32] = {0};
     for (int b = 0; b < 256; b++)
         if (counts[b]) bits[b >> 3] |= (unsigned char)(1u << (b & 7));
-    if (!(present = _PyLong_FromByteArray(bits, 32, 1, 0))) goto done;
+    if (!(present = byte_set_int(bits))) goto done;
     result = Py_BuildValue("(Oy#O)", out, (const char *)counts, (Py_ssize_t)sizeof counts, present);
 done:
     Py_XDECREF(out), Py_XDECREF(present);

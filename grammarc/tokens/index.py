@@ -720,15 +720,17 @@ class TokenIndex:
             table = self._tables[t] = walk_table(self.terminals[t].dfa)
         return table
 
-    def _tree(self, previous: int, rows: np.ndarray, pos: np.ndarray, scan: Scan | None = None) -> Tree:
+    def _tree(self, previous: int, rows: np.ndarray, pos: np.ndarray, scan: Scan | None = None, *,
+              after: int | None = None) -> Tree:
         """The subtree of token suffixes ``(row, pos)`` that start right after `previous`
         (its parts made when first read); those of `scan`'s splits when it is given, read
-        through the process's shared `Suffixes` when they are many."""
+        through the process's shared `Suffixes` when they are many. `after`: the suffixes'
+        next bytes (`Suffixes.byte_set`), when the walk that found them gave them."""
         if not len(rows):
             return Tree()
         if scan is not None and len(rows) >= BUCKETED_ROWS:
             return Tree(_Level(self, previous, shared(scan, self.tokens), True))
-        return Tree(_Level(self, previous, Suffixes(self.tokens, rows, pos), False))
+        return Tree(_Level(self, previous, Suffixes(self.tokens, rows, pos, after), False))
 
     def _starting(self, previous: int, present: int) -> frozenset[int]:
         """The terminals after `previous` that can start with a byte of `present` (a set of
@@ -753,28 +755,30 @@ class TokenIndex:
         limit, suffixes = self.terminals[u].token_limit, level.suffixes
         if limit is None and level.shared:  # its walks are its suffixes' (one per automaton)
             dfa = self.terminals[u].dfa
-            tokens, split_rows, split_pos = suffixes.part(dfa, lambda: self._walked(u, suffixes, starts))
+            tokens, split_rows, split_pos, after = suffixes.part(dfa, lambda: self._walked(u, suffixes, starts))
         elif limit is None:
-            tokens, split_rows, split_pos = self._walked(u, suffixes, starts)
+            tokens, split_rows, split_pos, after = self._walked(u, suffixes, starts)
         else:  # the token spends one of `u`'s budget: the rest must finish it
+            after = None
             if starts is None:
                 starts = np.flatnonzero(self._openers[u][suffixes.next_bytes()[0]])
             end_rows, end_states, split_rows, split_pos = self._scan(u, suffixes.rows[starts], suffixes.pos[starts], 0)
             finish = [self.can_finish(u, int(s), limit - 1) for s in end_states.tolist()]
             end_rows = end_rows[np.array(finish, dtype=bool)] if len(end_rows) else end_rows
             tokens = TokenSet.of(self.token_ids[end_rows], self.n_words) if len(end_rows) else None
-        child = self._tree(u, split_rows, split_pos) if len(split_rows) else None
+        child = self._tree(u, split_rows, split_pos, after=after) if len(split_rows) else None
         return _NO_PART if tokens is None and child is None else (tokens, child)
 
     def _walked(self, u: int, suffixes: Suffixes, starts: np.ndarray | None) -> tuple:
-        """(tokens, split rows, split positions) of terminal `u` over `suffixes` at `starts`
-        (None: those whose next byte opens `u`): picked, walked and packed in one call
-        (`_scan.scan_part`)."""
+        """(tokens, split rows, split positions, the bytes right after the splits as an int)
+        of terminal `u` over `suffixes` at `starts` (None: those whose next byte opens `u`):
+        picked, walked and packed in one call (`_scan.scan_part`)."""
         picks = None if starts is None else np.asarray(starts, dtype=np.int64)
-        packed, rows, pos = _scan.scan_part(self._table(u), self.tokens.native, suffixes.rows, suffixes.pos, picks,
-                                            self.n_words)
+        packed, rows, pos, after = _scan.scan_part(self._table(u), self.tokens.native, suffixes.rows, suffixes.pos,
+                                                   picks, self.n_words)
         return (None if packed is None else TokenSet._of_packed(packed),
-                np.frombuffer(rows, np.int32) if rows else _NO_ROWS, np.frombuffer(pos, np.int32) if pos else _NO_ROWS)
+                np.frombuffer(rows, np.int32) if rows else _NO_ROWS, np.frombuffer(pos, np.int32) if pos else _NO_ROWS,
+                after)
 
 
 # `TokenIndex._starting` answers kept per index (each a set of the terminals that may follow

@@ -43,11 +43,12 @@ class Suffixes:
 
     __slots__ = ("rows", "pos", "_tokens", "_next", "_byte_set", "_by_byte", "_taken", "_parts", "__weakref__")
 
-    def __init__(self, tokens: TokenBytes, rows: np.ndarray, pos: np.ndarray):
+    def __init__(self, tokens: TokenBytes, rows: np.ndarray, pos: np.ndarray, byte_set: int | None = None):
+        """`byte_set`: what `byte_set` answers, when the walk that found the suffixes gave it."""
         self.rows, self.pos = rows, pos
         self._tokens = tokens
         self._next: tuple[np.ndarray, np.ndarray] | None = None
-        self._byte_set: int | None = None
+        self._byte_set = byte_set
         self._by_byte: ByByte | None = None
         self._taken: dict[bytes, np.ndarray] = {}
         # terminal automaton -> its part (tokens, split rows, split positions): weakly, so a
