@@ -383,29 +383,36 @@ def test_walk_equals_a_step_per_byte(pattern, data, start, state, comb):
 
 
 def test_walk_refuses_what_it_cannot_read():
+    """A walker checks its tables once, when made (the walks step unchecked), and each
+    call's state and start."""
     trans = np.full((2, 256), -1, dtype=np.int32)
     trans[0, ord("a")] = 1
     accept = np.array([False, True])
-    assert _core.walk(trans, b"", b"", b"", accept, 0, b"xa", 1) == (1, (2,))
-    assert _core.walk(trans, b"", b"", b"", accept, 0, b"xab", 1) == (-1, (2,))  # the ends before it died
-    for state, start, message in ((2, 0, "the state or the start is out of range"),
-                                  (0, 4, "the state or the start is out of range"),
-                                  (-1, 0, "the state or the start is out of range")):
-        with pytest.raises(ValueError, match=f"^walk: {message}$"):
-            _core.walk(trans, b"", b"", b"", accept, state, b"xab", start)
+    walker = _core.Walker(trans, b"", b"", b"", accept)
+    assert walker(0, b"xa", 1) == (1, (2,))
+    assert walker(0, b"xab", 1) == (-1, (2,))  # the ends before it died
+    assert walker(1, bytearray(b"xab"), 3) == (1, ())  # any bytes-like data; nothing read
+    for state, start in ((2, 0), (0, 4), (-1, 0)):
+        with pytest.raises(ValueError, match="^walk: the state or the start is out of range$"):
+            walker(state, b"xab", start)
+    with pytest.raises(TypeError, match=r"^a walker takes \(state, data, start\)$"):
+        walker(0, b"xab")
     with pytest.raises(ValueError, match=r"^walk: the table is not \[len\(accept\), 256\]$"):
-        _core.walk(trans, b"", b"", b"", np.zeros(3, dtype=bool), 0, b"a", 0)
-    trans[1, ord("b")] = 7
-    with pytest.raises(ValueError, match="^walk: a target is out of range$"):
-        _core.walk(trans, b"", b"", b"", accept, 0, b"ab", 0)
-    base = np.zeros(2, dtype=np.int64)
-    with pytest.raises(ValueError, match="^walk: inconsistent array sizes$"):
-        _core.walk(None, base, np.zeros(3, dtype=np.int32), np.zeros(2, dtype=np.int32), accept, 0, b"a", 0)
-    # a comb base pointing outside the table reads as no transition, never out of bounds
-    far = np.array([10**9, -10**9], dtype=np.int64)
+        _core.Walker(trans, b"", b"", b"", np.zeros(3, dtype=bool))
     cells = np.full(512, -1, dtype=np.int32)
-    assert _core.walk(None, far, cells, cells, accept, 0, b"a", 0) == (-1, ())
-    assert _core.walk(None, far, cells, cells, accept, 1, b"a", 0) == (-1, ())
+    for table, base, nxt in ((trans, b"", b""), (None, np.array([0, 257], dtype=np.int64), cells),
+                             (None, np.array([-1, 0], dtype=np.int64), cells),
+                             (None, np.array([0, 256], dtype=np.int64), np.full(512, 2, dtype=np.int32))):
+        if table is not None:
+            table[1, ord("b")] = 7
+        with pytest.raises(ValueError, match="^walk: a target or a comb row is out of range$"):
+            _core.Walker(table, base, cells, nxt, accept)
+    for base, check in ((np.array([0], dtype=np.int64), cells), (np.zeros(2, dtype=np.int64), cells[:300])):
+        with pytest.raises(ValueError, match="^walk: inconsistent array sizes$"):
+            _core.Walker(None, base, check, cells, accept)
+    # a comb base pointing outside the table is refused, never read out of bounds
+    with pytest.raises(ValueError, match="^walk: a target or a comb row is out of range$"):
+        _core.Walker(None, np.array([10**9, -10**9], dtype=np.int64), cells, cells, accept)
 
 
 @SETTINGS

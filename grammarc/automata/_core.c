@@ -782,10 +782,6 @@ static PyMethodDef methods[] = {
      "bytes of int32 [m, 256] and bool [m], unminimized, state 0 the start; with `canonical` (for a minimal "
      "character DFA whose states all reach acceptance) minimal and numbered canonically; None past max_states "
      "states."},
-    {"walk", py_walk, METH_VARARGS,
-     "walk(trans, base, check, next, accept, state, data, start) -> (state, ends): data[start:] read from "
-     "`state` through a dense table (int32 [n, 256]) or, with trans None, a comb table; -1 once dead, and "
-     "the positions after which the state accepts."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -794,4 +790,10 @@ static struct PyModuleDef module = {
     "The inner loops of automaton construction (see grammarc.automata.dfa and .nfa).", -1, methods,
 };
 
-PyMODINIT_FUNC PyInit__core(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__core(void)
+{
+    if (PyType_Ready(&WalkerType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m && PyModule_AddObjectRef(m, "Walker", (PyObject *)&WalkerType) < 0) Py_CLEAR(m);
+    return m;
+}

@@ -36,6 +36,6 @@ PyObject *py_runs(PyObject *self, PyObject *args);
 PyObject *py_suffix_code(PyObject *self, PyObject *args);
 PyObject *py_byte_classes(PyObject *self, PyObject *args);
 PyObject *py_json_string(PyObject *self, PyObject *args);
-PyObject *py_walk(PyObject *self, PyObject *args);
+extern PyTypeObject WalkerType; /* _views.c */
 
 #endif

@@ -10,6 +10,7 @@
  */
 
 #include "_core.h"
+#include <stddef.h> /* offsetof */
 
 /* An int32 [n, 256] byte table: its number of rows, or -1 with an exception set and the
  * buffer released (`who` names the function in the error). */
@@ -273,68 +274,148 @@ done:
     return out;
 }
 
-/* ------------------------------------------------------------------- walk */
+/* ----------------------------------------------------------------- Walker */
 
-/* walk(trans, base, check, next, accept, state, data, start): read data[start:] from
- * `state` through a DFA: its dense int32 [n, 256] table, or None and its comb table (base
- * int64 [n], check and next int32: next[base[s] + b] is the target when check[...] == s).
- * Returns (the state after the bytes, or -1 once one has no transition; the tuple of the
- * positions p, start < p <= len(data), after which the state accepts). The engine reads
- * each token so, once per lexer item, instead of a Python step per byte. */
-PyObject *py_walk(PyObject *self, PyObject *args)
+/* Walker(trans, base, check, next, accept): a DFA's tables held, and checked once: a dense
+ * int32 [n, 256] table, or None and its comb table (base int64 [n], check and next int32:
+ * next[base[s] + b] is the target when check[...] == s), every target below n and every
+ * comb row inside the arrays. walker(state, data, start) reads data[start:] from `state`:
+ * (the state after the bytes, or -1 once one has no transition; the tuple of the positions
+ * p, start < p <= len(data), after which the state accepts). The engine reads every token
+ * so, once per lexer item (`DFA.walk`): parsing and checking five arrays per call cost
+ * more than most walks, which end at the first byte. */
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc call;
+    Py_buffer trans, base, check, next, accept;
+    const i32 *dense, *chk, *nxt;
+    const i64 *bases;
+    const uint8_t *acc;
+    Py_ssize_t n;
+} Walker;
+
+static void walker_dealloc(Walker *self)
 {
-    (void)self;
-    PyObject *o_trans, *ends = NULL, *out = NULL;
-    Py_buffer trans = {0}, base = {0}, check = {0}, next = {0}, accept = {0};
-    Py_ssize_t state, start, len;
-    const unsigned char *data;
-    if (!PyArg_ParseTuple(args, "Oy*y*y*y*ny#n", &o_trans, &base, &check, &next, &accept, &state, &data, &len,
-                          &start))
+    Py_buffer *views[] = {&self->trans, &self->base, &self->check, &self->next, &self->accept};
+    for (size_t i = 0; i < sizeof views / sizeof *views; i++)
+        if (views[i]->obj) PyBuffer_Release(views[i]);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* Whether every target is below n and every comb row lies in the arrays (maxima, not early
+ * exits: GCC vectorizes them). */
+static int walker_ok(const Walker *w, Py_ssize_t cells)
+{
+    const i32 *targets = w->dense ? w->dense : w->nxt;
+    Py_ssize_t count = w->dense ? w->n * 256 : cells;
+    i32 most = -1;
+    for (Py_ssize_t i = 0; i < count; i++) most = targets[i] > most ? targets[i] : most;
+    if (most >= w->n) return 0;
+    for (Py_ssize_t s = 0; !w->dense && s < w->n; s++)
+        if (w->bases[s] < 0 || w->bases[s] > cells - 256) return 0;
+    return 1;
+}
+
+static PyObject *walker_call(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    Walker *w = (Walker *)callable;
+    if (PyVectorcall_NARGS(nargsf) != 3 || (kwnames && PyTuple_GET_SIZE(kwnames))) {
+        PyErr_SetString(PyExc_TypeError, "a walker takes (state, data, start)");
         return NULL;
-    Py_ssize_t n = accept.len, cells = check.len / 4;
-    const uint8_t *acc = accept.buf;
-    const i32 *dense = NULL, *chk = check.buf, *nxt = next.buf;
-    const i64 *bases = base.buf;
-    if (o_trans != Py_None) {
-        if (get_buf(o_trans, &trans, 4, 0, "trans") < 0) goto done;
-        if (buf_len(&trans) != n * 256) {
-            PyErr_SetString(PyExc_ValueError, "walk: the table is not [len(accept), 256]");
-            goto done;
-        }
-        dense = trans.buf;
-    } else if (base.len != n * 8 || next.len != check.len || check.len % 4) {
-        PyErr_SetString(PyExc_ValueError, "walk: inconsistent array sizes");
-        goto done;
     }
-    if (state < 0 || state >= n || start < 0 || start > len) {
+    Py_ssize_t state = PyLong_AsSsize_t(args[0]), start = PyLong_AsSsize_t(args[2]);
+    if ((state == -1 || start == -1) && PyErr_Occurred()) return NULL;
+    Py_buffer data;
+    if (PyObject_GetBuffer(args[1], &data, PyBUF_SIMPLE) < 0) return NULL;
+    PyObject *out = NULL;
+    Py_ssize_t len = data.len, count = 0, cap = 0, *ends = NULL;
+    if (state < 0 || state >= w->n || start < 0 || start > len) {
         PyErr_SetString(PyExc_ValueError, "walk: the state or the start is out of range");
         goto done;
     }
-    ends = PyList_New(0);
-    if (!ends) goto done;
+    const unsigned char *bytes = data.buf;
     i64 s = state;
     for (Py_ssize_t i = start; i < len && s >= 0; i++) {
-        if (dense) {
-            s = dense[s * 256 + data[i]];
+        if (w->dense) {
+            s = w->dense[s * 256 + bytes[i]];
         } else {
-            i64 cell = bases[s] + data[i];
-            s = cell >= 0 && cell < cells && chk[cell] == s ? nxt[cell] : -1;
+            i64 cell = w->bases[s] + bytes[i];
+            s = w->chk[cell] == s ? w->nxt[cell] : -1;
         }
-        if (s >= n) {
-            PyErr_SetString(PyExc_ValueError, "walk: a target is out of range");
-            goto done;
-        }
-        if (s >= 0 && acc[s]) {
-            PyObject *p = PyLong_FromSsize_t(i + 1);
-            if (!p || PyList_Append(ends, p) < 0) { Py_XDECREF(p); goto done; }
-            Py_DECREF(p);
+        if (s >= 0 && w->acc[s]) {
+            if (count == cap) {
+                Py_ssize_t *grown = realloc(ends, (size_t)(cap = cap ? 2 * cap : 8) * sizeof *ends);
+                if (!grown) { PyErr_NoMemory(); goto done; }
+                ends = grown;
+            }
+            ends[count++] = i + 1;
         }
     }
-    PyObject *tuple = PyList_AsTuple(ends);
-    if (tuple) out = Py_BuildValue("(nN)", (Py_ssize_t)s, tuple);
+    PyObject *positions = PyTuple_New(count);
+    if (!positions) goto done;
+    for (Py_ssize_t j = 0; j < count; j++) {
+        PyObject *p = PyLong_FromSsize_t(ends[j]);
+        if (!p) { Py_DECREF(positions); goto done; }
+        PyTuple_SET_ITEM(positions, j, p);
+    }
+    out = Py_BuildValue("(nN)", (Py_ssize_t)s, positions);
 done:
-    Py_XDECREF(ends);
-    if (trans.obj) PyBuffer_Release(&trans);
-    PyBuffer_Release(&base), PyBuffer_Release(&check), PyBuffer_Release(&next), PyBuffer_Release(&accept);
+    free(ends);
+    PyBuffer_Release(&data);
     return out;
 }
+
+static PyObject *walker_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    PyObject *o_trans, *o_base, *o_check, *o_next, *o_accept;
+    if (kwds && PyDict_GET_SIZE(kwds)) {
+        PyErr_SetString(PyExc_TypeError, "Walker takes no keyword arguments");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "OOOOO", &o_trans, &o_base, &o_check, &o_next, &o_accept)) return NULL;
+    Walker *w = (Walker *)type->tp_alloc(type, 0);
+    if (!w) return NULL;
+    w->call = walker_call;
+    if (get_buf(o_accept, &w->accept, 1, 0, "accept") < 0) goto fail;
+    w->n = buf_len(&w->accept);
+    w->acc = w->accept.buf;
+    Py_ssize_t cells = 0;
+    if (o_trans != Py_None) {
+        if (get_buf(o_trans, &w->trans, 4, 0, "trans") < 0) goto fail;
+        if (buf_len(&w->trans) != w->n * 256) {
+            PyErr_SetString(PyExc_ValueError, "walk: the table is not [len(accept), 256]");
+            goto fail;
+        }
+        w->dense = w->trans.buf;
+    } else {
+        if (get_buf(o_base, &w->base, 8, 0, "base") < 0 || get_buf(o_check, &w->check, 4, 0, "check") < 0 ||
+            get_buf(o_next, &w->next, 4, 0, "next") < 0)
+            goto fail;
+        cells = buf_len(&w->check);
+        if (buf_len(&w->base) != w->n || buf_len(&w->next) != cells) {
+            PyErr_SetString(PyExc_ValueError, "walk: inconsistent array sizes");
+            goto fail;
+        }
+        w->bases = w->base.buf, w->chk = w->check.buf, w->nxt = w->next.buf;
+    }
+    if (!walker_ok(w, cells)) {
+        PyErr_SetString(PyExc_ValueError, "walk: a target or a comb row is out of range");
+        goto fail;
+    }
+    return (PyObject *)w;
+fail:
+    Py_DECREF(w);
+    return NULL;
+}
+
+PyTypeObject WalkerType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "grammarc.automata._core.Walker",
+    .tp_basicsize = sizeof(Walker),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "A DFA's tables, checked once; called as walker(state, data, start) -> (state, ends).",
+    .tp_new = walker_new,
+    .tp_dealloc = (destructor)walker_dealloc,
+    .tp_vectorcall_offset = offsetof(Walker, call),
+    .tp_call = PyVectorcall_Call,
+};

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from functools import cached_property, lru_cache, partial
+from functools import cached_property, lru_cache
 
 import numpy as np
 
@@ -97,12 +97,13 @@ class DFA:
         return self._walker(state, data, start)
 
     @cached_property
-    def _walker(self):
-        """`_core.walk` with this DFA's tables bound (the engine calls it per token)."""
+    def _walker(self) -> "_core.Walker":
+        """This DFA's tables held and checked once by the compiled core (the engine walks
+        every token through every lexer item's DFA)."""
         trans = self.trans
         if isinstance(trans, CombTable):
-            return partial(_core.walk, None, trans.base, trans.check, trans.next, self.accept)
-        return partial(_core.walk, trans, b"", b"", b"", self.accept)
+            return _core.Walker(None, trans.base, trans.check, trans.next, self.accept)
+        return _core.Walker(trans, b"", b"", b"", self.accept)
 
     def matches(self, data: bytes) -> bool:
         state = self.run(data)
