@@ -11,6 +11,10 @@
 
 #include "_core.h"
 
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
 /* An int32 [n, 256] byte table: its number of rows, or -1 with an exception set and the
  * buffer released (`who` names the function in the error). */
 static Py_ssize_t get_byte_table(PyObject *obj, Py_buffer *view, const char *who)
@@ -31,13 +35,34 @@ static Py_ssize_t get_byte_table(PyObject *obj, Py_buffer *view, const char *who
  * of an int32 [n, 256] byte table; -1 with an exception set when they are malformed. */
 typedef struct { unsigned char lo[256], hi[256]; i32 target[256]; int m; } Runs;
 
+/* The end of the run of row[b]'s value that starts at b: the first b' > b holding another
+ * value, or 256. Where SSE2 is there (every x86-64), eight entries are compared at a time
+ * and the first other one found by its bit: most of a row is one or two long runs (mostly
+ * of -1), and the byte-by-byte loop alone was most of the cost of a DFA's key. */
+static inline int run_end(const i32 *row, int b)
+{
+    i32 target = row[b++];
+#ifdef __SSE2__
+    __m128i t = _mm_set1_epi32(target);
+    for (; b <= 256 - 8; b += 8) {
+        __m128i lo = _mm_cmpeq_epi32(_mm_loadu_si128((const __m128i *)(row + b)), t);
+        __m128i hi = _mm_cmpeq_epi32(_mm_loadu_si128((const __m128i *)(row + b + 4)), t);
+        unsigned same = (unsigned)_mm_movemask_ps(_mm_castsi128_ps(lo))
+                        | (unsigned)_mm_movemask_ps(_mm_castsi128_ps(hi)) << 4;
+        if (same != 0xFF) return b + __builtin_ctz(~same);
+    }
+#endif
+    while (b < 256 && row[b] == target) b++;
+    return b;
+}
+
 static int runs_of_row(const i32 *row, Py_ssize_t n, Runs *r, const char *who)
 {
     r->m = 0;
     for (int b = 0; b < 256;) {
         i32 target = row[b];
         int lo = b;
-        while (b < 256 && row[b] == target) b++;
+        b = run_end(row, b);
         if (target < 0) continue;
         if (target >= n) {
             PyErr_Format(PyExc_ValueError, "%s: a target out of range", who);
