@@ -238,6 +238,57 @@ done:
     return rc;
 }
 
+/* The finished DFA for Python: (byte table [m, 256] int32, accept [m], its canonical code)
+ * from the class table `rows` [m, k]. Each maximal run of bytes of one class takes its
+ * class's value at once, and the same runs, joined where neighbours agree, give each state's
+ * byte runs: the code that `suffix_code` would read from the byte table (the numbering is
+ * already canonical, so a target's number is itself), without reading 256 entries a row
+ * back. Layout of the code: per state its flag ('A' accepting, 'N' not), its run count (2
+ * bytes, little-endian), then per run lo, hi and the target (4 bytes, little-endian). */
+static PyObject *expand(const i32 *rows, const uint8_t *acc, i32 m, i32 k, const i64 *classes)
+{
+    int lo[256], hi[256], cls[256], R = 0;  /* the class runs, ascending */
+    for (int b = 0; b < 256; b++) {
+        if (b && classes[b] == classes[b - 1]) { hi[R - 1] = b; continue; }
+        lo[R] = hi[R] = b; cls[R++] = (int)classes[b];
+    }
+    PyObject *full = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)m * 256 * 4);
+    unsigned char *code = malloc((size_t)m * (3 + 6 * (size_t)R));
+    PyObject *result = NULL;
+    if (!full || !code) { PyErr_NoMemory(); goto done; }
+    i32 *dst = (i32 *)PyBytes_AS_STRING(full);
+    size_t len = 0;
+    for (i32 q = 0; q < m; q++) {
+        const i32 *row = rows + (size_t)q * k;
+        i32 *d = dst + (size_t)q * 256;
+        size_t head = len;
+        int count = 0;
+        len += 3;
+        for (int r = 0; r < R;) {
+            i32 v = row[cls[r]];
+            int first = lo[r];
+            for (; r < R && row[cls[r]] == v; r++) {}
+            if (v < 0) {  /* no transition: all bits set */
+                memset(d + first, 0xff, (size_t)(hi[r - 1] - first + 1) * sizeof *d);
+                continue;
+            }
+            for (int b = first, to = hi[r - 1]; b <= to; b++) d[b] = v;
+            unsigned char *c = code + len;
+            c[0] = (unsigned char)first; c[1] = (unsigned char)hi[r - 1];
+            c[2] = (unsigned char)(v & 0xff); c[3] = (unsigned char)((v >> 8) & 0xff);
+            c[4] = (unsigned char)((v >> 16) & 0xff); c[5] = (unsigned char)((v >> 24) & 0xff);
+            len += 6; count++;
+        }
+        code[head] = acc[q] ? 'A' : 'N';
+        code[head + 1] = (unsigned char)(count & 0xff); code[head + 2] = (unsigned char)(count >> 8);
+    }
+    result = Py_BuildValue("(Oy#y#)", full, (const char *)acc, (Py_ssize_t)m, (const char *)code, (Py_ssize_t)len);
+done:
+    Py_XDECREF(full);
+    free(code);
+    return result;
+}
+
 static PyObject *py_finalize(PyObject *self, PyObject *args)
 {
     (void)self;
@@ -278,13 +329,7 @@ static PyObject *py_finalize(PyObject *self, PyObject *args)
     Py_END_ALLOW_THREADS
     if (rc == NOMEM) { PyErr_NoMemory(); goto fail; }
     if (m == 0) { result = Py_NewRef(Py_None); goto fail; }
-    /* the byte table [m, 256] int32: each byte takes its class's column */
-    PyObject *full = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)m * 256 * 4);
-    if (!full) goto fail;
-    i32 *dst = (i32 *)PyBytes_AS_STRING(full);
-    for (i32 q = 0; q < m; q++)
-        for (int b = 0; b < 256; b++) dst[(size_t)q * 256 + b] = rows[(size_t)q * k + classes[b]];
-    result = Py_BuildValue("(Ny#)", full, (const char *)out_acc, (Py_ssize_t)m);
+    result = expand(rows, out_acc, m, (i32)k, classes);
 fail:
     free(rows); free(out_acc);
     if (trans.obj) PyBuffer_Release(&trans);
@@ -755,9 +800,10 @@ fail:
 
 static PyMethodDef methods[] = {
     {"finalize", py_finalize, METH_VARARGS,
-     "finalize(trans, k, accept, b2c) -> (trans, accept) | None: trim, minimize and number canonically "
-     "(breadth first, bytes ascending) a DFA over byte classes, int64 [n, k], bool [n], int64 [256]; "
-     "bytes of int32 [m, 256] and bool [m], or None for the empty language."},
+     "finalize(trans, k, accept, b2c) -> (trans, accept, code) | None: trim, minimize and number "
+     "canonically (breadth first, bytes ascending) a DFA over byte classes, int64 [n, k], bool [n], "
+     "int64 [256]; bytes of int32 [m, 256], bool [m] and the canonical code of state 0 (as "
+     "suffix_code), or None for the empty language."},
     {"determinize", py_determinize, METH_VARARGS,
      "determinize(edges, eps, bol, eol, embedded, absorbing, start, final, cap) -> (trans, accept, b2c, k) as "
      "bytes of int64 [n, k], bool [n], int64 [256], or None when more than `cap` states are needed. "
