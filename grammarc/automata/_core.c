@@ -450,6 +450,19 @@ static int cmp_i32(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* Sorts v[0..m) ascending. The sets of the subset construction are mostly a few states:
+ * insertion sort for those (qsort's call per comparison cost more than the sorting). */
+static void sort_i32(i32 *v, size_t m)
+{
+    if (m > 16) { qsort(v, m, sizeof(i32), cmp_i32); return; }
+    for (size_t i = 1; i < m; i++) {
+        i32 x = v[i];
+        size_t j = i;
+        for (; j && v[j - 1] > x; j--) v[j] = v[j - 1];
+        v[j] = x;
+    }
+}
+
 typedef struct {
     i32 n, k, start, final;
     const i64 *b2c;
@@ -492,7 +505,7 @@ static int closure(Nfa *a, const i32 *seeds, i32 ns, int use_bol, int use_eol)
             }
         }
     }
-    qsort(a->buf.v, a->buf.n, sizeof(i32), cmp_i32);
+    sort_i32(a->buf.v, a->buf.n);
     for (size_t i = 0; i < a->buf.n && !hit; i++) hit = a->buf.v[i] == a->final;
     return hit;
 }
@@ -599,7 +612,7 @@ static int determinize_c(Nfa *a, const i64 *edge_ptr, const i64 *edge_lo, const 
             if (lo == hi) continue;
             i32 *ts = bucket.v + lo;
             i32 m = hi - lo, u = 0;
-            qsort(ts, (size_t)m, sizeof(i32), cmp_i32);
+            sort_i32(ts, (size_t)m);
             for (i32 j = 0; j < m; j++)
                 if (!u || ts[u - 1] != ts[j]) ts[u++] = ts[j];
             uint64_t h = set_hash(ts, u);
