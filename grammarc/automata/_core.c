@@ -238,13 +238,12 @@ done:
     return rc;
 }
 
-/* The finished DFA for Python: (byte table [m, 256] int32, accept [m], its canonical code)
- * from the class table `rows` [m, k]. Each maximal run of bytes of one class takes its
- * class's value at once, and the same runs, joined where neighbours agree, give each state's
- * byte runs: the code that `suffix_code` would read from the byte table (the numbering is
- * already canonical, so a target's number is itself), without reading 256 entries a row
- * back. Layout of the code: per state its flag ('A' accepting, 'N' not), its run count (2
- * bytes, little-endian), then per run lo, hi and the target (4 bytes, little-endian). */
+/* The finished DFA for Python: (byte table [m, 256] int32, accept [m], its canonical code,
+ * see code_head) from the class table `rows` [m, k]. Each maximal run of bytes of one class
+ * takes its class's value at once, and the same runs, joined where neighbours agree, give
+ * each state's byte runs: the code that `suffix_code` would read from the byte table (the
+ * numbering is already canonical, so a target's number is itself), without reading 256
+ * entries a row back. */
 static PyObject *expand(const i32 *rows, const uint8_t *acc, i32 m, i32 k, const i64 *classes)
 {
     int lo[256], hi[256], cls[256], R = 0;  /* the class runs, ascending */
@@ -263,7 +262,7 @@ static PyObject *expand(const i32 *rows, const uint8_t *acc, i32 m, i32 k, const
         i32 *d = dst + (size_t)q * 256;
         size_t head = len;
         int count = 0;
-        len += 3;
+        len += 3;  /* the head, once the runs are counted */
         for (int r = 0; r < R;) {
             i32 v = row[cls[r]];
             int first = lo[r];
@@ -273,14 +272,10 @@ static PyObject *expand(const i32 *rows, const uint8_t *acc, i32 m, i32 k, const
                 continue;
             }
             for (int b = first, to = hi[r - 1]; b <= to; b++) d[b] = v;
-            unsigned char *c = code + len;
-            c[0] = (unsigned char)first; c[1] = (unsigned char)hi[r - 1];
-            c[2] = (unsigned char)(v & 0xff); c[3] = (unsigned char)((v >> 8) & 0xff);
-            c[4] = (unsigned char)((v >> 16) & 0xff); c[5] = (unsigned char)((v >> 24) & 0xff);
+            code_run(code + len, first, hi[r - 1], v);
             len += 6; count++;
         }
-        code[head] = acc[q] ? 'A' : 'N';
-        code[head + 1] = (unsigned char)(count & 0xff); code[head + 2] = (unsigned char)(count >> 8);
+        code_head(code + head, acc[q], count);
     }
     result = Py_BuildValue("(Oy#y#)", full, (const char *)acc, (Py_ssize_t)m, (const char *)code, (Py_ssize_t)len);
 done:
@@ -835,12 +830,12 @@ static PyMethodDef methods[] = {
      "classes, numbered by their first byte: bytes of int32 [n, k] and uint8 [256] with "
      "table[:, b2c] == trans."},
     {"json_string", py_json_string, METH_VARARGS,
-     "json_string(ptr, lo, hi, dst, accept, max_states, canonical=False) -> (trans, accept) | None: the byte "
+     "json_string(ptr, lo, hi, dst, accept, max_states, canonical=False) -> (trans, accept[, code]) | None: the byte "
      "table of every JSON spelling of the strings a DFA over code points accepts, quotes included (per character "
      "state q, its runs lo[ptr[q]:ptr[q+1]] .. hi, to dst: int64 arrays, sorted and disjoint; accept uint8 [n]): "
      "bytes of int32 [m, 256] and bool [m], unminimized, state 0 the start; with `canonical` (for a minimal "
-     "character DFA whose states all reach acceptance) minimal and numbered canonically; None past max_states "
-     "states."},
+     "character DFA whose states all reach acceptance) minimal and numbered canonically, and its canonical code "
+     "(as suffix_code) third; None past max_states states."},
     {"walk", py_walk, METH_VARARGS,
      "walk(trans, base, check, next, accept, state, data, start) -> (state, ends): data[start:] read from "
      "`state` through a dense table (int32 [n, 256]) or, with trans None, a comb table; -1 once dead, and "

@@ -11,10 +11,6 @@
 
 #include "_core.h"
 
-#ifdef __SSE2__
-#include <emmintrin.h>
-#endif
-
 /* An int32 [n, 256] byte table: its number of rows, or -1 with an exception set and the
  * buffer released (`who` names the function in the error). */
 static Py_ssize_t get_byte_table(PyObject *obj, Py_buffer *view, const char *who)
@@ -34,27 +30,6 @@ static Py_ssize_t get_byte_table(PyObject *obj, Py_buffer *view, const char *who
 /* One state's runs, read from a list of (lo, hi, target) tuples (DFA._runs) or from a row
  * of an int32 [n, 256] byte table; -1 with an exception set when they are malformed. */
 typedef struct { unsigned char lo[256], hi[256]; i32 target[256]; int m; } Runs;
-
-/* The end of the run of row[b]'s value that starts at b: the first b' > b holding another
- * value, or 256. Where SSE2 is there (every x86-64), eight entries are compared at a time
- * and the first other one found by its bit: most of a row is one or two long runs (mostly
- * of -1), and the byte-by-byte loop alone was most of the cost of a DFA's key. */
-static inline int run_end(const i32 *row, int b)
-{
-    i32 target = row[b++];
-#ifdef __SSE2__
-    __m128i t = _mm_set1_epi32(target);
-    for (; b <= 256 - 8; b += 8) {
-        __m128i lo = _mm_cmpeq_epi32(_mm_loadu_si128((const __m128i *)(row + b)), t);
-        __m128i hi = _mm_cmpeq_epi32(_mm_loadu_si128((const __m128i *)(row + b + 4)), t);
-        unsigned same = (unsigned)_mm_movemask_ps(_mm_castsi128_ps(lo))
-                        | (unsigned)_mm_movemask_ps(_mm_castsi128_ps(hi)) << 4;
-        if (same != 0xFF) return b + __builtin_ctz(~same);
-    }
-#endif
-    while (b < 256 && row[b] == target) b++;
-    return b;
-}
 
 static int runs_of_row(const i32 *row, Py_ssize_t n, Runs *r, const char *who)
 {
@@ -219,16 +194,13 @@ PyObject *py_suffix_code(PyObject *self, PyObject *args)
         int bad = listed ? runs_of_list(PyList_GET_ITEM(runs, order[i]), n, r)
                          : k ? runs_of_row_by(row, starts, k, n, r) : runs_of_row(row, n, r, "suffix_code");
         if (bad) goto done;
-        unsigned char head[3] = {accept[order[i]] ? 'A' : 'N', (unsigned char)(r->m & 0xff),
-                                 (unsigned char)(r->m >> 8)};
+        unsigned char head[3], item[6];
+        code_head(head, accept[order[i]], r->m);
         if (put_bytes(&buf, &len, &cap, head, 3) < 0) goto done;
         for (int j = 0; j < r->m; j++) {
             i32 target = r->target[j];
             if (number[target] < 0) { number[target] = (i32)count; order[count++] = target; }
-            i32 t = number[target];
-            unsigned char item[6] = {r->lo[j], r->hi[j], (unsigned char)(t & 0xff),
-                                     (unsigned char)((t >> 8) & 0xff), (unsigned char)((t >> 16) & 0xff),
-                                     (unsigned char)((t >> 24) & 0xff)};
+            code_run(item, r->lo[j], r->hi[j], number[target]);
             if (put_bytes(&buf, &len, &cap, item, 6) < 0) goto done;
         }
     }

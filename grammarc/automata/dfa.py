@@ -225,12 +225,17 @@ def _code_of_edges(n: int, src: np.ndarray, byte: np.ndarray, dst: np.ndarray, a
     return out.tobytes()
 
 
-def _make(trans: np.ndarray, accept: np.ndarray) -> DFA:
+def _make(trans: np.ndarray, accept: np.ndarray, code: bytes | None = None) -> DFA:
+    """A DFA of a canonical table; `code`, its canonical code where the construction wrote it
+    on the way (the compiled core does), gives `DFA.key` without reading the table back."""
     trans = np.ascontiguousarray(trans, dtype=np.int32)
     accept = np.ascontiguousarray(accept, dtype=bool)
     trans.flags.writeable = False
     accept.flags.writeable = False
-    return DFA(trans, accept)
+    dfa = DFA(trans, accept)
+    if code is not None:
+        object.__setattr__(dfa, "key", _key_of(code))  # where the cached property keeps it
+    return dfa
 
 
 COMPACT_FROM = 4096  # states: a DFA built from edges with this many or more is stored compactly (4 MiB dense)
@@ -314,9 +319,7 @@ def _finalize(trans_k: np.ndarray, accept: np.ndarray, b2c: np.ndarray) -> DFA:
     if done is None:
         return _empty()
     trans, accept, code = done
-    dfa = _make(np.frombuffer(trans, dtype=np.int32).reshape(-1, 256), np.frombuffer(accept, dtype=bool))
-    object.__setattr__(dfa, "key", _key_of(code))  # the core read it off the class table: no 256-byte rows again
-    return dfa
+    return _make(np.frombuffer(trans, dtype=np.int32).reshape(-1, 256), np.frombuffer(accept, dtype=bool), code)
 
 
 def from_table(trans: np.ndarray, accept: np.ndarray) -> DFA:
