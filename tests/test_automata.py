@@ -285,6 +285,17 @@ def test_literal_and_basics() -> None:
     _check_invariants(A.utf8_text())
 
 
+@SETTINGS
+@given(st.binary(max_size=2 * operations.SHORT_LITERAL))
+def test_a_remembered_literal_is_the_one_built(data: bytes) -> None:
+    # short literals are remembered process-wide; any length gives what a build gives
+    d = A.literal(data)
+    built = operations._literal(data)
+    assert np.array_equal(d.trans, built.trans) and np.array_equal(d.accept, built.accept) and d.key == built.key
+    assert d.matches(data) and d.n_states == len(data) + 1
+    assert (A.literal(bytearray(data)) is d) == (len(data) <= operations.SHORT_LITERAL)
+
+
 # --------------------------------------------------------------------- budgets
 
 

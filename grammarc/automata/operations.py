@@ -31,6 +31,20 @@ __all__ = [
 def literal(data: bytes) -> DFA:
     """Exactly the byte string `data` (already minimal: a chain; compact when long)."""
     data = bytes(data)
+    return _short_literal(data) if len(data) <= SHORT_LITERAL else _literal(data)
+
+
+SHORT_LITERAL = 8  # bytes: a literal this short is remembered (at most 9 KiB of table each)
+
+
+@lru_cache(maxsize=1024)
+def _short_literal(data: bytes) -> DFA:
+    """`_literal`, remembered for short ones: a new schema's punctuation, keywords and common
+    property names are an earlier schema's (DFAs are immutable: one object serves all)."""
+    return _literal(data)
+
+
+def _literal(data: bytes) -> DFA:
     n = len(data)
     accept = np.zeros(n + 1, dtype=bool)
     accept[n] = True
