@@ -335,18 +335,28 @@ fail:
 
 /* ------------------------------------------------------------ determinize */
 
-/* A growable int array. */
+/* Growable arrays of i32 (Vec) and i64 (Vec64): room for `extra` more items, or -1. */
 typedef struct { i32 *v; size_t n, cap; } Vec;
+typedef struct { i64 *v; size_t n, cap; } Vec64;
+
+static int grow(void **v, size_t *cap, size_t need, size_t item)
+{
+    size_t c = *cap ? *cap : 64;
+    while (c < need) c *= 2;
+    void *more = realloc(*v, c * item);
+    if (!more) return -1;
+    *v = more; *cap = c;
+    return 0;
+}
 
 static int vec_reserve(Vec *a, size_t extra)
 {
-    if (a->n + extra <= a->cap) return 0;
-    size_t cap = a->cap ? a->cap : 64;
-    while (cap < a->n + extra) cap *= 2;
-    i32 *v = realloc(a->v, cap * sizeof(i32));
-    if (!v) return -1;
-    a->v = v; a->cap = cap;
-    return 0;
+    return a->n + extra <= a->cap ? 0 : grow((void **)&a->v, &a->cap, a->n + extra, sizeof *a->v);
+}
+
+static int vec64_reserve(Vec64 *a, size_t extra)
+{
+    return a->n + extra <= a->cap ? 0 : grow((void **)&a->v, &a->cap, a->n + extra, sizeof *a->v);
 }
 
 /* Sets of NFA states (sorted arrays in one pool), each with a value, found by content. */
@@ -445,16 +455,44 @@ static int cmp_i32(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Sorts v[0..m) ascending. The sets of the subset construction are mostly a few states:
- * insertion sort for those (qsort's call per comparison cost more than the sorting). */
-static void sort_i32(i32 *v, size_t m)
+static int cmp_i64(const void *a, const void *b)
 {
-    if (m > 16) { qsort(v, m, sizeof(i32), cmp_i32); return; }
-    for (size_t i = 1; i < m; i++) {
-        i32 x = v[i];
-        size_t j = i;
-        for (; j && v[j - 1] > x; j--) v[j] = v[j - 1];
-        v[j] = x;
+    i64 x = *(const i64 *)a, y = *(const i64 *)b;
+    return (x > y) - (x < y);
+}
+
+/* Sort v[0..m) ascending. The sets of the subset construction are mostly a few states, a
+ * few moves: insertion sort for those (qsort's call per comparison cost more than the
+ * sorting). */
+#define SORT_SMALL(type, cmp)                                              \
+    static void sort_##type(type *v, size_t m)                             \
+    {                                                                      \
+        if (m > 16) { qsort(v, m, sizeof(type), cmp); return; }           \
+        for (size_t i = 1; i < m; i++) {                                   \
+            type x = v[i];                                                 \
+            size_t j = i;                                                  \
+            for (; j && v[j - 1] > x; j--) v[j] = v[j - 1];                \
+            v[j] = x;                                                      \
+        }                                                                  \
+    }
+SORT_SMALL(i32, cmp_i32)
+SORT_SMALL(i64, cmp_i64)
+
+/* Sort a set's moves, keys (class << 32 | target) over k classes, ascending. Few of them:
+ * insertion sort; many (a member's range edge moves on each class it spans, so hundreds
+ * happen): a counting sort by class into `spare` (then copied back), each class's targets
+ * then sorted, with no comparison across classes. `cnt` has room for k + 1 counts. */
+static void sort_moves(i64 *v, size_t m, i32 k, i32 *cnt, i64 *spare)
+{
+    if (m <= 16) { sort_i64(v, m); return; }
+    memset(cnt, 0, ((size_t)k + 1) * sizeof *cnt);
+    for (size_t p = 0; p < m; p++) cnt[(v[p] >> 32) + 1]++;
+    for (i32 c = 0; c < k; c++) cnt[c + 1] += cnt[c];
+    for (size_t p = 0; p < m; p++) spare[cnt[v[p] >> 32]++] = v[p];
+    memcpy(v, spare, m * sizeof *v);
+    for (size_t p = 0, q; p < m; p = q) {
+        for (q = p + 1; q < m && v[q] >> 32 == v[p] >> 32; q++) {}
+        sort_i64(v + p, q - p);
     }
 }
 
@@ -527,8 +565,9 @@ static int determinize_c(Nfa *a, const i64 *edge_ptr, const i64 *edge_lo, const 
     int rc = NOMEM;
     i32 n = a->n, k = a->k;
     SetTab dsets = {0}, seeds = {0};
-    Vec pairs = {0}, bucket = {0}, tmp = {0};
-    i32 *cnt = calloc((size_t)k + 1, sizeof(i32));
+    Vec bucket = {0}, tmp = {0};
+    Vec64 moves = {0}, spare = {0};
+    i32 *cnt = malloc(((size_t)k + 1) * sizeof(i32));
     a->mv_ptr = calloc((size_t)n + 1, sizeof(i32));
     a->stamp = calloc((size_t)n + 1, sizeof(i32));
     if (!cnt || !a->mv_ptr || !a->stamp) goto done;
@@ -582,34 +621,25 @@ static int determinize_c(Nfa *a, const i64 *edge_ptr, const i64 *edge_lo, const 
         }
         out->acc[i] = (uint8_t)acc;
         i64 *row = out->rows + (size_t)i * k;
-        for (i32 c = 0; c < k; c++) row[c] = -1;
-        memset(cnt, 0, ((size_t)k + 1) * sizeof(i32));
-        pairs.n = 0;
+        memset(row, 0xff, (size_t)k * sizeof *row);  /* -1: no move on the class */
+        /* the members' moves as (class << 32 | target), sorted: each class's targets are then
+         * one ascending run, the classes in order, and no pass goes over every class (most
+         * sets have a few moves, while k may be large) */
+        moves.n = 0;
         for (i32 j = 0; j < len; j++) {
             i32 s = dsets.pool.v[dsets.off[i] + j];
-            i32 w = a->mv_ptr[s + 1] - a->mv_ptr[s];
-            if (vec_reserve(&pairs, (size_t)w) < 0) goto done;
-            for (i32 e = a->mv_ptr[s]; e < a->mv_ptr[s + 1]; e++) {
-                pairs.v[pairs.n++] = e;
-                cnt[a->mv_cls[e] + 1]++;
+            if (vec64_reserve(&moves, (size_t)(a->mv_ptr[s + 1] - a->mv_ptr[s])) < 0) goto done;
+            for (i32 e = a->mv_ptr[s]; e < a->mv_ptr[s + 1]; e++)
+                moves.v[moves.n++] = (i64)a->mv_cls[e] << 32 | (uint32_t)a->mv_dst[e];
+        }
+        if (vec64_reserve(&spare, moves.n) < 0 || vec_reserve(&bucket, moves.n) < 0) goto done;
+        sort_moves(moves.v, moves.n, k, cnt, spare.v);
+        for (size_t p = 0; p < moves.n;) {
+            i32 c = (i32)(moves.v[p] >> 32), u = 0, *ts = bucket.v;
+            for (; p < moves.n && (i32)(moves.v[p] >> 32) == c; p++) {
+                i32 t = (i32)(uint32_t)moves.v[p];
+                if (!u || ts[u - 1] != t) ts[u++] = t;
             }
-        }
-        for (i32 c = 0; c < k; c++) cnt[c + 1] += cnt[c];
-        bucket.n = 0;
-        if (vec_reserve(&bucket, pairs.n) < 0) goto done;
-        for (size_t p = 0; p < pairs.n; p++) {
-            i32 e = pairs.v[p];
-            bucket.v[cnt[a->mv_cls[e]]++] = a->mv_dst[e];
-        }
-        /* cnt[c] is now the end of class c's targets, cnt[c - 1] its start */
-        for (i32 c = 0; c < k; c++) {
-            i32 lo = c ? cnt[c - 1] : 0, hi = cnt[c];
-            if (lo == hi) continue;
-            i32 *ts = bucket.v + lo;
-            i32 m = hi - lo, u = 0;
-            sort_i32(ts, (size_t)m);
-            for (i32 j = 0; j < m; j++)
-                if (!u || ts[u - 1] != ts[j]) ts[u++] = ts[j];
             uint64_t h = set_hash(ts, u);
             i32 e = tab_find(&seeds, ts, u, h), id;
             if (e >= 0) {
@@ -635,7 +665,7 @@ static int determinize_c(Nfa *a, const i64 *edge_ptr, const i64 *edge_lo, const 
 done:
     free(cnt); free(a->mv_ptr); free(a->mv_cls); free(a->mv_dst); free(a->stamp);
     a->mv_ptr = a->mv_cls = a->mv_dst = a->stamp = NULL;
-    free(a->stack.v); free(a->buf.v); free(pairs.v); free(bucket.v); free(tmp.v);
+    free(a->stack.v); free(a->buf.v); free(moves.v); free(spare.v); free(bucket.v); free(tmp.v);
     tab_free(&dsets); tab_free(&seeds);
     return rc;
 }
