@@ -455,6 +455,10 @@ def test_intersect_and_without_empty(r1, r2) -> None:
     ne = A.without_empty(da)
     _check_invariants(ne)
     _enumerate_check(ne, lambda s: s != "" and bool(pa_.fullmatch(s)))
+    if da.accepts_empty:  # remembered by language: what a build from scratch gives
+        fresh = operations._without_empty(da)
+        assert np.array_equal(ne.trans, fresh.trans) and np.array_equal(ne.accept, fresh.accept)
+        assert A.without_empty(dfa.DFA(da.trans, da.accept)) is ne
 
 
 _WINDOW_TEXTS = ["".join(t) for n in range(7) for t in itertools.product(["a", "b", "é", "😀"], repeat=n)]

@@ -467,10 +467,24 @@ def complement(d: DFA, *, max_states: int = DEFAULT_MAX_STATES) -> DFA:
 
 
 def without_empty(d: DFA, *, max_states: int = DEFAULT_MAX_STATES) -> DFA:
-    """L(d) minus the empty string."""
+    """L(d) minus the empty string (remembered as `combine`'s results are: a new schema's
+    optional whitespace and separators are mostly an earlier schema's)."""
     _check_budget(max_states)
     if not d.accepts_empty:
         return d
+    found = _nonempty.get(d.key)
+    if found is None:
+        found = _nonempty[d.key] = _without_empty(d)
+    return found
+
+
+# DFA key -> the DFA without the empty string, while anything holds the result
+_nonempty: "weakref.WeakValueDictionary[str, DFA]" = weakref.WeakValueDictionary()
+
+
+def _without_empty(d: DFA) -> DFA:
+    """`without_empty` of a DFA that accepts the empty string: a fresh start state that is
+    not accepting and leaves as the old one does, then normalized."""
     trans = d.trans.astype(np.int64)
     shifted = np.where(trans >= 0, trans + 1, -1)
     table = np.vstack([shifted[:1], shifted])
