@@ -136,14 +136,8 @@ static int finalize_c(const i64 *trans, const uint8_t *acc, i32 n, i32 k, const 
         remap[q] = live[q] ? L : -1;
         if (live[q]) old_of[L++] = q;
     }
-    size_t T = 0;
-    for (i32 s = 0; s < L; s++)
-        for (i32 c = 0; c < k; c++) {
-            i64 t = trans[(size_t)old_of[s] * k + c];
-            if (t >= 0 && live[t]) T++;
-        }
-    if (T > (size_t)INT32_MAX) goto done;
-    size_t tcells = T ? T : 1;
+    if (edges > (size_t)INT32_MAX) goto done;
+    size_t T, tcells = edges ? edges : 1;  /* the live transitions are among the edges */
     tail = malloc(tcells * sizeof(i32)); label = malloc(tcells * sizeof(i32));
     head = malloc(tcells * sizeof(i32));
     in_ptr = calloc((size_t)L + 1, sizeof(i32)); in_tr = malloc(tcells * sizeof(i32));
