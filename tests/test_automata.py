@@ -285,6 +285,17 @@ def test_literal_and_basics() -> None:
     _check_invariants(A.utf8_text())
 
 
+@SETTINGS
+@given(st.binary(max_size=2 * operations.SHORT_LITERAL))
+def test_a_remembered_literal_is_the_one_built(data: bytes) -> None:
+    # short literals are remembered process-wide; any length gives what a build gives
+    d = A.literal(data)
+    built = operations._literal(data)
+    assert np.array_equal(d.trans, built.trans) and np.array_equal(d.accept, built.accept) and d.key == built.key
+    assert d.matches(data) and d.n_states == len(data) + 1
+    assert (A.literal(bytearray(data)) is d) == (len(data) <= operations.SHORT_LITERAL)
+
+
 # --------------------------------------------------------------------- budgets
 
 
@@ -444,6 +455,10 @@ def test_intersect_and_without_empty(r1, r2) -> None:
     ne = A.without_empty(da)
     _check_invariants(ne)
     _enumerate_check(ne, lambda s: s != "" and bool(pa_.fullmatch(s)))
+    if da.accepts_empty:  # remembered by language: what a build from scratch gives
+        fresh = operations._without_empty(da)
+        assert np.array_equal(ne.trans, fresh.trans) and np.array_equal(ne.accept, fresh.accept)
+        assert A.without_empty(dfa.DFA(da.trans, da.accept)) is ne
 
 
 _WINDOW_TEXTS = ["".join(t) for n in range(7) for t in itertools.product(["a", "b", "é", "😀"], repeat=n)]

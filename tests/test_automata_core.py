@@ -9,6 +9,7 @@ bounds.
 
 from __future__ import annotations
 
+import hashlib
 import threading
 
 import numpy as np
@@ -16,6 +17,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import automata_reference as ref
+from automata_reference import suffix_code
 from strategies import regex_patterns
 from grammarc.automata import _core, dialect, nfa as nfa_module, operations
 from grammarc.automata.dfa import DFA, _finalize, byte_classes
@@ -98,6 +100,17 @@ def test_finalize_merges_equivalent_states(pair):
     small, big = pair
     _same(_finalize(*big), _finalize(*small))
     _same(_finalize(*big), ref.finalize(*big))
+
+
+@SETTINGS
+@given(class_tables(max_states=30, max_classes=12))
+def test_finalize_knows_the_key_its_table_gives(table):
+    # the core writes the key's code while expanding classes to bytes: the same code the
+    # general path reads back from the byte table (`DFA.key` of a fresh DFA, nothing known)
+    d = _finalize(*table)
+    assert "key" in vars(d) or d.is_empty
+    assert d.key == DFA(d.trans, d.accept).key
+    assert d.key == hashlib.blake2b(suffix_code(d, 0), digest_size=20).hexdigest()
 
 
 def test_finalize_of_the_empty_language_is_the_one_state_automaton():

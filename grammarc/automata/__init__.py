@@ -6,7 +6,8 @@ DFA artifact and its canonical minimized form; `nfa` builds DFAs from ASTs (Thom
 subset construction); `operations` is the regular algebra (literal, union, concatenation,
 repetition, intersection, length windows); `codepoints` reads a DFA over UTF-8 as one over
 code points; `dialect` the grammar dialect's special terminals; `json_strings` every JSON
-spelling of a language of decoded texts. The lowering
+spelling of a language of decoded texts; `prebuilt` the JSON Schema string formats' DFAs,
+stored ready-made (a cache `from_regex` reads; tests check it against a build). The lowering
 turns every terminal of a grammar into one of these DFAs. This package depends only on
 `grammarc.errors`.
 """

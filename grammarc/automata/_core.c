@@ -136,14 +136,8 @@ static int finalize_c(const i64 *trans, const uint8_t *acc, i32 n, i32 k, const 
         remap[q] = live[q] ? L : -1;
         if (live[q]) old_of[L++] = q;
     }
-    size_t T = 0;
-    for (i32 s = 0; s < L; s++)
-        for (i32 c = 0; c < k; c++) {
-            i64 t = trans[(size_t)old_of[s] * k + c];
-            if (t >= 0 && live[t]) T++;
-        }
-    if (T > (size_t)INT32_MAX) goto done;
-    size_t tcells = T ? T : 1;
+    if (edges > (size_t)INT32_MAX) goto done;
+    size_t T, tcells = edges ? edges : 1;  /* the live transitions are among the edges */
     tail = malloc(tcells * sizeof(i32)); label = malloc(tcells * sizeof(i32));
     head = malloc(tcells * sizeof(i32));
     in_ptr = calloc((size_t)L + 1, sizeof(i32)); in_tr = malloc(tcells * sizeof(i32));
@@ -238,6 +232,52 @@ done:
     return rc;
 }
 
+/* The finished DFA for Python: (byte table [m, 256] int32, accept [m], its canonical code,
+ * see code_head) from the class table `rows` [m, k]. Each maximal run of bytes of one class
+ * takes its class's value at once, and the same runs, joined where neighbours agree, give
+ * each state's byte runs: the code that `suffix_code` would read from the byte table (the
+ * numbering is already canonical, so a target's number is itself), without reading 256
+ * entries a row back. */
+static PyObject *expand(const i32 *rows, const uint8_t *acc, i32 m, i32 k, const i64 *classes)
+{
+    int lo[256], hi[256], cls[256], R = 0;  /* the class runs, ascending */
+    for (int b = 0; b < 256; b++) {
+        if (b && classes[b] == classes[b - 1]) { hi[R - 1] = b; continue; }
+        lo[R] = hi[R] = b; cls[R++] = (int)classes[b];
+    }
+    PyObject *full = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)m * 256 * 4);
+    unsigned char *code = malloc((size_t)m * (3 + 6 * (size_t)R));
+    PyObject *result = NULL;
+    if (!full || !code) { PyErr_NoMemory(); goto done; }
+    i32 *dst = (i32 *)PyBytes_AS_STRING(full);
+    size_t len = 0;
+    for (i32 q = 0; q < m; q++) {
+        const i32 *row = rows + (size_t)q * k;
+        i32 *d = dst + (size_t)q * 256;
+        size_t head = len;
+        int count = 0;
+        len += 3;  /* the head, once the runs are counted */
+        for (int r = 0; r < R;) {
+            i32 v = row[cls[r]];
+            int first = lo[r];
+            for (; r < R && row[cls[r]] == v; r++) {}
+            if (v < 0) {  /* no transition: all bits set */
+                memset(d + first, 0xff, (size_t)(hi[r - 1] - first + 1) * sizeof *d);
+                continue;
+            }
+            for (int b = first, to = hi[r - 1]; b <= to; b++) d[b] = v;
+            code_run(code + len, first, hi[r - 1], v);
+            len += 6; count++;
+        }
+        code_head(code + head, acc[q], count);
+    }
+    result = Py_BuildValue("(Oy#y#)", full, (const char *)acc, (Py_ssize_t)m, (const char *)code, (Py_ssize_t)len);
+done:
+    Py_XDECREF(full);
+    free(code);
+    return result;
+}
+
 static PyObject *py_finalize(PyObject *self, PyObject *args)
 {
     (void)self;
@@ -278,13 +318,7 @@ static PyObject *py_finalize(PyObject *self, PyObject *args)
     Py_END_ALLOW_THREADS
     if (rc == NOMEM) { PyErr_NoMemory(); goto fail; }
     if (m == 0) { result = Py_NewRef(Py_None); goto fail; }
-    /* the byte table [m, 256] int32: each byte takes its class's column */
-    PyObject *full = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)m * 256 * 4);
-    if (!full) goto fail;
-    i32 *dst = (i32 *)PyBytes_AS_STRING(full);
-    for (i32 q = 0; q < m; q++)
-        for (int b = 0; b < 256; b++) dst[(size_t)q * 256 + b] = rows[(size_t)q * k + classes[b]];
-    result = Py_BuildValue("(Ny#)", full, (const char *)out_acc, (Py_ssize_t)m);
+    result = expand(rows, out_acc, m, (i32)k, classes);
 fail:
     free(rows); free(out_acc);
     if (trans.obj) PyBuffer_Release(&trans);
@@ -295,18 +329,28 @@ fail:
 
 /* ------------------------------------------------------------ determinize */
 
-/* A growable int array. */
+/* Growable arrays of i32 (Vec) and i64 (Vec64): room for `extra` more items, or -1. */
 typedef struct { i32 *v; size_t n, cap; } Vec;
+typedef struct { i64 *v; size_t n, cap; } Vec64;
+
+static int grow(void **v, size_t *cap, size_t need, size_t item)
+{
+    size_t c = *cap ? *cap : 64;
+    while (c < need) c *= 2;
+    void *more = realloc(*v, c * item);
+    if (!more) return -1;
+    *v = more; *cap = c;
+    return 0;
+}
 
 static int vec_reserve(Vec *a, size_t extra)
 {
-    if (a->n + extra <= a->cap) return 0;
-    size_t cap = a->cap ? a->cap : 64;
-    while (cap < a->n + extra) cap *= 2;
-    i32 *v = realloc(a->v, cap * sizeof(i32));
-    if (!v) return -1;
-    a->v = v; a->cap = cap;
-    return 0;
+    return a->n + extra <= a->cap ? 0 : grow((void **)&a->v, &a->cap, a->n + extra, sizeof *a->v);
+}
+
+static int vec64_reserve(Vec64 *a, size_t extra)
+{
+    return a->n + extra <= a->cap ? 0 : grow((void **)&a->v, &a->cap, a->n + extra, sizeof *a->v);
 }
 
 /* Sets of NFA states (sorted arrays in one pool), each with a value, found by content. */
@@ -405,6 +449,47 @@ static int cmp_i32(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+static int cmp_i64(const void *a, const void *b)
+{
+    i64 x = *(const i64 *)a, y = *(const i64 *)b;
+    return (x > y) - (x < y);
+}
+
+/* Sort v[0..m) ascending. The sets of the subset construction are mostly a few states, a
+ * few moves: insertion sort for those (qsort's call per comparison cost more than the
+ * sorting). */
+#define SORT_SMALL(type, cmp)                                              \
+    static void sort_##type(type *v, size_t m)                             \
+    {                                                                      \
+        if (m > 16) { qsort(v, m, sizeof(type), cmp); return; }           \
+        for (size_t i = 1; i < m; i++) {                                   \
+            type x = v[i];                                                 \
+            size_t j = i;                                                  \
+            for (; j && v[j - 1] > x; j--) v[j] = v[j - 1];                \
+            v[j] = x;                                                      \
+        }                                                                  \
+    }
+SORT_SMALL(i32, cmp_i32)
+SORT_SMALL(i64, cmp_i64)
+
+/* Sort a set's moves, keys (class << 32 | target) over k classes, ascending. Few of them:
+ * insertion sort; many (a member's range edge moves on each class it spans, so hundreds
+ * happen): a counting sort by class into `spare` (then copied back), each class's targets
+ * then sorted, with no comparison across classes. `cnt` has room for k + 1 counts. */
+static void sort_moves(i64 *v, size_t m, i32 k, i32 *cnt, i64 *spare)
+{
+    if (m <= 16) { sort_i64(v, m); return; }
+    memset(cnt, 0, ((size_t)k + 1) * sizeof *cnt);
+    for (size_t p = 0; p < m; p++) cnt[(v[p] >> 32) + 1]++;
+    for (i32 c = 0; c < k; c++) cnt[c + 1] += cnt[c];
+    for (size_t p = 0; p < m; p++) spare[cnt[v[p] >> 32]++] = v[p];
+    memcpy(v, spare, m * sizeof *v);
+    for (size_t p = 0, q; p < m; p = q) {
+        for (q = p + 1; q < m && v[q] >> 32 == v[p] >> 32; q++) {}
+        sort_i64(v + p, q - p);
+    }
+}
+
 typedef struct {
     i32 n, k, start, final;
     const i64 *b2c;
@@ -447,7 +532,7 @@ static int closure(Nfa *a, const i32 *seeds, i32 ns, int use_bol, int use_eol)
             }
         }
     }
-    qsort(a->buf.v, a->buf.n, sizeof(i32), cmp_i32);
+    sort_i32(a->buf.v, a->buf.n);
     for (size_t i = 0; i < a->buf.n && !hit; i++) hit = a->buf.v[i] == a->final;
     return hit;
 }
@@ -474,8 +559,9 @@ static int determinize_c(Nfa *a, const i64 *edge_ptr, const i64 *edge_lo, const 
     int rc = NOMEM;
     i32 n = a->n, k = a->k;
     SetTab dsets = {0}, seeds = {0};
-    Vec pairs = {0}, bucket = {0}, tmp = {0};
-    i32 *cnt = calloc((size_t)k + 1, sizeof(i32));
+    Vec bucket = {0}, tmp = {0};
+    Vec64 moves = {0}, spare = {0};
+    i32 *cnt = malloc(((size_t)k + 1) * sizeof(i32));
     a->mv_ptr = calloc((size_t)n + 1, sizeof(i32));
     a->stamp = calloc((size_t)n + 1, sizeof(i32));
     if (!cnt || !a->mv_ptr || !a->stamp) goto done;
@@ -529,34 +615,25 @@ static int determinize_c(Nfa *a, const i64 *edge_ptr, const i64 *edge_lo, const 
         }
         out->acc[i] = (uint8_t)acc;
         i64 *row = out->rows + (size_t)i * k;
-        for (i32 c = 0; c < k; c++) row[c] = -1;
-        memset(cnt, 0, ((size_t)k + 1) * sizeof(i32));
-        pairs.n = 0;
+        memset(row, 0xff, (size_t)k * sizeof *row);  /* -1: no move on the class */
+        /* the members' moves as (class << 32 | target), sorted: each class's targets are then
+         * one ascending run, the classes in order, and no pass goes over every class (most
+         * sets have a few moves, while k may be large) */
+        moves.n = 0;
         for (i32 j = 0; j < len; j++) {
             i32 s = dsets.pool.v[dsets.off[i] + j];
-            i32 w = a->mv_ptr[s + 1] - a->mv_ptr[s];
-            if (vec_reserve(&pairs, (size_t)w) < 0) goto done;
-            for (i32 e = a->mv_ptr[s]; e < a->mv_ptr[s + 1]; e++) {
-                pairs.v[pairs.n++] = e;
-                cnt[a->mv_cls[e] + 1]++;
+            if (vec64_reserve(&moves, (size_t)(a->mv_ptr[s + 1] - a->mv_ptr[s])) < 0) goto done;
+            for (i32 e = a->mv_ptr[s]; e < a->mv_ptr[s + 1]; e++)
+                moves.v[moves.n++] = (i64)a->mv_cls[e] << 32 | (uint32_t)a->mv_dst[e];
+        }
+        if (vec64_reserve(&spare, moves.n) < 0 || vec_reserve(&bucket, moves.n) < 0) goto done;
+        sort_moves(moves.v, moves.n, k, cnt, spare.v);
+        for (size_t p = 0; p < moves.n;) {
+            i32 c = (i32)(moves.v[p] >> 32), u = 0, *ts = bucket.v;
+            for (; p < moves.n && (i32)(moves.v[p] >> 32) == c; p++) {
+                i32 t = (i32)(uint32_t)moves.v[p];
+                if (!u || ts[u - 1] != t) ts[u++] = t;
             }
-        }
-        for (i32 c = 0; c < k; c++) cnt[c + 1] += cnt[c];
-        bucket.n = 0;
-        if (vec_reserve(&bucket, pairs.n) < 0) goto done;
-        for (size_t p = 0; p < pairs.n; p++) {
-            i32 e = pairs.v[p];
-            bucket.v[cnt[a->mv_cls[e]]++] = a->mv_dst[e];
-        }
-        /* cnt[c] is now the end of class c's targets, cnt[c - 1] its start */
-        for (i32 c = 0; c < k; c++) {
-            i32 lo = c ? cnt[c - 1] : 0, hi = cnt[c];
-            if (lo == hi) continue;
-            i32 *ts = bucket.v + lo;
-            i32 m = hi - lo, u = 0;
-            qsort(ts, (size_t)m, sizeof(i32), cmp_i32);
-            for (i32 j = 0; j < m; j++)
-                if (!u || ts[u - 1] != ts[j]) ts[u++] = ts[j];
             uint64_t h = set_hash(ts, u);
             i32 e = tab_find(&seeds, ts, u, h), id;
             if (e >= 0) {
@@ -582,7 +659,7 @@ static int determinize_c(Nfa *a, const i64 *edge_ptr, const i64 *edge_lo, const 
 done:
     free(cnt); free(a->mv_ptr); free(a->mv_cls); free(a->mv_dst); free(a->stamp);
     a->mv_ptr = a->mv_cls = a->mv_dst = a->stamp = NULL;
-    free(a->stack.v); free(a->buf.v); free(pairs.v); free(bucket.v); free(tmp.v);
+    free(a->stack.v); free(a->buf.v); free(moves.v); free(spare.v); free(bucket.v); free(tmp.v);
     tab_free(&dsets); tab_free(&seeds);
     return rc;
 }
@@ -755,9 +832,10 @@ fail:
 
 static PyMethodDef methods[] = {
     {"finalize", py_finalize, METH_VARARGS,
-     "finalize(trans, k, accept, b2c) -> (trans, accept) | None: trim, minimize and number canonically "
-     "(breadth first, bytes ascending) a DFA over byte classes, int64 [n, k], bool [n], int64 [256]; "
-     "bytes of int32 [m, 256] and bool [m], or None for the empty language."},
+     "finalize(trans, k, accept, b2c) -> (trans, accept, code) | None: trim, minimize and number "
+     "canonically (breadth first, bytes ascending) a DFA over byte classes, int64 [n, k], bool [n], "
+     "int64 [256]; bytes of int32 [m, 256], bool [m] and the canonical code of state 0 (as "
+     "suffix_code), or None for the empty language."},
     {"determinize", py_determinize, METH_VARARGS,
      "determinize(edges, eps, bol, eol, embedded, absorbing, start, final, cap) -> (trans, accept, b2c, k) as "
      "bytes of int64 [n, k], bool [n], int64 [256], or None when more than `cap` states are needed. "
@@ -776,12 +854,12 @@ static PyMethodDef methods[] = {
      "classes, numbered by their first byte: bytes of int32 [n, k] and uint8 [256] with "
      "table[:, b2c] == trans."},
     {"json_string", py_json_string, METH_VARARGS,
-     "json_string(ptr, lo, hi, dst, accept, max_states, canonical=False) -> (trans, accept) | None: the byte "
+     "json_string(ptr, lo, hi, dst, accept, max_states, canonical=False) -> (trans, accept[, code]) | None: the byte "
      "table of every JSON spelling of the strings a DFA over code points accepts, quotes included (per character "
      "state q, its runs lo[ptr[q]:ptr[q+1]] .. hi, to dst: int64 arrays, sorted and disjoint; accept uint8 [n]): "
      "bytes of int32 [m, 256] and bool [m], unminimized, state 0 the start; with `canonical` (for a minimal "
-     "character DFA whose states all reach acceptance) minimal and numbered canonically; None past max_states "
-     "states."},
+     "character DFA whose states all reach acceptance) minimal and numbered canonically, and its canonical code "
+     "(as suffix_code) third; None past max_states states."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -10,6 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
 typedef int32_t i32;
 typedef int64_t i64;
 
@@ -31,6 +35,48 @@ static inline int get_buf(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, i
 }
 
 static inline Py_ssize_t buf_len(const Py_buffer *view) { return view->len / view->itemsize; }
+
+/* ------------------------------------------------------------------ byte rows */
+
+/* The end of the run of row[b]'s value that starts at b: the first b' > b holding another
+ * value, or 256. Where SSE2 is there (every x86-64), eight entries are compared at a time
+ * and the first other one found by its bit: most of a row is one or two long runs (mostly
+ * of -1), and the byte-by-byte loop alone was most of the cost of a DFA's key. */
+static inline int run_end(const i32 *row, int b)
+{
+    i32 target = row[b++];
+#ifdef __SSE2__
+    __m128i t = _mm_set1_epi32(target);
+    for (; b <= 256 - 8; b += 8) {
+        __m128i lo = _mm_cmpeq_epi32(_mm_loadu_si128((const __m128i *)(row + b)), t);
+        __m128i hi = _mm_cmpeq_epi32(_mm_loadu_si128((const __m128i *)(row + b + 4)), t);
+        unsigned same = (unsigned)_mm_movemask_ps(_mm_castsi128_ps(lo))
+                        | (unsigned)_mm_movemask_ps(_mm_castsi128_ps(hi)) << 4;
+        if (same != 0xFF) return b + __builtin_ctz(~same);
+    }
+#endif
+    while (b < 256 && row[b] == target) b++;
+    return b;
+}
+
+/* The canonical code of a DFA (what DFA.key digests; suffix_code reads it off any DFA): per
+ * state, in breadth-first order, its flag ('A' accepting, 'N' not) and run count (2 bytes,
+ * little-endian), then per maximal run of one live target its bytes lo, hi and the target's
+ * number (4 bytes, little-endian). Each writer returns the end of what it wrote. */
+static inline unsigned char *code_head(unsigned char *c, int accepting, int runs)
+{
+    c[0] = accepting ? 'A' : 'N';
+    c[1] = (unsigned char)(runs & 0xff); c[2] = (unsigned char)(runs >> 8);
+    return c + 3;
+}
+
+static inline unsigned char *code_run(unsigned char *c, int lo, int hi, i32 target)
+{
+    c[0] = (unsigned char)lo; c[1] = (unsigned char)hi;
+    c[2] = (unsigned char)(target & 0xff); c[3] = (unsigned char)((target >> 8) & 0xff);
+    c[4] = (unsigned char)((target >> 16) & 0xff); c[5] = (unsigned char)((target >> 24) & 0xff);
+    return c + 6;
+}
 
 PyObject *py_runs(PyObject *self, PyObject *args);
 PyObject *py_suffix_code(PyObject *self, PyObject *args);

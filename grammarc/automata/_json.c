@@ -368,17 +368,21 @@ escapes:
 }
 
 /* The table's states reachable from START, numbered breadth first with the bytes taken in
- * ascending order (the canonical numbering of grammarc.automata.dfa), as the (trans, accept)
- * bytes py_json_string returns; NULL on error. The construction's states are all distinct
- * languages when the character automaton is minimal with every state live (see
+ * ascending order (the canonical numbering of grammarc.automata.dfa), as the (trans, accept,
+ * code) bytes py_json_string returns; NULL on error. The construction's states are all
+ * distinct languages when the character automaton is minimal with every state live (see
  * py_json_string), so this is the minimal DFA, as dfa._finalize would number it, without
- * the minimization. */
+ * the minimization. Each row is read a run at a time (most of a reader's or an escape's
+ * cells are -1), and the runs, renumbered, are the canonical code DFA.key digests
+ * (code_head): runs of one target stay runs of one number. */
 static PyObject *canonical(const Ctx *x)
 {
     PyObject *trans = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)x->n * 256 * sizeof(i32));
-    PyObject *acc = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)x->n), *result = NULL;
+    PyObject *acc = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)x->n), *result = NULL, *code = NULL;
     i32 *id = malloc((size_t)x->n * sizeof(i32)), *queue = malloc((size_t)x->n * sizeof(i32));
-    if (!trans || !acc || !id || !queue) {
+    size_t cap = (size_t)x->n * (3 + 6 * 4) + 3 + 6 * 256, len = 0;  /* room for one more row, whatever its runs */
+    unsigned char *buf = malloc(cap);
+    if (!trans || !acc || !id || !queue || !buf) {
         if (!PyErr_Occurred()) PyErr_NoMemory();
         goto done;
     }
@@ -392,34 +396,43 @@ static PyObject *canonical(const Ctx *x)
         const i32 *row = x->rows + (i64)queue[i] * 256;
         i32 *dst = out + i * 256;
         out_acc[i] = (char)x->acc[queue[i]];
-        memcpy(dst, row, 256 * sizeof(i32));  /* the missing transitions (-1) as they are */
-        for (int b = 0; b < 256; b += 4) {
-            uint64_t w[2];  /* four cells at a time: most of a reader's or an escape's are -1 */
-            memcpy(w, row + b, sizeof w);
-            if ((w[0] & w[1]) == UINT64_MAX)
-                continue;  /* all four are -1: a live target's sign bit is clear */
-            for (int c = b; c < b + 4; c++) {
-                i32 t = row[c];
-                if (t < 0) continue;
-                if (id[t] < 0) { id[t] = (i32)n; queue[n++] = t; }
-                dst[c] = id[t];
-            }
+        if (len + 3 + 6 * 256 > cap) {
+            unsigned char *more = realloc(buf, cap *= 2);
+            if (!more) { PyErr_NoMemory(); goto done; }
+            buf = more;
         }
+        size_t head = len;
+        int runs = 0;
+        len += 3;  /* the head, once the runs are counted */
+        for (int b = 0, end; b < 256; b = end) {
+            i32 t = row[b];
+            end = run_end(row, b);
+            if (t < 0) {  /* no transition: all bits set */
+                memset(dst + b, 0xff, (size_t)(end - b) * sizeof *dst);
+                continue;
+            }
+            if (id[t] < 0) { id[t] = (i32)n; queue[n++] = t; }
+            for (int c = b; c < end; c++) dst[c] = id[t];
+            code_run(buf + len, b, end - 1, id[t]);
+            len += 6; runs++;
+        }
+        code_head(buf + head, x->acc[queue[i]], runs);
     }
     if (n < x->n && (_PyBytes_Resize(&trans, (Py_ssize_t)n * 256 * sizeof(i32)) < 0
                      || _PyBytes_Resize(&acc, (Py_ssize_t)n) < 0))
         goto done;
-    result = PyTuple_Pack(2, trans, acc);
+    if (!(code = PyBytes_FromStringAndSize((const char *)buf, (Py_ssize_t)len))) goto done;
+    result = PyTuple_Pack(3, trans, acc, code);
 done:
-    Py_XDECREF(trans); Py_XDECREF(acc);
-    free(id); free(queue);
+    Py_XDECREF(trans); Py_XDECREF(acc); Py_XDECREF(code);
+    free(id); free(queue); free(buf);
     return result;
 }
 
-/* json_string(ptr, lo, hi, dst, accept, max_states, canonical) -> (trans, accept) | None
+/* json_string(ptr, lo, hi, dst, accept, max_states, canonical) -> (trans, accept[, code]) | None
  * With `canonical`, the caller vouches that the character automaton is minimal and every
  * state of it live (reaches acceptance): the table then comes back minimal and numbered
- * canonically (`canonical`), else as built, for dfa._finalize. */
+ * canonically, with its canonical code (`canonical`), else as built, for dfa._finalize. */
 PyObject *py_json_string(PyObject *self, PyObject *args)
 {
     (void)self;

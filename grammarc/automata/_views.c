@@ -38,7 +38,7 @@ static int runs_of_row(const i32 *row, Py_ssize_t n, Runs *r, const char *who)
     for (int b = 0; b < 256;) {
         i32 target = row[b];
         int lo = b;
-        while (b < 256 && row[b] == target) b++;
+        b = run_end(row, b);
         if (target < 0) continue;
         if (target >= n) {
             PyErr_Format(PyExc_ValueError, "%s: a target out of range", who);
@@ -195,16 +195,13 @@ PyObject *py_suffix_code(PyObject *self, PyObject *args)
         int bad = listed ? runs_of_list(PyList_GET_ITEM(runs, order[i]), n, r)
                          : k ? runs_of_row_by(row, starts, k, n, r) : runs_of_row(row, n, r, "suffix_code");
         if (bad) goto done;
-        unsigned char head[3] = {accept[order[i]] ? 'A' : 'N', (unsigned char)(r->m & 0xff),
-                                 (unsigned char)(r->m >> 8)};
+        unsigned char head[3], item[6];
+        code_head(head, accept[order[i]], r->m);
         if (put_bytes(&buf, &len, &cap, head, 3) < 0) goto done;
         for (int j = 0; j < r->m; j++) {
             i32 target = r->target[j];
             if (number[target] < 0) { number[target] = (i32)count; order[count++] = target; }
-            i32 t = number[target];
-            unsigned char item[6] = {r->lo[j], r->hi[j], (unsigned char)(t & 0xff),
-                                     (unsigned char)((t >> 8) & 0xff), (unsigned char)((t >> 16) & 0xff),
-                                     (unsigned char)((t >> 24) & 0xff)};
+            code_run(item, r->lo[j], r->hi[j], number[target]);
             if (put_bytes(&buf, &len, &cap, item, 6) < 0) goto done;
         }
     }

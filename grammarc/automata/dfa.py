@@ -69,7 +69,7 @@ class DFA:
             code = _core.suffix_code(self.dense_table, self.accept.view(np.uint8), 0)
         else:
             code = _code_of_edges(self.n_states, *self._edges(), self.accept)
-        return hashlib.blake2b(code, digest_size=20).hexdigest()
+        return _key_of(code)
 
     def _edges(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(src, byte, dst) of every transition, by state then byte, whatever the storage."""
@@ -197,6 +197,11 @@ class DFA:
         return f"DFA(n_states={self.n_states}, key={self.key[:12]})"
 
 
+def _key_of(code: bytes) -> str:
+    """`DFA.key` from the canonical code of state 0."""
+    return hashlib.blake2b(code, digest_size=20).hexdigest()
+
+
 def _code_of_edges(n: int, src: np.ndarray, byte: np.ndarray, dst: np.ndarray, accept: np.ndarray) -> bytes:
     """`_core.suffix_code` of state 0 of a canonical DFA given by its edges: per state its
     flag and run count (2 bytes), then each run as lo, hi and its target (4 bytes, LE)."""
@@ -221,12 +226,17 @@ def _code_of_edges(n: int, src: np.ndarray, byte: np.ndarray, dst: np.ndarray, a
     return out.tobytes()
 
 
-def _make(trans: np.ndarray, accept: np.ndarray) -> DFA:
+def _make(trans: np.ndarray, accept: np.ndarray, code: bytes | None = None) -> DFA:
+    """A DFA of a canonical table; `code`, its canonical code where the construction wrote it
+    on the way (the compiled core does), gives `DFA.key` without reading the table back."""
     trans = np.ascontiguousarray(trans, dtype=np.int32)
     accept = np.ascontiguousarray(accept, dtype=bool)
     trans.flags.writeable = False
     accept.flags.writeable = False
-    return DFA(trans, accept)
+    dfa = DFA(trans, accept)
+    if code is not None:
+        object.__setattr__(dfa, "key", _key_of(code))  # where the cached property keeps it
+    return dfa
 
 
 COMPACT_FROM = 4096  # states: a DFA built from edges with this many or more is stored compactly (4 MiB dense)
@@ -300,16 +310,17 @@ def _finalize(trans_k: np.ndarray, accept: np.ndarray, b2c: np.ndarray) -> DFA:
 
     `trans_k` is [n, k] (-1 = dead), `b2c` maps each byte to its class; state 0 is start.
     The work (coreachability, minimization, breadth-first numbering with the classes taken
-    in the order of their smallest byte, expansion to 256 columns) is done by the compiled
-    core; the oracle it is tested against is tests/automata_reference.py.
+    in the order of their smallest byte, expansion to 256 columns, and the canonical code
+    that `DFA.key` digests, read off the class table) is done by the compiled core; the
+    oracle it is tested against is tests/automata_reference.py.
     """
     trans_k = np.ascontiguousarray(trans_k, dtype=np.int64)
     done = _core.finalize(trans_k, trans_k.shape[1], np.ascontiguousarray(accept, dtype=bool),
                           np.ascontiguousarray(b2c, dtype=np.int64))
     if done is None:
         return _empty()
-    trans, accept = done
-    return _make(np.frombuffer(trans, dtype=np.int32).reshape(-1, 256), np.frombuffer(accept, dtype=bool))
+    trans, accept, code = done
+    return _make(np.frombuffer(trans, dtype=np.int32).reshape(-1, 256), np.frombuffer(accept, dtype=bool), code)
 
 
 def from_table(trans: np.ndarray, accept: np.ndarray) -> DFA:

@@ -157,8 +157,8 @@ def _from_runs(runs: list[list[tuple[int, int, int]]], accept: list[bool], *, mi
                              np.ascontiguousarray(table[:, 2]), np.array(accept, dtype=np.uint8), MAX_STATES, minimal)
     if done is None:
         raise StateBudgetExceeded(f"the JSON string automaton needs more than {MAX_STATES} states before minimization")
-    trans, acc = done  # well formed by construction: from_table's checks are not needed
-    if minimal:
-        return _make(np.frombuffer(trans, dtype=np.int32).reshape(-1, 256), np.frombuffer(acc, dtype=bool))
+    trans, acc = done[:2]  # well formed by construction: from_table's checks are not needed
+    if minimal:  # numbered canonically, its key's code written on the way
+        return _make(np.frombuffer(trans, dtype=np.int32).reshape(-1, 256), np.frombuffer(acc, dtype=bool), done[2])
     table, b2c = byte_classes(np.frombuffer(trans, dtype=np.int32).reshape(-1, 256))
     return _finalize(table, np.frombuffer(acc, dtype=bool), b2c)

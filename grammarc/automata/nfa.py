@@ -13,7 +13,7 @@ from functools import lru_cache
 import numpy as np
 
 from grammarc.errors import StateBudgetExceeded, clip
-from grammarc.automata import _core
+from grammarc.automata import _core, prebuilt
 from grammarc.automata.dfa import (
     DEFAULT_MAX_STATES, DFA, _budget_error, _check_budget, _finalize, _unminimized_cap, _within_budget,
 )
@@ -221,6 +221,15 @@ def from_regex(
 @lru_cache(maxsize=4096)
 def _from_regex(pattern: str, search: bool, ecma: bool, max_states: int) -> DFA:
     _check_budget(max_states)
+    if not search and not ecma and max_states >= DEFAULT_MAX_STATES:  # where a build could not fail
+        known = prebuilt.find(pattern)  # a JSON Schema format's: stored ready-made
+        if known is not None:
+            return known
+    return _built(pattern, search, ecma, max_states)
+
+
+def _built(pattern: str, search: bool, ecma: bool, max_states: int) -> DFA:
+    """`from_regex` from scratch: parse, Thompson's construction, subsets, minimization."""
     ast = parse(pattern, ecma)
     what = f"pattern '{clip(pattern)}'"
     limit = _nfa_limit(max_states)

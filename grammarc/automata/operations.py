@@ -31,6 +31,20 @@ __all__ = [
 def literal(data: bytes) -> DFA:
     """Exactly the byte string `data` (already minimal: a chain; compact when long)."""
     data = bytes(data)
+    return _short_literal(data) if len(data) <= SHORT_LITERAL else _literal(data)
+
+
+SHORT_LITERAL = 8  # bytes: a literal this short is remembered (at most 9 KiB of table each)
+
+
+@lru_cache(maxsize=1024)
+def _short_literal(data: bytes) -> DFA:
+    """`_literal`, remembered for short ones: a new schema's punctuation, keywords and common
+    property names are an earlier schema's (DFAs are immutable: one object serves all)."""
+    return _literal(data)
+
+
+def _literal(data: bytes) -> DFA:
     n = len(data)
     accept = np.zeros(n + 1, dtype=bool)
     accept[n] = True
@@ -453,10 +467,24 @@ def complement(d: DFA, *, max_states: int = DEFAULT_MAX_STATES) -> DFA:
 
 
 def without_empty(d: DFA, *, max_states: int = DEFAULT_MAX_STATES) -> DFA:
-    """L(d) minus the empty string."""
+    """L(d) minus the empty string (remembered as `combine`'s results are: a new schema's
+    optional whitespace and separators are mostly an earlier schema's)."""
     _check_budget(max_states)
     if not d.accepts_empty:
         return d
+    found = _nonempty.get(d.key)
+    if found is None:
+        found = _nonempty[d.key] = _without_empty(d)
+    return found
+
+
+# DFA key -> the DFA without the empty string, while anything holds the result
+_nonempty: "weakref.WeakValueDictionary[str, DFA]" = weakref.WeakValueDictionary()
+
+
+def _without_empty(d: DFA) -> DFA:
+    """`without_empty` of a DFA that accepts the empty string: a fresh start state that is
+    not accepting and leaves as the old one does, then normalized."""
     trans = d.trans.astype(np.int64)
     shifted = np.where(trans >= 0, trans + 1, -1)
     table = np.vstack([shifted[:1], shifted])

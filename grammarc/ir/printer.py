@@ -56,6 +56,8 @@ def expr_to_ebnf(expr: Expr) -> str:
 
 def quote(text: str) -> str:
     """`text` as a double-quoted literal with the minimal escapes."""
+    if text.isprintable() and '"' not in text and "\\" not in text:  # most texts: nothing to escape
+        return '"' + text + '"'
     return '"' + "".join(_escape_char(char) for char in text) + '"'
 
 

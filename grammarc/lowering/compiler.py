@@ -608,8 +608,9 @@ def _words_apart(words: list[bool], sizes: list[int]) -> list[tuple[int, int]]:
     ``ws? "," ws?`` remains one terminal."""
     stretches: list[tuple[int, int]] = []
     start = 0
+    large = [size >= LARGE_PART for size in sizes] + [False]  # large[-1]: no part before the first
     for i, word in enumerate(words):
-        if word and any(0 <= j < len(words) and sizes[j] >= LARGE_PART for j in (i - 1, i + 1)):
+        if word and (large[i - 1] or large[i + 1]):
             if start < i:
                 stretches.append((start, i))
             stretches.append((i, i + 1))
