@@ -58,7 +58,7 @@ def check_tree(doc, ptr: str = "#") -> None:
             height[key] = 1 + max([height[id(k)] for k in kids], default=0)
             continue
         if key in on_path:
-            raise SchemaError("the schema contains itself (a cyclic Python object)", _pointer(where))
+            raise SchemaError("the schema contains itself (a cyclic Python object)", pointer(where))
         if key in height:
             continue
         on_path.add(key)
@@ -78,8 +78,9 @@ def check_tree(doc, ptr: str = "#") -> None:
         raise SchemaError(f"the schema is nested more than {MAX_DEPTH} levels deep", where)
 
 
-def _pointer(place) -> str:
-    """The JSON pointer of a place ``(parent's place, key)`` (the root's: a string)."""
+def pointer(place) -> str:
+    """The JSON pointer of a place ``(parent's place, key)`` (the root's: a string): places
+    cost a tuple each where a pointer costs a string, and most are never written out."""
     keys = []
     while isinstance(place, tuple):
         place, key = place
