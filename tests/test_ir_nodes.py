@@ -15,6 +15,7 @@ from grammarc.errors import Span
 from grammarc.ir import (
     EXPR_TYPES, Alt, AnyToken, Except, JsonStringExcept, Literal, Ref, Regex, Repeat, Seq, Substrings, walk,
 )
+from grammarc.frontends.jsonschema.documents import Node
 from strategies import grammars
 
 
@@ -71,7 +72,7 @@ def _dataclass_twin(cls: type) -> type:
     return dataclasses.make_dataclass(cls.__name__, specs, frozen=True, slots=True)
 
 
-_NODES_AND_SUBSCHEMAS = EXPR_TYPES
+_NODES_AND_SUBSCHEMAS = (*EXPR_TYPES, Node)
 
 
 @pytest.mark.parametrize("cls", _NODES_AND_SUBSCHEMAS, ids=lambda cls: cls.__name__)

@@ -14,6 +14,7 @@ from functools import lru_cache
 from typing import Any
 from urllib.parse import unquote, urldefrag, urljoin
 
+from grammarc.allocation import slot_init
 from grammarc.errors import SchemaError, UnsupportedSchemaError
 
 from .drafts import ALL_KEYWORDS, Dialect, TupleItems, declared_dialect
@@ -22,7 +23,8 @@ DEFAULT_BASE = "https://grammarc.invalid/schema.json"
 MAX_DEPTH = 128  # objects and arrays nested in one schema document
 
 
-@dataclass(frozen=True)
+@slot_init
+@dataclass(frozen=True, slots=True)
 class Node:
     """A subschema (as read) with the JSON pointer it sits at and its base URI."""
 
