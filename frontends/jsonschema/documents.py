@@ -113,6 +113,7 @@ class Index:
         self.recursive: set[str] = set()  # resources whose root says $recursiveAnchor: true
         self.bases: dict[int, str] = {}
         self.read_memo: dict[int, Any] = {}
+        self._resolved: dict[tuple[str, str], Node] = {}  # (reference, base URI) -> its target
         self.originals: list = []  # keeps the documents alive (memo keys are ids)
         self.registry = registry
         self.refused: dict[str, str] = {}  # registry documents in a dialect we refuse: uri -> why
@@ -240,9 +241,20 @@ class Index:
 
     # -- references ------------------------------------------------------------------------
     def resolve(self, ref: str, node: Node, keyword: str = "$ref") -> Node:
-        ref_ptr = f"{node.ptr}/{keyword}"
+        """The node `ref` (a reference of `node`'s, under `keyword`) lands on. Remembered per
+        (reference, base URI) once found: the cycle check and the builder resolve the same
+        references, a document repeats its own, and what a reference found stays what it
+        finds (resources and anchors are only ever added). Failures are not remembered: their
+        errors carry the pointer of the reference at hand."""
         if not isinstance(ref, str):
-            raise SchemaError(f"{keyword} must be a string, not {type(ref).__name__}", ref_ptr)
+            raise SchemaError(f"{keyword} must be a string, not {type(ref).__name__}", f"{node.ptr}/{keyword}")
+        found = self._resolved.get((ref, node.base))
+        if found is None:
+            found = self._resolved[ref, node.base] = self._resolve(ref, node, keyword)
+        return found
+
+    def _resolve(self, ref: str, node: Node, keyword: str) -> Node:
+        ref_ptr = f"{node.ptr}/{keyword}"
         try:
             target = join_uri(node.base, ref)
         except ValueError:
