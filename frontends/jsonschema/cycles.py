@@ -37,32 +37,33 @@ def _edges(index: Index, sub: _Sub) -> tuple[list[tuple[_Sub, object]], list[_Su
     s, place, base = sub
     if not isinstance(s, dict) or s.keys().isdisjoint(_EDGE_WORDS):  # most subschemas are leaves
         return [], []
+    present = s.keys() & _EDGE_WORDS  # the few of its keywords that lead anywhere (no probe per word)
     in_place: list[tuple[_Sub, object]] = []
     consuming: list[_Sub] = []
     for word in _REFS:
-        if isinstance(s.get(word), str):
+        if word in present and isinstance(s[word], str):
             target = index.resolve(s[word], Node(s, pointer(place), base), word)
             in_place.append(((target.schema, target.ptr, target.base), (place, word)))
     for word in _IN_PLACE_LISTS:
-        if isinstance(s.get(word), list):
+        if word in present and isinstance(s[word], list):
             parent = (place, word)  # once, not once per element
             in_place += [((x, (parent, i), base), place) for i, x in enumerate(s[word])]
     for word in _IN_PLACE_ONE:
-        if word in s:
+        if word in present:
             in_place.append(((s[word], (place, word), base), place))
     for word in _IN_PLACE_MAPS:
-        if isinstance(s.get(word), dict):
+        if word in present and isinstance(s[word], dict):
             parent = (place, word)
             in_place += [((x, (parent, k), base), place) for k, x in s[word].items() if isinstance(x, (dict, bool))]
     for word in _CONSUMING_ONE:
-        if isinstance(s.get(word), (dict, bool)):
+        if word in present and isinstance(s[word], (dict, bool)):
             consuming.append((s[word], (place, word), base))
     for word in _CONSUMING_MAPS:
-        if isinstance(s.get(word), dict):
+        if word in present and isinstance(s[word], dict):
             parent = (place, word)
             consuming += [(x, (parent, k), base) for k, x in s[word].items()]
     for word in _CONSUMING_LISTS:
-        if isinstance(s.get(word), list):
+        if word in present and isinstance(s[word], list):
             parent = (place, word)
             consuming += [(x, (parent, i), base) for i, x in enumerate(s[word])]
     return in_place, consuming
