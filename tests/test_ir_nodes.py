@@ -1,16 +1,21 @@
-"""IR nodes (grammarc.ir.nodes): slotted, value-equal, hashable, and picklable by their fields."""
+"""IR nodes (grammarc.ir.nodes): slotted, value-equal, hashable, and picklable by their fields; built by
+`grammarc.allocation.slot_init`, as their dataclass ``__init__`` would build them."""
 
 from __future__ import annotations
 
 import copy
+import dataclasses
+import inspect
 import pickle
 
-from hypothesis import given, settings
+import pytest
+from hypothesis import given, settings, strategies as st
 
 from grammarc.errors import Span
 from grammarc.ir import (
     EXPR_TYPES, Alt, AnyToken, Except, JsonStringExcept, Literal, Ref, Regex, Repeat, Seq, Substrings, walk,
 )
+from grammarc.frontends.jsonschema.documents import Node
 from strategies import grammars
 
 
@@ -57,3 +62,40 @@ def test_references_counts_each_use_and_sees_through_subclasses() -> None:
     expr = Alt((Seq((Ref("a"), Repeat(Ref("b"), 0, None))), Except(Ref("c")), Group((Named("d"), Ref("a"))),
                 Literal("x"), AnyToken()))
     assert sorted(references(expr)) == ["a", "a", "b", "c", "d"]
+
+
+def _dataclass_twin(cls: type) -> type:
+    """`cls`'s fields in a frozen, slotted dataclass of its own: the ``__init__`` that
+    `grammarc.allocation.slot_init` stands in for."""
+    specs = [(f.name, f.type, dataclasses.field(default=f.default, compare=f.compare, repr=f.repr))
+             for f in dataclasses.fields(cls)]
+    return dataclasses.make_dataclass(cls.__name__, specs, frozen=True, slots=True)
+
+
+_NODES_AND_SUBSCHEMAS = (*EXPR_TYPES, Node)
+
+
+@pytest.mark.parametrize("cls", _NODES_AND_SUBSCHEMAS, ids=lambda cls: cls.__name__)
+def test_slot_init_has_the_dataclass_signature(cls: type) -> None:
+    assert inspect.signature(cls) == inspect.signature(_dataclass_twin(cls))
+
+
+@given(st.data())
+@settings(max_examples=200, deadline=None)
+def test_slot_init_binds_arguments_as_the_dataclass_init(data) -> None:
+    """The same fields, from positional and keyword arguments alike (a node's fields are
+    whatever the caller passes: the classes check nothing)."""
+    cls = data.draw(st.sampled_from(_NODES_AND_SUBSCHEMAS))
+    twin = _dataclass_twin(cls)
+    names = [f.name for f in dataclasses.fields(cls)]
+    required = [f.name for f in dataclasses.fields(cls) if f.default is dataclasses.MISSING]
+    passed = set(required) | set(data.draw(st.lists(st.sampled_from(names))))
+    values = {name: data.draw(st.one_of(st.none(), st.integers(), st.text(max_size=3))) for name in names if name in passed}
+    leading = next((i for i, name in enumerate(names) if name not in values), len(names))
+    cut = data.draw(st.integers(0, leading))  # the first `cut` fields passed by position, the rest by name
+    args = [values[name] for name in names[:cut]]
+    kwargs = {name: values[name] for name in names[cut:] if name in values}
+    mine, theirs = cls(*args, **kwargs), twin(*args, **kwargs)
+    assert [getattr(mine, name) for name in names] == [getattr(theirs, name) for name in names]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        setattr(mine, names[0], 1)

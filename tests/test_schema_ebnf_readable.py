@@ -352,3 +352,15 @@ def test_shapes_tell_apart_what_only_a_field_or_a_class_tells_apart():
         Seq((Ref("y"), Ref("x"))), Seq((Ref("x"), Ref("x"))), Alt((Seq((Ref("x"),)), Regex("a"))),
         Alt((Seq((Ref("y"),)), Regex("a"))), Alt((Seq((Ref("y"),)), Regex("a", "early"))), Seq(()), Alt(()),
     ])
+
+
+@given(st.text(st.sampled_from("aZ09_-. é\u00b2\u0660"), max_size=12) | st.text(max_size=8))
+@settings(max_examples=300, deadline=None)
+def test_names_skip_the_substitution_only_where_it_changes_nothing(text) -> None:
+    """`sharing._is_name` (identifier's fast path) says yes only where `_NOT_NAME` finds
+    nothing to replace (digits and letters beyond ASCII included: ``²``, ``٠``, ``é``), and
+    to every name of ASCII letters and digits."""
+    if sharing._is_name(text):
+        assert sharing._NOT_NAME.sub("_", text) == text
+    if re.fullmatch(r"[A-Za-z0-9]+(?:_[A-Za-z0-9]+)*", text):
+        assert sharing._is_name(text)

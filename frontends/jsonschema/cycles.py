@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from grammarc.errors import SchemaError
 
-from .documents import Index, Node
+from .documents import Index, Node, pointer
 
 _IN_PLACE_LISTS = ("allOf", "anyOf", "oneOf")
 _IN_PLACE_ONE = ("not", "if", "then", "else")
@@ -26,75 +26,82 @@ _REFS = ("$ref", "$dynamicRef", "$recursiveRef")
 _EDGE_WORDS = frozenset(_REFS + _IN_PLACE_LISTS + _IN_PLACE_ONE + _IN_PLACE_MAPS + _CONSUMING_ONE + _CONSUMING_MAPS
                         + _CONSUMING_LISTS)
 
+# A subschema on the walk: (schema, place, base URI). Its place is its JSON pointer, or
+# (its parent's place, key), written out as a pointer (`documents.pointer`) only for a $ref to
+# resolve or an error to report: most subschemas need neither.
+_Sub = tuple
 
-def _edges(index: Index, node: Node) -> tuple[list[tuple[Node, str]], list[Node]]:
-    """(in-place children with the pointer of the keyword leading there, consuming children)."""
-    s = node.schema
+
+def _edges(index: Index, sub: _Sub) -> tuple[list[tuple[_Sub, object]], list[_Sub]]:
+    """(in-place children with the place of the keyword leading there, consuming children)."""
+    s, place, base = sub
     if not isinstance(s, dict) or s.keys().isdisjoint(_EDGE_WORDS):  # most subschemas are leaves
         return [], []
-    in_place: list[tuple[Node, str]] = []
-    consuming: list[Node] = []
+    present = s.keys() & _EDGE_WORDS  # the few of its keywords that lead anywhere (no probe per word)
+    in_place: list[tuple[_Sub, object]] = []
+    consuming: list[_Sub] = []
     for word in _REFS:
-        if isinstance(s.get(word), str):
-            in_place.append((index.resolve(s[word], node, word), f"{node.ptr}/{word}"))
+        if word in present and isinstance(s[word], str):
+            target = index.resolve(s[word], Node(s, pointer(place), base), word)
+            in_place.append(((target.schema, target.ptr, target.base), (place, word)))
     for word in _IN_PLACE_LISTS:
-        if isinstance(s.get(word), list):
-            parent = node.child(word, None)  # once, not once per element
-            in_place += [(parent.child(i, x), node.ptr) for i, x in enumerate(s[word])]
+        if word in present and isinstance(s[word], list):
+            parent = (place, word)  # once, not once per element
+            in_place += [((x, (parent, i), base), place) for i, x in enumerate(s[word])]
     for word in _IN_PLACE_ONE:
-        if word in s:
-            in_place.append((node.child(word, s[word]), node.ptr))
+        if word in present:
+            in_place.append(((s[word], (place, word), base), place))
     for word in _IN_PLACE_MAPS:
-        if isinstance(s.get(word), dict):
-            parent = node.child(word, None)
-            in_place += [(parent.child(k, x), node.ptr) for k, x in s[word].items() if isinstance(x, (dict, bool))]
+        if word in present and isinstance(s[word], dict):
+            parent = (place, word)
+            in_place += [((x, (parent, k), base), place) for k, x in s[word].items() if isinstance(x, (dict, bool))]
     for word in _CONSUMING_ONE:
-        if isinstance(s.get(word), (dict, bool)):
-            consuming.append(node.child(word, s[word]))
+        if word in present and isinstance(s[word], (dict, bool)):
+            consuming.append((s[word], (place, word), base))
     for word in _CONSUMING_MAPS:
-        if isinstance(s.get(word), dict):
-            parent = node.child(word, None)
-            consuming += [parent.child(k, x) for k, x in s[word].items()]
+        if word in present and isinstance(s[word], dict):
+            parent = (place, word)
+            consuming += [(x, (parent, k), base) for k, x in s[word].items()]
     for word in _CONSUMING_LISTS:
-        if isinstance(s.get(word), list):
-            parent = node.child(word, None)
-            consuming += [parent.child(i, x) for i, x in enumerate(s[word])]
+        if word in present and isinstance(s[word], list):
+            parent = (place, word)
+            consuming += [(x, (parent, i), base) for i, x in enumerate(s[word])]
     return in_place, consuming
 
 
 def check_cycles(index: Index, root: Node) -> None:
     """Raise SchemaError at the first in-place cycle reachable from `root` (iterative DFS)."""
     state: dict[int, int] = {}  # id(schema) -> 1 on the in-place path, 2 done
-    roots = [root]
+    roots: list[_Sub] = [(root.schema, root.ptr, root.base)]
     seen_roots = {id(root.schema)}
     while roots:
         start = roots.pop()
-        if state.get(id(start.schema)) == 2:
+        if state.get(id(start[0])) == 2:
             continue
         stack: list = [(start, None)]
         while stack:
-            node, children = stack.pop()
-            key = id(node.schema)
+            sub, children = stack.pop()
+            key = id(sub[0])
             if children is None:
                 if state.get(key) == 2:
                     continue
                 state[key] = 1
-                in_place, consuming = _edges(index, node)
+                in_place, consuming = _edges(index, sub)
                 for child in consuming:
-                    if isinstance(child.schema, dict) and id(child.schema) not in seen_roots:
-                        seen_roots.add(id(child.schema))
+                    if isinstance(child[0], dict) and id(child[0]) not in seen_roots:
+                        seen_roots.add(id(child[0]))
                         roots.append(child)
-                stack.append((node, iter(in_place)))
+                stack.append((sub, iter(in_place)))
                 continue
             for child, via in children:
-                if not isinstance(child.schema, dict):
+                if not isinstance(child[0], dict):
                     continue
-                mark = state.get(id(child.schema))
+                mark = state.get(id(child[0]))
                 if mark == 1:
-                    raise SchemaError(f"the schema at {child.ptr} refers to itself without reading any part "
-                                      "of the value (a $ref cycle through in-place keywords only)", via)
+                    raise SchemaError(f"the schema at {pointer(child[1])} refers to itself without reading any part "
+                                      "of the value (a $ref cycle through in-place keywords only)", pointer(via))
                 if mark is None:
-                    stack.append((node, children))
+                    stack.append((sub, children))
                     stack.append((child, None))
                     break
             else:

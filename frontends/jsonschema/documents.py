@@ -14,6 +14,7 @@ from functools import lru_cache
 from typing import Any
 from urllib.parse import unquote, urldefrag, urljoin
 
+from grammarc.allocation import slot_init
 from grammarc.errors import SchemaError, UnsupportedSchemaError
 
 from .drafts import ALL_KEYWORDS, Dialect, TupleItems, declared_dialect
@@ -22,7 +23,8 @@ DEFAULT_BASE = "https://grammarc.invalid/schema.json"
 MAX_DEPTH = 128  # objects and arrays nested in one schema document
 
 
-@dataclass(frozen=True)
+@slot_init
+@dataclass(frozen=True, slots=True)
 class Node:
     """A subschema (as read) with the JSON pointer it sits at and its base URI."""
 
@@ -58,7 +60,7 @@ def check_tree(doc, ptr: str = "#") -> None:
             height[key] = 1 + max([height[id(k)] for k in kids], default=0)
             continue
         if key in on_path:
-            raise SchemaError("the schema contains itself (a cyclic Python object)", _pointer(where))
+            raise SchemaError("the schema contains itself (a cyclic Python object)", pointer(where))
         if key in height:
             continue
         on_path.add(key)
@@ -78,8 +80,9 @@ def check_tree(doc, ptr: str = "#") -> None:
         raise SchemaError(f"the schema is nested more than {MAX_DEPTH} levels deep", where)
 
 
-def _pointer(place) -> str:
-    """The JSON pointer of a place ``(parent's place, key)`` (the root's: a string)."""
+def pointer(place) -> str:
+    """The JSON pointer of a place ``(parent's place, key)`` (the root's: a string): places
+    cost a tuple each where a pointer costs a string, and most are never written out."""
     keys = []
     while isinstance(place, tuple):
         place, key = place
@@ -110,6 +113,7 @@ class Index:
         self.recursive: set[str] = set()  # resources whose root says $recursiveAnchor: true
         self.bases: dict[int, str] = {}
         self.read_memo: dict[int, Any] = {}
+        self._resolved: dict[tuple[str, str], Node] = {}  # (reference, base URI) -> its target
         self.originals: list = []  # keeps the documents alive (memo keys are ids)
         self.registry = registry
         self.refused: dict[str, str] = {}  # registry documents in a dialect we refuse: uri -> why
@@ -237,9 +241,20 @@ class Index:
 
     # -- references ------------------------------------------------------------------------
     def resolve(self, ref: str, node: Node, keyword: str = "$ref") -> Node:
-        ref_ptr = f"{node.ptr}/{keyword}"
+        """The node `ref` (a reference of `node`'s, under `keyword`) lands on. Remembered per
+        (reference, base URI) once found: the cycle check and the builder resolve the same
+        references, a document repeats its own, and what a reference found stays what it
+        finds (resources and anchors are only ever added). Failures are not remembered: their
+        errors carry the pointer of the reference at hand."""
         if not isinstance(ref, str):
-            raise SchemaError(f"{keyword} must be a string, not {type(ref).__name__}", ref_ptr)
+            raise SchemaError(f"{keyword} must be a string, not {type(ref).__name__}", f"{node.ptr}/{keyword}")
+        found = self._resolved.get((ref, node.base))
+        if found is None:
+            found = self._resolved[ref, node.base] = self._resolve(ref, node, keyword)
+        return found
+
+    def _resolve(self, ref: str, node: Node, keyword: str) -> Node:
+        ref_ptr = f"{node.ptr}/{keyword}"
         try:
             target = join_uri(node.base, ref)
         except ValueError:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import cached_property
 from json.encoder import encode_basestring, encode_basestring_ascii
 
 from grammarc.ir import Alt, Expr, Literal, Ref, Repeat, Seq
@@ -40,20 +41,31 @@ class Layout:
     def _pad(self, depth: int) -> Literal:
         return Literal("\n" + " " * (self.indent * depth))
 
-    def open(self, bracket: str, depth: int) -> list[Expr]:
-        if self.indent is not None:
-            return [Literal(bracket), self._pad(depth + 1)]
-        return [Literal(bracket)] + ([self.ws] if self.ws else [])
+    @cached_property
+    def _pieces(self) -> dict[str, tuple[Expr, ...]]:
+        """What every object, member and item of an unindented layout repeats, built once
+        (nodes are immutable, so one copy serves them all): an opening bracket and what
+        follows it, a closing one and what precedes it, the item and key separators."""
+        ws = (self.ws,) if self.ws is not None else ()
+        pieces = {bracket: (Literal(bracket), *ws) for bracket in "[{"}
+        pieces.update({bracket: (*ws, Literal(bracket)) for bracket in "]}"})
+        pieces.update({",": (*ws, Literal(self.item_sep), *ws), ":": (*ws, Literal(self.key_sep), *ws)})
+        return pieces
 
-    def close(self, bracket: str, depth: int) -> list[Expr]:
+    def open(self, bracket: str, depth: int) -> tuple[Expr, ...]:
         if self.indent is not None:
-            return [self._pad(depth), Literal(bracket)]
-        return ([self.ws] if self.ws else []) + [Literal(bracket)]
+            return (Literal(bracket), self._pad(depth + 1))
+        return self._pieces[bracket]
 
-    def empty(self, pair: str) -> list[Expr]:
+    def close(self, bracket: str, depth: int) -> tuple[Expr, ...]:
+        if self.indent is not None:
+            return (self._pad(depth), Literal(bracket))
+        return self._pieces[bracket]
+
+    def empty(self, pair: str) -> tuple[Expr, ...]:
         if self.ws is not None:
-            return [Literal(pair[0]), self.ws, Literal(pair[1])]
-        return [Literal(pair)]
+            return (Literal(pair[0]), self.ws, Literal(pair[1]))
+        return (Literal(pair),)
 
     def container(self, pair: str, depth: int, allow_empty: bool, content: Expr | None) -> Expr | None:
         """An object or array (`pair` is "{}" or "[]"): the empty one when `allow_empty`, and
@@ -67,17 +79,13 @@ class Layout:
             return None
         return parts[0] if len(parts) == 1 else Alt(tuple(parts))
 
-    def sep(self, depth: int) -> list[Expr]:
+    def sep(self, depth: int) -> tuple[Expr, ...]:
         if self.indent is not None:
-            return [Literal(self.item_sep), self._pad(depth + 1)]
-        if self.ws is not None:
-            return [self.ws, Literal(self.item_sep), self.ws]
-        return [Literal(self.item_sep)]
+            return (Literal(self.item_sep), self._pad(depth + 1))
+        return self._pieces[","]
 
-    def colon(self) -> list[Expr]:
-        if self.ws is not None:
-            return [self.ws, Literal(self.key_sep), self.ws]
-        return [Literal(self.key_sep)]
+    def colon(self) -> tuple[Expr, ...]:
+        return self._pieces[":"]
 
 
 def string_literal(s: str) -> Expr:

@@ -380,10 +380,17 @@ _NOT_NAME = re.compile(r"[^A-Za-z0-9_]+")  # compiled once: re.sub looks a patte
 def identifier(text: str, default: str = "value", limit: int = MAX_NAME - 4) -> str:
     """A rule name from free text: runs of other characters become ``_``, no leading digit,
     at most `limit` characters (words dropped from the left, see `shorten`)."""
-    base = _NOT_NAME.sub("_", text).strip("_") or default
+    base = (text if _is_name(text) else _NOT_NAME.sub("_", text)).strip("_") or default
     if base[0].isdigit():
         base = "_" + base
     return shorten(base, limit)
+
+
+def _is_name(text: str) -> bool:
+    """Whether `text` is letters, digits and ``_`` only (ASCII): what `_NOT_NAME` leaves as it
+    is. Most hints are (property names), and three string methods cost a tenth of a regex
+    substitution that changes nothing."""
+    return text.isascii() and (text.isalnum() or text.replace("_", "").isalnum())
 
 
 def shorten(name: str, limit: int = MAX_NAME - 4) -> str:
@@ -439,16 +446,20 @@ def _substituted(expr: Expr, refs: Mapping[str, Expr], terminals: Mapping[tuple,
     if kind is Seq or kind is Alt:
         items = expr.items
         for i, item in enumerate(items):
-            new = _substituted(item, refs, terminals)
+            sub = type(item)
+            if sub is Literal or (sub is Regex and not terminals):  # most items: no call for them
+                continue
+            new = refs.get(item.name, item) if sub is Ref else _substituted(item, refs, terminals)
             if new is not item:
-                rest = tuple(_substituted(later, refs, terminals) for later in items[i + 1:])
+                rest = tuple([_substituted(later, refs, terminals) for later in items[i + 1:]])
                 return kind(items[:i] + (new,) + rest, expr.span)
         return expr
     if kind is Regex or kind is JsonStringExcept:
         return terminals.get(_terminal_key(expr), expr) if terminals else expr
     if kind is Repeat:
-        item = _substituted(expr.item, refs, terminals)
-        return expr if item is expr.item else Repeat(item, expr.min, expr.max, expr.span)
+        item = expr.item
+        new = refs.get(item.name, item) if type(item) is Ref else _substituted(item, refs, terminals)
+        return expr if new is item else Repeat(new, expr.min, expr.max, expr.span)
     if kind is Except and type(expr.item) is Ref:
         item = refs.get(expr.item.name)
         return expr if item is None else Except(item, expr.limit, expr.span)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Iterator, Literal as TypingLiteral, Mapping, Union
 
+from grammarc.allocation import slot_init
 from grammarc.errors import Span
 
 RegexMode = TypingLiteral["match", "early", "complement"]
@@ -54,6 +55,7 @@ def _remembers_its_hash(cls):
     return cls
 
 
+@slot_init
 @dataclass(frozen=True, slots=True)
 class Literal(_Node):
     """Exactly this text (UTF-8 encoded). The empty literal denotes the empty string."""
@@ -62,6 +64,7 @@ class Literal(_Node):
     span: Span | None = field(default=None, compare=False, repr=False)
 
 
+@slot_init
 @dataclass(frozen=True, slots=True)
 class Regex(_Node):
     """A regular-expression terminal, `pattern` in grammarc's regex syntax (already unescaped).
@@ -76,6 +79,7 @@ class Regex(_Node):
     span: Span | None = field(default=None, compare=False, repr=False)
 
 
+@slot_init
 @dataclass(frozen=True, slots=True)
 class Substrings(_Node):
     """Any substring of `text` (the empty string included), cut at character boundaries."""
@@ -84,6 +88,7 @@ class Substrings(_Node):
     span: Span | None = field(default=None, compare=False, repr=False)
 
 
+@slot_init
 @dataclass(frozen=True, slots=True)
 class JsonStringExcept(_Node):
     """``json_string_except!('a', ...)``: a JSON string literal, quotes included, in any of its
@@ -96,6 +101,7 @@ class JsonStringExcept(_Node):
     span: Span | None = field(default=None, compare=False, repr=False)
 
 
+@slot_init
 @dataclass(frozen=True, slots=True)
 class Ref(_Node):
     """A reference to the rule called `name`."""
@@ -104,6 +110,7 @@ class Ref(_Node):
     span: Span | None = field(default=None, compare=False, repr=False)
 
 
+@slot_init
 @_remembers_its_hash
 @dataclass(frozen=True, slots=True)
 class Seq(_Node):
@@ -113,6 +120,7 @@ class Seq(_Node):
     span: Span | None = field(default=None, compare=False, repr=False)
 
 
+@slot_init
 @_remembers_its_hash
 @dataclass(frozen=True, slots=True)
 class Alt(_Node):
@@ -122,6 +130,7 @@ class Alt(_Node):
     span: Span | None = field(default=None, compare=False, repr=False)
 
 
+@slot_init
 @_remembers_its_hash
 @dataclass(frozen=True, slots=True)
 class Repeat(_Node):
@@ -133,6 +142,7 @@ class Repeat(_Node):
     span: Span | None = field(default=None, compare=False, repr=False)
 
 
+@slot_init
 @dataclass(frozen=True, slots=True)
 class AnyToken(_Node):
     """``any!``: exactly one vocabulary token (special tokens excluded).
@@ -143,6 +153,7 @@ class AnyToken(_Node):
     span: Span | None = field(default=None, compare=False, repr=False)
 
 
+@slot_init
 @dataclass(frozen=True, slots=True)
 class Except(_Node):
     """``except!(X)`` / ``except!(X, n)``: non-empty text in which no string of X occurs.
