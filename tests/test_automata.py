@@ -663,3 +663,12 @@ def test_combine_remembers_a_tree_while_its_result_is_held():
     del first
     gc.collect()
     assert key not in operations._combined  # nothing held it: the entry went with it
+
+
+@given(st.lists(st.integers(-5, 40), max_size=60))
+def test_distinct_is_numpys_unique(values):
+    """`operations.distinct` (which the automata and the index use in place of `np.unique`,
+    whose first call imports `numpy.ma`): the distinct values, ascending, in the array's dtype."""
+    array = np.array(values, dtype=np.int64)
+    got = operations.distinct(array)
+    assert got.dtype == array.dtype and got.tolist() == np.unique(array).tolist()

@@ -282,3 +282,27 @@ def test_jump_forward_works_with_max_rollback_zero():
         # is kept, and the forced text follows it
         assert [vocab.tokens[i] for i in fed] == expected and after.is_finished()
         assert engine.forced_bytes() == b",z;"  # the given engine is untouched
+
+
+def test_no_request_pays_for_importing_numpy_ma():
+    """`np.unique`'s first call imports `numpy.ma` (~10 ms): a token budget, an except!,
+    a JSON key set, a pattern's length window and their masks never need it."""
+    import subprocess
+    import sys
+
+    script = """
+import sys
+import numpy as np
+from grammarc import Engine, Grammar, Vocabulary
+grammar = Grammar.from_ebnf("start ::= except!('ab', 3) '.' #'[a-z]{2,5}' json_string_except!('a') ;")
+vocab = Vocabulary.from_bytes([b"a", b"b", b"ab", b".", b"c", b"abc", b'"', b""], eos_token_ids=[7])
+engine = Engine(grammar, vocab)
+for token in [0, 3, 4, 4, 6, 1, 6]:
+    engine.allowed_token_ids()
+    engine.advance(token)
+Grammar.from_json_schema({"type": "string", "pattern": "ab", "maxLength": 10}).compile()
+print("numpy.ma" in sys.modules)
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"

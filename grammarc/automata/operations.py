@@ -21,7 +21,7 @@ from grammarc.automata.regex import ANY, Chars, Repeat
 
 __all__ = [
     "any_bytes", "combine", "complement", "concat", "intersect", "length_window", "literal", "literals", "optional", "plus", "repeat",
-    "star", "union", "utf8_text", "without_empty",
+    "star", "union", "utf8_text", "without_empty", "distinct",
 ]
 
 
@@ -416,7 +416,7 @@ def _product_tables(
         fresh = []
         for lo in range(0, len(level), _PRODUCT_BLOCK):
             succ = successors(level[lo:lo + _PRODUCT_BLOCK])
-            new = [c for c in np.unique(succ[succ >= 0]).tolist() if c not in seen]
+            new = [c for c in distinct(succ[succ >= 0]).tolist() if c not in seen]
             if len(seen) + len(new) > limit:
                 raise _budget_error(what, max_states)
             seen.update(new)
@@ -525,11 +525,11 @@ def _count_layers(trans: np.ndarray, cap: int, saturate: bool, limit: int, what:
 
     def after(states: np.ndarray, moves: np.ndarray) -> np.ndarray:
         targets = moves[states]
-        return np.unique(targets[targets >= 0])
+        return distinct(targets[targets >= 0])
 
     def closure(states: np.ndarray) -> np.ndarray:  # UTF-8: a few continuation bytes deep
         while True:
-            grown = np.union1d(states, after(states, stay))
+            grown = distinct(np.concatenate((states, after(states, stay))))
             if len(grown) == len(states):
                 return states
             states = grown
@@ -546,7 +546,7 @@ def _count_layers(trans: np.ndarray, cap: int, saturate: bool, limit: int, what:
             return layers
         layers.append(nxt)
     while saturate:  # counts past the cap: a fixpoint of the last layer
-        grown = closure(np.union1d(layers[-1], after(layers[-1], step)))
+        grown = closure(distinct(np.concatenate((layers[-1], after(layers[-1], step)))))
         if len(grown) == len(layers[-1]):
             break
         total += len(grown) - len(layers[-1])
@@ -579,3 +579,19 @@ def _layered_table(trans: np.ndarray, accept: np.ndarray, layers: list, lo: int,
         rows.append(np.where(_CONTINUATION[None, :], ids(n, targets), ids(up, targets)))
         acc.append(accept[members] & (n >= lo))
     return np.vstack(rows), np.concatenate(acc)
+
+
+# ------------------------------------------------------------------ arrays
+
+
+def distinct(values: np.ndarray) -> np.ndarray:
+    """The distinct values of a 1-D array, ascending: `np.unique`'s answer (and `union1d`'s,
+    of two concatenated) without the first call of either importing `numpy.ma`: ~10 ms and
+    73 M instructions in whichever request meets it first."""
+    ordered = np.sort(values)
+    if len(ordered) < 2:
+        return ordered
+    keep = np.empty(len(ordered), dtype=bool)
+    keep[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
+    return ordered[keep]

@@ -29,6 +29,7 @@ import numpy as np
 
 from grammarc.automata.comb import CombTable
 from grammarc.automata.dfa import DFA
+from grammarc.automata.operations import distinct
 from grammarc.automata.suffix import suffix_key
 from grammarc.lowering.compiler import CompiledGrammar
 from grammarc.lowering.lr import Bnf
@@ -489,7 +490,7 @@ class TokenIndex:
                     end_rows, end_states, _, _ = self._scan_ranges(t, lo, hi, 0, q)
                     found = self._ends[key] = {
                         int(s): TokenSet.of(self.token_ids[end_rows[end_states == s]], self.n_words)
-                        for s in np.unique(end_states)
+                        for s in distinct(end_states)
                     }
         return found
 
