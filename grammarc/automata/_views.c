@@ -10,6 +10,7 @@
  */
 
 #include "_core.h"
+#include "_bounds.h"
 #include <stddef.h> /* offsetof */
 
 /* An int32 [n, 256] byte table: its number of rows, or -1 with an exception set and the
@@ -299,20 +300,6 @@ static void walker_dealloc(Walker *self)
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-/* Whether every target is below n and every comb row lies in the arrays (maxima, not early
- * exits: GCC vectorizes them). */
-static int walker_ok(const Walker *w, Py_ssize_t cells)
-{
-    const i32 *targets = w->dense ? w->dense : w->nxt;
-    Py_ssize_t count = w->dense ? w->n * 256 : cells;
-    i32 most = -1;
-    for (Py_ssize_t i = 0; i < count; i++) most = targets[i] > most ? targets[i] : most;
-    if (most >= w->n) return 0;
-    for (Py_ssize_t s = 0; !w->dense && s < w->n; s++)
-        if (w->bases[s] < 0 || w->bases[s] > cells - 256) return 0;
-    return 1;
-}
-
 static PyObject *walker_call(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     Walker *w = (Walker *)callable;
@@ -395,7 +382,7 @@ static PyObject *walker_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         }
         w->bases = w->base.buf, w->chk = w->check.buf, w->nxt = w->next.buf;
     }
-    if (!walker_ok(w, cells)) {
+    if (!table_in_bounds(w->dense, w->bases, w->nxt, w->n, cells)) {
         PyErr_SetString(PyExc_ValueError, "walk: a target or a comb row is out of range");
         goto fail;
     }

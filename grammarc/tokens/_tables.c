@@ -5,6 +5,7 @@
  * suffixes), where that parsing and checking cost more than the walk itself. */
 
 #include "_scan.h"
+#include "../automata/_bounds.h"
 
 /* The buffer of `obj` (C-contiguous) into `view`, checked to hold whole `itemsize`-byte
  * items, `count` of them unless `count` is -1 (any) or the buffer is empty and `empty_ok`;
@@ -103,20 +104,6 @@ static void table_dealloc(TableObject *self) {
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-/* Whether every target of the table is below its state count (negative: dead), and every
- * comb row lies inside the comb arrays: the walks step without bounds checks. Maxima, not
- * early exits: GCC vectorizes them (a new schema's tables hold millions of cells). */
-static int table_ok(const Table *t) {
-    const int32_t *cells = t->trans ? t->trans : t->next;
-    Py_ssize_t n = t->trans ? t->n_states * 256 : t->comb_size;
-    int32_t most = -1;
-    for (Py_ssize_t i = 0; i < n; i++) most = cells[i] > most ? cells[i] : most;
-    if (most >= t->n_states) return 0;
-    for (Py_ssize_t s = 0; !t->trans && s < t->n_states; s++)
-        if (t->base[s] < 0 || t->base[s] > t->comb_size - 256) return 0;
-    return 1;
-}
-
 /* Table(trans, base, check, next, accept): trans int32 [n * 256], the dense table, or None
  * with the comb table (base int64 [n], check and next int32, one length: the target of
  * byte b from s is next[base[s] + b] when check[base[s] + b] == s); accept uint8 [n]. */
@@ -152,7 +139,7 @@ static PyObject *table_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
         PyErr_SetString(PyExc_ValueError, "Table: accept is not a byte per state");
         goto fail;
     }
-    if (!table_ok(t)) {
+    if (!table_in_bounds(t->trans, t->base, t->next, t->n_states, t->comb_size)) {
         PyErr_SetString(PyExc_ValueError, "Table: a target or a comb row lies outside the table");
         goto fail;
     }
