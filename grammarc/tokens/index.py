@@ -562,7 +562,6 @@ class TokenIndex:
         (`_inside_set` finds it); else None. One call (`_scan.scan_state`): most states of a
         new schema's terminals are narrow, and their walks cost less than picking the rows and
         packing the ids in NumPy, or than looking a wide scan up."""
-        tokens = self.tokens
         found = _scan.scan_state(self._table(t), self.tokens.native, q, PERSIST_MIN_ROWS, self.n_words,
                                  int(PERSIST_MIN_ROWS * THIN_WALK_SHARE))
         if found is None:
@@ -586,6 +585,8 @@ class TokenIndex:
         "}"``) with any string body but at the quote (`kin`). Compared as deep as pays
         (`NEAR_ENOUGH_SHARE`); None when none leaves under `NEAR_MAX_SHARE` of the rows to
         walk (`KIN_MAX_SHARE` with `by_bytes`)."""
+        if not candidates:
+            return None
         dfa, tokens = self.terminals[t].dfa, self.tokens
         table, runs = self._table(t), dfa.byte_runs  # the pair walks read a byte per run
         enough = self._near_depth
