@@ -199,18 +199,18 @@ def test_a_narrow_state_walks_the_rows_of_the_first_bytes_it_takes(case, comb, e
     (dict(starts=np.array([0] * 97 + [2, 1] + [3] * 158, dtype=np.int64)), "Tokens: starts is not 257 ascending rows"),
     (dict(starts=np.array([0] * 97 + [4] * 160, dtype=np.int64)), "Tokens: starts is not 257 ascending rows"),
     (dict(starts=np.array([-1] * 98 + [3] * 159, dtype=np.int64)), "Tokens: starts is not 257 ascending rows"),
-    (dict(starts=np.zeros(257, dtype=np.int32)), "Tokens: starts is not 8-byte items"),
-    (dict(ids=np.zeros(2, dtype=np.int32)), "Tokens: ids is not one of 4-byte items per row"),
-    (dict(shared=np.zeros(2, dtype=np.uint8)), "Tokens: shared is not one of 1-byte items per row"),
+    (dict(starts=np.zeros(257, dtype=np.int32)), "Tokens: starts is not an array of 8-byte items"),
+    (dict(ids=np.zeros(2, dtype=np.int32)), "Tokens: ids is not one 4-byte item per row"),
+    (dict(shared=np.zeros(2, dtype=np.uint8)), "Tokens: shared is not one 1-byte item per row"),
     (dict(shared=b"", skip=np.zeros(3, dtype=np.int32)), "Tokens: skip is given without shared"),
-    (dict(skip=np.zeros(2, dtype=np.int32)), "Tokens: skip is not one of 4-byte items per row"),
-    (dict(sets=np.zeros((2, 4), dtype=np.uint64)), "Tokens: sets is not one of 32-byte items per row"),
-    (dict(sets=np.zeros(3, dtype=np.uint64)), "Tokens: sets is not one of 32-byte items per row"),
-    (dict(kinds=np.zeros(2, dtype=np.uint16)), "Tokens: kinds is not one of 2-byte items per row"),
-    (dict(kinds=np.zeros(3, dtype=np.uint8)), "Tokens: kinds is not one of 2-byte items per row"),
+    (dict(skip=np.zeros(2, dtype=np.int32)), "Tokens: skip is not one 4-byte item per row"),
+    (dict(sets=np.zeros((2, 4), dtype=np.uint64)), "Tokens: sets is not one 32-byte item per row"),
+    (dict(sets=np.zeros(3, dtype=np.uint64)), "Tokens: sets is not one 32-byte item per row"),
+    (dict(kinds=np.zeros(2, dtype=np.uint16)), "Tokens: kinds is not one 2-byte item per row"),
+    (dict(kinds=np.zeros(3, dtype=np.uint8)), "Tokens: kinds is not one 2-byte item per row"),
     (dict(lengths=np.array([1, 2, 3], dtype=np.int64)), "Tokens: inconsistent array sizes"),
     (dict(offsets=np.array([0, 2], dtype=np.int64)), "Tokens: inconsistent array sizes"),
-    (dict(offsets=np.array([0, 2, 3], dtype=np.int32)), "Tokens: offsets is not 8-byte items"),
+    (dict(offsets=np.array([0, 2, 3], dtype=np.int32)), "Tokens: offsets is not an array of 8-byte items"),
     (dict(offsets=np.array([5, 2, 3], dtype=np.int64)), "Tokens: a row lies outside the data"),
     (dict(offsets=np.array([-1, 2, 3], dtype=np.int64)), "Tokens: a row lies outside the data"),
     (dict(data=np.frombuffer(b"abb", dtype=np.uint8)), "Tokens: a row lies outside the data"),
@@ -229,7 +229,8 @@ def test_bad_token_rows_are_refused_when_made(change, message):
 
 
 @pytest.mark.parametrize("trans, base, check, nxt, accept, message", [
-    (np.zeros(300, dtype=np.int32), b"", b"", b"", np.zeros(1, dtype=bool), "Table: trans is not 1024-byte items"),
+    (np.zeros(300, dtype=np.int32), b"", b"", b"", np.zeros(1, dtype=bool),
+     "Table: trans is not an array of 1024-byte items"),
     (np.full((2, 256), 2, dtype=np.int32), b"", b"", b"", np.zeros(2, dtype=bool),
      "Table: a target or a comb row lies outside the table"),
     (np.zeros((2, 256), dtype=np.int32), b"", b"", b"", np.zeros(3, dtype=bool),
@@ -243,7 +244,7 @@ def test_bad_token_rows_are_refused_when_made(change, message):
     (None, np.array([0, 0], dtype=np.int64), np.full(512, -1, dtype=np.int32), np.full(300, -1, dtype=np.int32),
      np.zeros(2, dtype=bool), "Table: check and next differ in length"),
     (None, np.array([0, 0, 0], dtype=np.int32), np.full(512, -1, dtype=np.int32), np.full(512, -1, dtype=np.int32),
-     np.zeros(1, dtype=bool), "Table: base is not 8-byte items"),
+     np.zeros(1, dtype=bool), "Table: base is not an array of 8-byte items"),
 ])
 def test_bad_tables_are_refused_when_made(trans, base, check, nxt, accept, message):
     """Every walk steps without bounds checks (`check[base[s] + b]`, `trans[s * 256 + b]`):

@@ -14,8 +14,8 @@ static int take(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, Py_ssize_t 
                 const char *who, const char *what) {
     if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS) < 0) return -1;
     if (view->len % itemsize || (count >= 0 && view->len != count * itemsize && !(empty_ok && !view->len))) {
-        PyErr_Format(PyExc_ValueError, "%s: %s is not %s%zd-byte items%s", who, what, count >= 0 ? "one of " : "",
-                     itemsize, count >= 0 ? " per row" : "");
+        if (count >= 0) PyErr_Format(PyExc_ValueError, "%s: %s is not one %zd-byte item per row", who, what, itemsize);
+        else PyErr_Format(PyExc_ValueError, "%s: %s is not an array of %zd-byte items", who, what, itemsize);
         return -1;
     }
     return 0;
