@@ -9,7 +9,7 @@ code points; `dialect` the grammar dialect's special terminals; `json_strings` e
 spelling of a language of decoded texts; `prebuilt` the JSON Schema string formats' DFAs,
 stored ready-made (a cache `from_regex` reads; tests check it against a build). The lowering
 turns every terminal of a grammar into one of these DFAs. This package depends only on
-`grammarc.errors`.
+`grammarc.errors` (and `prebuilt` on `grammarc.diskstore`'s container format).
 """
 
 from grammarc.automata.codepoints import CharDFA, code_point_dfa

@@ -15,67 +15,59 @@ with ``python tests/prebuilt_formats.py`` (which calls `save`).
 
 from __future__ import annotations
 
-import json
 import os
 import zlib
 from functools import lru_cache
 
 import numpy as np
 
+from grammarc import diskstore
 from grammarc.automata.dfa import DFA, _make_edges
 
 __all__ = ["PATH", "find", "save"]
 
-# zlib of: the header's length (4 bytes, little-endian), the header (JSON: per automaton its
-# pattern, states and runs), then per automaton its runs (src, lo, hi, dst: int32, little-
-# endian) and accept flags (a byte each). Not numpy's npz: its header parser leaves
-# reference cycles behind (ast.literal_eval's closures), which the lowering must not.
+# zlib of a `grammarc.diskstore` container (the disk caches' format: a JSON header and raw
+# arrays): the header lists the patterns, automaton i's runs (src, lo, hi, dst: int32 [k, 4])
+# and accept flags are the arrays ``runs{i}`` and ``accept{i}``. Not numpy's npz: its header
+# parser leaves reference cycles behind (ast.literal_eval's closures), which the lowering
+# must not.
 PATH = os.path.join(os.path.dirname(__file__), "prebuilt_formats.bin")
 
 
 def find(pattern: str) -> DFA | None:
     """The stored DFA of `pattern` (``re.fullmatch`` semantics, grammarc's dialect), or None."""
-    return _load(pattern) if pattern in _store()[1] else None
+    return _load(pattern) if pattern in _store()[0] else None
 
 
 @lru_cache(maxsize=1)
-def _store() -> tuple[bytes, dict[str, tuple[int, int, int]]]:
-    """(the store's bytes, pattern -> (where its runs start, its states, its runs)); empty
-    when there is no store."""
+def _store() -> tuple[dict[str, int], dict[str, np.ndarray]]:
+    """(pattern -> its number, the arrays); empty when there is no store."""
     if not os.path.exists(PATH):
-        return b"", {}
+        return {}, {}
     with open(PATH, "rb") as file:
-        raw = zlib.decompress(file.read())
-    size = int.from_bytes(raw[:4], "little")
-    at = 4 + size
-    where = {}
-    for entry in json.loads(raw[4:at]):
-        where[entry["pattern"]] = (at, entry["states"], entry["runs"])
-        at += 16 * entry["runs"] + entry["states"]
-    return raw, where
+        header, arrays = diskstore.unpack(zlib.decompress(file.read()))
+    return {pattern: i for i, pattern in enumerate(header["patterns"])}, arrays
 
 
 @lru_cache(maxsize=64)
 def _load(pattern: str) -> DFA:
     """The stored DFA of `pattern`, from its runs (src, lo, hi, dst) and accept flags."""
-    raw, where = _store()
-    at, states, count = where[pattern]
-    runs = np.frombuffer(raw, dtype="<i4", count=4 * count, offset=at).reshape(-1, 4).astype(np.int64)
-    accept = np.frombuffer(raw, dtype=np.uint8, count=states, offset=at + 16 * count).astype(bool)
+    numbers, arrays = _store()
+    i = numbers[pattern]
+    runs, accept = arrays[f"runs{i}"].astype(np.int64), arrays[f"accept{i}"]
     src, lo, hi, dst = runs.T
     width = hi - lo + 1
     first = np.repeat(np.cumsum(width) - width, width)  # where each run's bytes start, per byte
     byte = np.repeat(lo, width) + np.arange(int(width.sum())) - first
-    return _make_edges(states, np.repeat(src, width), byte, np.repeat(dst, width), accept)
+    return _make_edges(len(accept), np.repeat(src, width), byte, np.repeat(dst, width), accept)
 
 
 def save(dfas: dict[str, DFA], path: str = PATH) -> None:
     """Store `dfas` (pattern -> its DFA, as `nfa.from_regex` builds it) at `path`."""
-    header, blobs = [], []
-    for pattern, dfa in dfas.items():
-        runs = np.array([(q, lo, hi, t) for q, row in enumerate(dfa._runs) for lo, hi, t in row], dtype="<i4")
-        header.append({"pattern": pattern, "states": dfa.n_states, "runs": len(runs)})
-        blobs += [runs.tobytes(), np.asarray(dfa.accept, dtype=np.uint8).tobytes()]
-    head = json.dumps(header).encode()
+    arrays = {}
+    for i, dfa in enumerate(dfas.values()):
+        runs = [(q, lo, hi, t) for q, row in enumerate(dfa._runs) for lo, hi, t in row]
+        arrays[f"runs{i}"] = np.array(runs, dtype=np.int32).reshape(-1, 4)
+        arrays[f"accept{i}"] = np.asarray(dfa.accept, dtype=bool)
     with open(path, "wb") as file:
-        file.write(zlib.compress(len(head).to_bytes(4, "little") + head + b"".join(blobs), 9))
+        file.write(zlib.compress(diskstore.pack({"patterns": list(dfas)}, arrays), 9))
