@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from grammarc.tokens.index import TokenSet
+from grammarc.tokens.token_set import TokenSet
 
 
 def reference(ids, n_words: int) -> np.ndarray:

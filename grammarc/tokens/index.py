@@ -23,7 +23,6 @@ from __future__ import annotations
 import itertools
 import threading
 import weakref
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -38,93 +37,8 @@ from grammarc.tokens.memo import Memo
 from grammarc.tokens.rows import TokenBytes, joined, token_bytes
 from grammarc.tokens.scan_cache import AFTER_FIRST_BYTE, FROM_START, Scan, TerminalScans, terminal_scans
 from grammarc.tokens.suffixes import Suffixes, byte_bits, shared
+from grammarc.tokens.token_set import TokenSet
 from grammarc.tokens.vocabulary import Vocabulary
-
-
-@dataclass(frozen=True, eq=False, slots=True)
-class TokenSet:
-    """A set of token ids laid out to be OR-ed into a packed bitmask (uint32 words, bit
-    i % 32 of word i // 32 = token i, the layout of `Engine.fill_bitmask`).
-
-    Dense sets keep every word (`words` is None); sparse ones keep only their non-zero
-    words, so OR-ing a handful of tokens touches a handful of words, not the vocabulary.
-    """
-
-    bits: np.ndarray  # uint32: the whole bitmask, or the non-zero words listed in `words`
-    words: np.ndarray | None
-    count: int
-
-    @staticmethod
-    def of(ids: np.ndarray, n_words: int) -> "TokenSet":
-        """The set of `ids` (any order, repeats allowed; `grammarc.tokens._scan.pack_ids`
-        sorts a few and flags many), sparse or dense as its non-zero words decide."""
-        return TokenSet._of_packed(_scan.pack_ids(np.ascontiguousarray(ids, dtype=np.int64), n_words)) or TokenSet.empty()
-
-    @staticmethod
-    def empty() -> "TokenSet":
-        """The set of no tokens (sparse: OR-ing it touches nothing)."""
-        return TokenSet(_frozen(np.zeros(0, dtype=np.uint32)), _frozen(np.zeros(0, dtype=np.intp)), 0)
-
-    @staticmethod
-    def union(sets: list["TokenSet"], n_words: int) -> "TokenSet | None":
-        """One set holding every token of `sets` (None when there are none): OR-ing it
-        costs one operation instead of one per set."""
-        if not sets:
-            return None
-        if len(sets) == 1:
-            return sets[0]
-        return TokenSet._of_packed(_scan.union_sets(sets, n_words))
-
-    @staticmethod
-    def from_words(acc: np.ndarray) -> "TokenSet | None":
-        """The set of a packed bitmask (uint32; `grammarc.tokens._scan.pack_words`); None when
-        it is empty."""
-        return TokenSet._of_packed(_scan.pack_words(acc))
-
-    def edited(self, removed: np.ndarray, added: np.ndarray, n_words: int) -> "TokenSet":
-        """This set without the ids `removed`, then with the ids `added`: a scan read off
-        another's differs in a few walked rows, and packing those costs a fraction of
-        packing every row's flag again."""
-        acc = np.zeros(n_words, dtype=np.uint32)
-        self.or_into(acc)
-        if len(removed):
-            gone = np.zeros(n_words, dtype=np.uint32)
-            TokenSet.of(removed, n_words).or_into(gone)
-            acc &= ~gone
-        if len(added):
-            TokenSet.of(added, n_words).or_into(acc)
-        return TokenSet.from_words(acc) or TokenSet.empty()
-
-    @staticmethod
-    def _of_packed(packed: tuple[bytes, bytes | None, int]) -> "TokenSet | None":
-        bits, words, count = packed
-        if not count:
-            return None
-        # (dtypes given by position: NumPy parses keywords at a cost that shows on a new schema's many parts)
-        return TokenSet(np.frombuffer(bits, np.uint32), None if words is None else np.frombuffer(words, np.intp), count)
-
-    @property
-    def nbytes(self) -> int:
-        """Bytes held (arrays and object, roughly): what a memo counts for a set it made."""
-        return 150 + self.bits.nbytes + (0 if self.words is None else self.words.nbytes)
-
-    def or_into(self, acc: np.ndarray) -> None:
-        """OR the set into `acc`, a packed mask (uint32 words, writable)."""
-        _scan.or_into(acc, self.bits, self.words)
-
-    def ids(self) -> np.ndarray:
-        """The token ids, sorted (for tests and reports)."""
-        if self.words is None:
-            words, bits = np.arange(len(self.bits)), self.bits
-        else:
-            words, bits = self.words, self.bits
-        out = [w * 32 + b for w, word in zip(words.tolist(), bits.tolist()) for b in range(32) if word >> b & 1]
-        return np.array(out, dtype=np.int64)
-
-
-def _frozen(array: np.ndarray) -> np.ndarray:
-    array.flags.writeable = False
-    return array
 
 
 _tree_serials = itertools.count()
@@ -147,8 +61,9 @@ class Tree:
 
     __slots__ = ("_parts", "_candidates", "_source", "serial")
 
-    def __init__(self, source: "_Level | None" = None):
-        self._parts: dict[int, tuple[TokenSet | None, Tree | None]] = {}
+    def __init__(self, source: "_Level | _Small | None" = None):
+        # made with the first part: most trees of a new schema's walks never make one
+        self._parts: dict[int, tuple[TokenSet | None, Tree | None]] | None = None
         self._candidates: frozenset[int] | None = None if source is not None else frozenset()
         self._source = source  # where parts are made from; None once every candidate is made
         # A number no other tree of the process has: memos key on it, not on id(), which a
@@ -173,19 +88,28 @@ class Tree:
     def part(self, u: int) -> "tuple[TokenSet | None, Tree | None]":
         """(tokens, child) of terminal `u`, made on first read (published once, under the
         index's lock: threads sharing the index share one object per part)."""
-        found = self._parts.get(u)
+        parts = self._parts
+        found = None if parts is None else parts.get(u)
         if found is None:
             source = self._source
             if source is None:  # let go after the last part was published: it is there
-                return self._parts.get(u, _NO_PART)
+                return _NO_PART if parts is None else parts.get(u, _NO_PART)
             if u not in self.candidates:
                 return _NO_PART
             found = source.part(self, u)
         return found
 
+    def _made(self, u: int) -> "tuple[TokenSet | None, Tree | None] | None":
+        """The part of `u` if it was made (read under the index's lock)."""
+        parts = self._parts
+        return None if parts is None else parts.get(u)
+
     def _publish(self, u: int, part: "tuple[TokenSet | None, Tree | None]") -> None:
-        self._parts[u] = part
-        if len(self._parts) == len(self.candidates):
+        parts = self._parts
+        if parts is None:
+            parts = self._parts = {}
+        parts[u] = part
+        if len(parts) == len(self.candidates):
             self._source = None  # every part made: the level's arrays may go
 
     @property
@@ -209,20 +133,18 @@ class Tree:
 
 
 _NO_PART: "tuple[TokenSet | None, Tree | None]" = (None, None)
-_NO_ROWS = _frozen(np.zeros(0, dtype=np.int32))  # a walk's splits when it has none
 
 
 class _Level:
-    """What a tree's parts are made from: the token suffixes that start right after
-    terminal `previous` (`Suffixes`: their next bytes and buckets made once), and the index
-    that scans them.
+    """What a big tree's parts are made from (`BUCKETED_ROWS` suffixes or more): the token
+    suffixes that start right after terminal `previous` (`Suffixes`: their next bytes and
+    buckets made once), and the index that scans them.
 
-    A big root level (`BUCKETED_ROWS`) reads the process's `Suffixes` of them (`shared`): a
-    few sets that every grammar's trees meet (a space-led token after its space), bucketed
-    and partly walked once. Another level has suffixes of its own, kept until every
-    candidate's part is made (most never are), or, when that big, made whole on its first
-    read, each terminal from the suffixes of its opening bytes, and then dropped (its
-    arrays would outweigh the parts never read)."""
+    A big root level reads the process's `Suffixes` of them (`shared`): a few sets that
+    every grammar's trees meet (a space-led token after its space), bucketed and partly
+    walked once. Another big level has suffixes of its own, made whole on its first read,
+    each terminal from the suffixes of its opening bytes, and then dropped (its arrays
+    would outweigh the parts never read)."""
 
     __slots__ = ("_index", "previous", "suffixes", "shared")
 
@@ -238,19 +160,46 @@ class _Level:
     def part(self, tree: Tree, u: int) -> "tuple[TokenSet | None, Tree | None]":
         index = self._index()
         with index._build_lock:
-            found = tree._parts.get(u)
+            found = tree._made(u)
             if found is None:
                 suffixes = self.suffixes
                 if self.shared:
                     found = index._tree_part(self, u, suffixes.taking(index._openers[u]))
                     tree._publish(u, found)
-                elif len(suffixes.rows) < BUCKETED_ROWS:
-                    found = index._tree_part(self, u, None)  # the walk picks by next byte
-                    tree._publish(u, found)
                 else:
-                    for v in sorted(tree.candidates - tree._parts.keys()):
-                        tree._publish(v, index._tree_part(self, v, suffixes.taking(index._openers[v])))
-                    found = tree._parts[u]
+                    for v in sorted(tree.candidates):
+                        if tree._made(v) is None:
+                            tree._publish(v, index._tree_part(self, v, suffixes.taking(index._openers[v])))
+                    found = tree._made(u)
+        return found
+
+
+class _Small:
+    """What a small tree's parts are made from (fewer than `BUCKETED_ROWS` suffixes, the
+    common case: a new schema's walks make thousands of them): the suffixes ``(rows[i],
+    pos[i])`` (int32 buffers, as the walk that found them gave them) after terminal
+    `previous`, and their next bytes as an int (`byte_set`). Each part walks them all, its
+    walk picking those whose next byte opens its terminal; kept until every candidate's
+    part is made (most never are). Nothing else is made for them: no arrays, no buckets."""
+
+    __slots__ = ("_index", "previous", "rows", "pos", "byte_set")
+
+    def __init__(self, index: "TokenIndex", previous: int, rows, pos, byte_set: int):
+        self._index = index.ref
+        self.previous, self.rows, self.pos, self.byte_set = previous, rows, pos, byte_set
+
+    def candidates(self) -> frozenset[int]:
+        index = self._index()
+        with index._build_lock:
+            return index._starting(self.previous, self.byte_set)
+
+    def part(self, tree: Tree, u: int) -> "tuple[TokenSet | None, Tree | None]":
+        index = self._index()
+        with index._build_lock:
+            found = tree._made(u)
+            if found is None:
+                found = index._small_part(self, u)
+                tree._publish(u, found)
         return found
 
 
@@ -520,7 +469,7 @@ class TokenIndex:
         else:
             scan = self._terminal_scan(t, q)
             inside = _inside_set(scan, self.tokens, self.n_words)
-            tree = self._tree(t, scan.split_rows, scan.split_pos, scan)
+            tree = self._tree(t, scan)
         self._inside[(t, q)] = inside
         self._mid[(t, q)] = tree
 
@@ -722,17 +671,29 @@ class TokenIndex:
             table = self._tables[t] = walk_table(self.terminals[t].dfa)
         return table
 
-    def _tree(self, previous: int, rows: np.ndarray, pos: np.ndarray, scan: Scan | None = None, *,
-              after: int | None = None) -> Tree:
-        """The subtree of token suffixes ``(row, pos)`` that start right after `previous`
-        (its parts made when first read); those of `scan`'s splits when it is given, read
-        through the process's shared `Suffixes` when they are many. `after`: the suffixes'
-        next bytes (`Suffixes.byte_set`), when the walk that found them gave them."""
+    def _tree(self, previous: int, scan: Scan) -> Tree:
+        """The subtree of `scan`'s splits: the token suffixes that start right after
+        `previous`, read through the process's shared `Suffixes` when they are many (its
+        parts made when first read)."""
+        rows, pos = scan.split_rows, scan.split_pos
         if not len(rows):
             return Tree()
-        if scan is not None and len(rows) >= BUCKETED_ROWS:
+        if len(rows) >= BUCKETED_ROWS:
             return Tree(_Level(self, previous, shared(scan, self.tokens), True))
-        return Tree(_Level(self, previous, Suffixes(self.tokens, rows, pos, after), False))
+        return Tree(_Small(self, previous, rows, pos, _scan.next_bytes(self.tokens.native, rows, pos)[2]))
+
+    def _child(self, previous: int, rows: bytes, pos: bytes, after: int | None) -> "Tree | None":
+        """The subtree of a part's splits (int32 buffers, as its walk gives them; `after`:
+        their next bytes, `Suffixes.byte_set`, or None to find them); None without splits."""
+        n = len(rows) // 4
+        if not n:
+            return None
+        if n < BUCKETED_ROWS:
+            if after is None:
+                after = _scan.next_bytes(self.tokens.native, rows, pos)[2]
+            return Tree(_Small(self, previous, rows, pos, after))
+        suffixes = Suffixes(self.tokens, np.frombuffer(rows, np.int32), np.frombuffer(pos, np.int32), after)
+        return Tree(_Level(self, previous, suffixes, False))
 
     def _starting(self, previous: int, present: int) -> frozenset[int]:
         """The terminals after `previous` that can start with a byte of `present` (a set of
@@ -750,37 +711,56 @@ class TokenIndex:
                 u for u in self._follow_lists[previous] if opening[u] & present)
         return found
 
-    def _tree_part(self, level: _Level, u: int, starts: np.ndarray | None) -> "tuple[TokenSet | None, Tree | None]":
-        """The part of terminal `u` in the tree over `level`: its suffixes at `starts` (those
-        whose next byte opens `u`; None: found in the walk), scanned from `u`'s start
-        (called under the build lock)."""
-        limit, suffixes = self.terminals[u].token_limit, level.suffixes
-        if limit is None and level.shared:  # its walks are its suffixes' (one per automaton)
-            dfa = self.terminals[u].dfa
-            tokens, split_rows, split_pos, after = suffixes.part(dfa, lambda: self._walked(u, suffixes, starts))
-        elif limit is None:
-            tokens, split_rows, split_pos, after = self._walked(u, suffixes, starts)
-        else:  # the token spends one of `u`'s budget: the rest must finish it
-            after = None
-            if starts is None:
-                starts = np.flatnonzero(self._openers[u][suffixes.next_bytes()[0]])
-            end_rows, end_states, split_rows, split_pos = self._scan(u, suffixes.rows[starts], suffixes.pos[starts], 0)
-            finish = [self.can_finish(u, int(s), limit - 1) for s in end_states.tolist()]
-            end_rows = end_rows[np.array(finish, dtype=bool)] if len(end_rows) else end_rows
-            tokens = TokenSet.of(self.token_ids[end_rows], self.n_words) if len(end_rows) else None
-        child = self._tree(u, split_rows, split_pos, after=after) if len(split_rows) else None
+    def _tree_part(self, level: _Level, u: int, starts: np.ndarray) -> "tuple[TokenSet | None, Tree | None]":
+        """The part of terminal `u` in the big tree over `level`: its suffixes at `starts`
+        (those whose next byte opens `u`), scanned from `u`'s start (called under the build
+        lock)."""
+        suffixes = level.suffixes
+        limit = self.terminals[u].token_limit
+        if limit is not None:
+            return self._limited_part(u, suffixes.rows, suffixes.pos, starts, limit)
+        if level.shared:  # its walks are its suffixes' (one per automaton)
+            walk = suffixes.part(self.terminals[u].dfa, lambda: self._walked(u, suffixes.rows, suffixes.pos, starts))
+        else:
+            walk = self._walked(u, suffixes.rows, suffixes.pos, starts)
+        tokens, rows, pos, after = walk
+        child = self._child(u, rows, pos, after)
         return _NO_PART if tokens is None and child is None else (tokens, child)
 
-    def _walked(self, u: int, suffixes: Suffixes, starts: np.ndarray | None) -> tuple:
+    def _small_part(self, level: _Small, u: int) -> "tuple[TokenSet | None, Tree | None]":
+        """The part of terminal `u` in the small tree over `level` (under the build lock):
+        one walk over all its suffixes, which picks those whose next byte opens `u`."""
+        limit = self.terminals[u].token_limit
+        if limit is not None:
+            return self._limited_part(u, np.frombuffer(level.rows, np.int32), np.frombuffer(level.pos, np.int32),
+                                      None, limit)
+        tokens, rows, pos, after = self._walked(u, level.rows, level.pos, None)
+        child = self._child(u, rows, pos, after)
+        return _NO_PART if tokens is None and child is None else (tokens, child)
+
+    def _limited_part(self, u: int, rows: np.ndarray, pos: np.ndarray, starts: np.ndarray | None,
+                      limit: int) -> "tuple[TokenSet | None, Tree | None]":
+        """The part of the token-limited terminal `u` (``except!(X, n)``) over the suffixes
+        ``(rows, pos)`` at `starts` (None: those whose next byte opens `u`): the token
+        spends one of `u`'s budget, so the rest must finish it (`can_finish`)."""
+        if starts is None:
+            next_byte = np.frombuffer(_scan.next_bytes(self.tokens.native, rows, pos)[0], np.uint8)
+            starts = np.flatnonzero(self._openers[u][next_byte])
+        end_rows, end_states, split_rows, split_pos = self._scan(u, rows[starts], pos[starts], 0)
+        finish = [self.can_finish(u, int(s), limit - 1) for s in end_states.tolist()]
+        end_rows = end_rows[np.array(finish, dtype=bool)] if len(end_rows) else end_rows
+        tokens = TokenSet.of(self.token_ids[end_rows], self.n_words) if len(end_rows) else None
+        child = self._child(u, split_rows.tobytes(), split_pos.tobytes(), None)
+        return _NO_PART if tokens is None and child is None else (tokens, child)
+
+    def _walked(self, u: int, rows, pos, starts: np.ndarray | None) -> tuple:
         """(tokens, split rows, split positions, the bytes right after the splits as an int)
-        of terminal `u` over `suffixes` at `starts` (None: those whose next byte opens `u`):
-        picked, walked and packed in one call (`_scan.scan_part`)."""
+        of terminal `u` over the suffixes ``(rows, pos)`` (int32 buffers) at `starts` (None:
+        those whose next byte opens `u`): picked, walked and packed in one call
+        (`_scan.scan_part`); the splits come back as int32 buffers (bytes)."""
         picks = None if starts is None else np.asarray(starts, dtype=np.int64)
-        packed, rows, pos, after = _scan.scan_part(self._table(u), self.tokens.native, suffixes.rows, suffixes.pos,
-                                                   picks, self.n_words)
-        return (None if packed is None else TokenSet._of_packed(packed),
-                np.frombuffer(rows, np.int32) if rows else _NO_ROWS, np.frombuffer(pos, np.int32) if pos else _NO_ROWS,
-                after)
+        packed, rows, pos, after = _scan.scan_part(self._table(u), self.tokens.native, rows, pos, picks, self.n_words)
+        return None if packed is None else TokenSet._of_packed(packed), rows, pos, after
 
 
 # `TokenIndex._starting` answers kept per index (each a set of the terminals that may follow

@@ -1,0 +1,101 @@
+"""A set of token ids laid out to be OR-ed into a packed bitmask: what the token index
+keeps per lexer item and tree part, and what a mask is OR-ed together from."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from grammarc.allocation import slot_init
+from grammarc.tokens import _scan
+
+__all__ = ["TokenSet", "read_only"]
+
+
+@slot_init
+@dataclass(frozen=True, eq=False, slots=True)
+class TokenSet:
+    """A set of token ids laid out to be OR-ed into a packed bitmask (uint32 words, bit
+    i % 32 of word i // 32 = token i, the layout of `Engine.fill_bitmask`).
+
+    Dense sets keep every word (`words` is None); sparse ones keep only their non-zero
+    words, so OR-ing a handful of tokens touches a handful of words, not the vocabulary.
+    """
+
+    bits: np.ndarray  # uint32: the whole bitmask, or the non-zero words listed in `words`
+    words: np.ndarray | None
+    count: int
+
+    @staticmethod
+    def of(ids: np.ndarray, n_words: int) -> "TokenSet":
+        """The set of `ids` (any order, repeats allowed; `grammarc.tokens._scan.pack_ids`
+        sorts a few and flags many), sparse or dense as its non-zero words decide."""
+        return TokenSet._of_packed(_scan.pack_ids(np.ascontiguousarray(ids, dtype=np.int64), n_words)) or TokenSet.empty()
+
+    @staticmethod
+    def empty() -> "TokenSet":
+        """The set of no tokens (sparse: OR-ing it touches nothing)."""
+        return TokenSet(read_only(np.zeros(0, dtype=np.uint32)), read_only(np.zeros(0, dtype=np.intp)), 0)
+
+    @staticmethod
+    def union(sets: list["TokenSet"], n_words: int) -> "TokenSet | None":
+        """One set holding every token of `sets` (None when there are none): OR-ing it
+        costs one operation instead of one per set."""
+        if not sets:
+            return None
+        if len(sets) == 1:
+            return sets[0]
+        return TokenSet._of_packed(_scan.union_sets(sets, n_words))
+
+    @staticmethod
+    def from_words(acc: np.ndarray) -> "TokenSet | None":
+        """The set of a packed bitmask (uint32; `grammarc.tokens._scan.pack_words`); None when
+        it is empty."""
+        return TokenSet._of_packed(_scan.pack_words(acc))
+
+    def edited(self, removed: np.ndarray, added: np.ndarray, n_words: int) -> "TokenSet":
+        """This set without the ids `removed`, then with the ids `added`: a scan read off
+        another's differs in a few walked rows, and packing those costs a fraction of
+        packing every row's flag again."""
+        acc = np.zeros(n_words, dtype=np.uint32)
+        self.or_into(acc)
+        if len(removed):
+            gone = np.zeros(n_words, dtype=np.uint32)
+            TokenSet.of(removed, n_words).or_into(gone)
+            acc &= ~gone
+        if len(added):
+            TokenSet.of(added, n_words).or_into(acc)
+        return TokenSet.from_words(acc) or TokenSet.empty()
+
+    @staticmethod
+    def _of_packed(packed: tuple[bytes, bytes | None, int]) -> "TokenSet | None":
+        bits, words, count = packed
+        if not count:
+            return None
+        # (dtypes given by position: NumPy parses keywords at a cost that shows on a new schema's many parts)
+        return TokenSet(np.frombuffer(bits, np.uint32), None if words is None else np.frombuffer(words, np.intp), count)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held (arrays and object, roughly): what a memo counts for a set it made."""
+        return 150 + self.bits.nbytes + (0 if self.words is None else self.words.nbytes)
+
+    def or_into(self, acc: np.ndarray) -> None:
+        """OR the set into `acc`, a packed mask (uint32 words, writable)."""
+        _scan.or_into(acc, self.bits, self.words)
+
+    def ids(self) -> np.ndarray:
+        """The token ids, sorted (for tests and reports)."""
+        if self.words is None:
+            words, bits = np.arange(len(self.bits)), self.bits
+        else:
+            words, bits = self.words, self.bits
+        out = [w * 32 + b for w, word in zip(words.tolist(), bits.tolist()) for b in range(32) if word >> b & 1]
+        return np.array(out, dtype=np.int64)
+
+
+def read_only(array: np.ndarray) -> np.ndarray:
+    """`array`, made read-only (shared sets and arrays are never written)."""
+    array.flags.writeable = False
+    return array
