@@ -57,12 +57,27 @@ class StoreError(ValueError):
 
 
 def cache_dir() -> Path | None:
-    """The root of grammarc's disk caches, or None when disk caching is off."""
-    setting = os.environ.get("GRAMMARC_CACHE_DIR")
+    """The root of grammarc's disk caches, or None when disk caching is off (read from the
+    environment at each call: tests and servers change it while running)."""
+    environ = os.environ
+    return _cache_dir_of(environ.get("GRAMMARC_CACHE_DIR"), environ.get("XDG_CACHE_HOME"), environ.get("HOME"))
+
+
+@lru_cache(maxsize=16)
+def _cache_dir_of(setting: str | None, xdg: str | None, home: str | None) -> Path | None:
+    """`cache_dir` for these environment values (kept: a new schema opens a store for each
+    wide state, and building the path cost more than the lookup it is for)."""
     if setting is not None:
         return None if setting.strip().lower() in _OFF else Path(setting)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    base = xdg or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "grammarc"
+
+
+@lru_cache(maxsize=64)
+def subdirectory(root: Path, *names: str) -> Path:
+    """``root / names[0] / names[1] ...``, kept (the same few directories are joined for
+    every file a cache looks up)."""
+    return root.joinpath(*names)
 
 
 def megabytes(variable: str, default: int) -> int:

@@ -129,3 +129,23 @@ def test_arrays_of_any_byte_order_read_back_as_written(tmp_path):
     diskstore.write(path, {"version": 1}, arrays)
     _, got = diskstore.read(path, {"version": 1}, arrays)
     assert all(np.array_equal(got[n], arrays[n]) and got[n].dtype == arrays[n].dtype.newbyteorder("<") for n in arrays)
+
+
+def test_cache_dir_follows_the_environment_at_every_call(monkeypatch, tmp_path):
+    """The directory is kept per environment (`cache_dir` is asked for every store a new
+    schema opens), never past a change of it."""
+    from pathlib import Path
+
+    monkeypatch.setenv("GRAMMARC_CACHE_DIR", str(tmp_path / "a"))
+    assert diskstore.cache_dir() == tmp_path / "a"
+    monkeypatch.setenv("GRAMMARC_CACHE_DIR", " OFF ")
+    assert diskstore.cache_dir() is None
+    monkeypatch.delenv("GRAMMARC_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert diskstore.cache_dir() == tmp_path / "xdg" / "grammarc"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert diskstore.cache_dir() == tmp_path / "home" / ".cache" / "grammarc"
+    monkeypatch.setenv("HOME", str(tmp_path / "other"))
+    assert diskstore.cache_dir() == tmp_path / "other" / ".cache" / "grammarc"
+    assert diskstore.subdirectory(Path("/x"), "v5", "vocab") == Path("/x/v5/vocab")

@@ -184,7 +184,7 @@ def entry(grammar: Grammar, max_states: int, merge_max_states: int) -> Entry | N
     if directory is None:
         return None
     key = grammar_key(grammar, max_states, merge_max_states)
-    return Entry(key, directory / "grammars" / f"v{FORMAT_VERSION}" / f"{key}{SUFFIX}")
+    return Entry(key, diskstore.subdirectory(directory, "grammars", f"v{FORMAT_VERSION}") / f"{key}{SUFFIX}")
 
 
 # -- encoding -----------------------------------------------------------------------------

@@ -91,7 +91,8 @@ class TerminalScans:
         self._dirty = False
         self._lock = threading.Lock()
         directory = cache_dir()
-        self.path = None if directory is None else directory / f"v{FORMAT_VERSION}" / vocab_key[:24] / f"{dfa_key[:40]}{SUFFIX}"
+        self.path = None if directory is None else \
+            diskstore.subdirectory(directory, f"v{FORMAT_VERSION}", vocab_key[:24]) / f"{dfa_key[:40]}{SUFFIX}"
         if self.path is not None and self.path.exists():
             self._load()
 
