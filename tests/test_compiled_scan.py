@@ -64,11 +64,6 @@ def _table(trans, accept, comb: bool = False) -> _scan.Table:
     return _scan.Table(trans, b"", b"", b"", accept)
 
 
-def _pair(trans, accept, comb: bool = False, runs: bool = True) -> tuple:
-    """A DFA as the pair walks take it: its `Table` and its byte runs (`DFA.byte_runs` of the
-    table as stored), or none (a run per byte)."""
-    stored = CombTable.from_dense(trans) if comb else trans
-    return _table(trans, accept, comb), DFA(stored, accept).byte_runs if runs else b""
 
 
 def _rows(data, offsets, lengths, sets=b"", kinds=b"", shared=b"", skip=b"", ids=b"", starts=b"") -> _scan.Tokens:
@@ -471,15 +466,15 @@ def _agree_oracle(trans, accept, q: int, p: int, limit: int, trans2=None, accept
 
 
 @settings(max_examples=300, deadline=None)
-@given(case=cases(), p=st.integers(0, 5), limit=st.integers(0, 6), comb=st.booleans(), runs=st.booleans())
-def test_agree_depth_is_how_deep_two_states_die_and_accept_alike(case, p, limit, comb, runs):
+@given(case=cases(), p=st.integers(0, 5), limit=st.integers(0, 6), comb=st.booleans())
+def test_agree_depth_is_how_deep_two_states_die_and_accept_alike(case, p, limit, comb):
     trans, accept, *_ = case
     p = p % len(trans)
     q = case[-1]
     expected = _agree_oracle(trans, accept, q, p, limit)
-    pair = _pair(trans, accept, comb, runs)
-    assert _scan.agree_depth(*pair, q, *pair, p, limit) == expected
-    assert _scan.agree_depth(*pair, q, *pair, q, limit) == limit  # a state agrees with itself
+    table = _table(trans, accept, comb)
+    assert _scan.agree_depth(table, q, table, p, limit) == expected
+    assert _scan.agree_depth(table, q, table, q, limit) == limit  # a state agrees with itself
 
 
 @settings(max_examples=300, deadline=None)
@@ -489,8 +484,8 @@ def test_tokens_no_longer_than_the_agreement_scan_alike(case, p):
     every token of at most d bytes the same walk (end, splits)."""
     trans, accept, data, offsets, lengths, _, _, q = case
     p = p % len(trans)
-    pair = _pair(trans, accept)
-    depth = _scan.agree_depth(*pair, q, *pair, p, 8)
+    table = _table(trans, accept)
+    depth = _scan.agree_depth(table, q, table, p, 8)
     rows = np.flatnonzero(lengths <= depth).astype(np.int32)
     zero = np.zeros(len(rows), dtype=np.int32)
     from_q = _compiled(trans, accept, data, offsets, lengths, rows, zero, q, False)
@@ -499,21 +494,64 @@ def test_tokens_no_longer_than_the_agreement_scan_alike(case, p):
 
 
 @settings(max_examples=300, deadline=None)
-@given(case=cases(), other=cases(), limit=st.integers(0, 6), comb=st.booleans(), runs=st.booleans())
-def test_agree_depth_compares_states_of_two_dfas(case, other, limit, comb, runs):
+@given(case=cases(), other=cases(), limit=st.integers(0, 6), comb=st.booleans())
+def test_agree_depth_compares_states_of_two_dfas(case, other, limit, comb):
     trans, accept, *_, q = case
     trans2, accept2, *_, p = other
     expected = _agree_oracle(trans, accept, q, p, limit, trans2, accept2)
-    assert _scan.agree_depth(*_pair(trans, accept, comb, runs), q, *_pair(trans2, accept2, not comb), p,
-                             limit) == expected
+    assert _scan.agree_depth(_table(trans, accept, comb), q, _table(trans2, accept2, not comb), p, limit) == expected
 
 
 def _parting(trans, accept, q, trans2, accept2, p, comb: bool, max_pairs: int = 10_000,
-             max_parting: int = 256, runs: bool = True) -> set[int] | None:
-    found = _scan.agree_bytes(*_pair(trans, accept, comb, runs), q, *_pair(trans2, accept2, not comb, runs), p,
+             max_parting: int = 256) -> set[int] | None:
+    found = _scan.agree_bytes(_table(trans, accept, comb), q, _table(trans2, accept2, not comb), p,
                               max_pairs, max_parting)
     return None if found is None else set(np.flatnonzero(np.unpackbits(np.frombuffer(found, dtype=np.uint8),
                                                                        bitorder="little")).tolist())
+
+
+def _parting_oracle(trans, accept, q, trans2, accept2, p, max_pairs: int = 10_000,
+                    max_parting: int = 256) -> set[int] | None:
+    """`agree_bytes` as its contract reads, a byte at a time: from each pair of states
+    reached (depth first, bytes ascending), a byte that kills one walk and not the other,
+    or leaves one accepting and not the other, parts the two and is not followed; None
+    past `max_pairs` pairs or `max_parting` bytes, or when q and p differ on acceptance."""
+    if bool(accept[q]) != bool(accept2[p]):
+        return None
+    parting: set[int] = set()
+    seen, todo = {(q, p)}, [(q, p)]
+    while todo:
+        x, y = todo.pop()
+        for b in range(256):
+            if b in parting:
+                continue
+            a, c = int(trans[x, b]), int(trans2[y, b])
+            if a < 0 and c < 0:
+                continue
+            if (a < 0) != (c < 0) or bool(accept[a]) != bool(accept2[c]):
+                parting.add(b)
+                if len(parting) > max_parting:
+                    return None
+                continue
+            if (a, c) in seen:  # two tables (`_parting`): equal states are followed too
+                continue
+            seen.add((a, c))
+            if len(seen) > max_pairs:
+                return None
+            todo.append((a, c))
+    return parting
+
+
+@settings(max_examples=400, deadline=None)
+@given(case=cases(), other=cases(), comb=st.booleans(), max_pairs=st.integers(1, 12))
+def test_agree_bytes_is_its_contract_read_a_byte_at_a_time(case, other, comb, max_pairs):
+    """`agree_bytes` reads one byte per run of bytes both states treat alike (between the
+    cuts of either) and finds, and gives up on, exactly what a walk over every byte does."""
+    trans, accept, *_, q = case
+    trans2, accept2, *_, p = other
+    for limits in ({}, {"max_pairs": max_pairs}, {"max_parting": max_pairs}):
+        assert _parting(trans, accept, q, trans2, accept2, p, comb, **limits) == \
+            _parting_oracle(trans, accept, q, trans2, accept2, p, **limits)
 
 
 @settings(max_examples=400, deadline=None)
@@ -522,12 +560,10 @@ def test_tokens_without_a_parting_byte_scan_alike_from_two_dfas(case, other, com
     """`agree_bytes`: every token that holds none of the bytes on which q (one DFA) and p
     (another) part walks alike from the two: the same ends and splits; every byte that
     parts the two at once (on its own) is one of them; None exactly when q and p differ on
-    acceptance (the pair limit is not reached here). Reading one byte per run of bytes the
-    two treat alike finds the same bytes as reading every byte."""
+    acceptance (the pair limit is not reached here)."""
     trans, accept, data, offsets, lengths, *_, q = case
     trans2, accept2, *_, p = other
     parting = _parting(trans, accept, q, trans2, accept2, p, comb)
-    assert parting == _parting(trans, accept, q, trans2, accept2, p, comb, runs=False)
     assert (parting is None) == (bool(accept[q]) != bool(accept2[p]))
     if parting is None:
         return
@@ -546,6 +582,23 @@ def test_tokens_without_a_parting_byte_scan_alike_from_two_dfas(case, other, com
     assert [x.tolist() for i, x in enumerate(from_q) if i != 1] == [x.tolist() for i, x in enumerate(from_p) if i != 1]
 
 
+def test_agree_bytes_follows_the_bytes_of_a_run_that_another_pair_found_parting():
+    """From (0, 0), `b` parts the two (A accepts after it, B does not) and `c` leads to (2, 2),
+    which treats `b` and `c` alike (one run); from there `c` leads on to (3, 3), where `d`
+    parts them. A run is not done with because one of its bytes parts the two elsewhere:
+    `d` is found only through `c`."""
+    a, b = np.full((5, 256), -1, dtype=np.int32), np.full((5, 256), -1, dtype=np.int32)
+    for trans in (a, b):
+        trans[0, ord("b")], trans[0, ord("c")] = 1, 2
+        trans[2, ord("b")] = trans[2, ord("c")] = 3
+        trans[3, ord("d")] = 4
+    accept_a, accept_b = np.zeros(5, dtype=bool), np.zeros(5, dtype=bool)
+    accept_a[[1, 4]] = True
+    for comb in (False, True):
+        assert _parting(a, accept_a, 0, b, accept_b, 0, comb) == {ord("b"), ord("d")}
+    assert _parting_oracle(a, accept_a, 0, b, accept_b, 0) == {ord("b"), ord("d")}
+
+
 def test_agree_bytes_gives_up_past_its_pair_limit_and_refuses_bad_states():
     """A counter (state k: k more `a`) and a loop on `a` reach a pair per count: past the
     limit, None; within it, the one parting byte is `a` (the counter's end). Limits are
@@ -562,13 +615,11 @@ def test_agree_bytes_gives_up_past_its_pair_limit_and_refuses_bad_states():
     counter_table, loop_table = _table(counter, accept), _table(loop, accept_loop)
     for q, p, limit in ((n, 0, 5), (0, 1, 5), (0, 0, 0)):
         with pytest.raises(ValueError, match="^agree_bytes: a state or the pair limit is out of range$"):
-            _scan.agree_bytes(counter_table, b"", q, loop_table, b"", p, limit, 16)
+            _scan.agree_bytes(counter_table, q, loop_table, p, limit, 16)
     with pytest.raises(ValueError, match="^agree_bytes: the parting limit is out of range$"):
-        _scan.agree_bytes(counter_table, b"", 0, loop_table, b"", 0, 5, -1)
-    with pytest.raises(ValueError, match="^agree_bytes: runs are not 256 bytes$"):
-        _scan.agree_bytes(counter_table, b"\0", 0, loop_table, b"", 0, 5, 16)
-    with pytest.raises(TypeError, match="^agree_bytes takes 8 arguments$"):
-        _scan.agree_bytes(counter_table, b"", 0, loop_table, b"", 0, 5)
+        _scan.agree_bytes(counter_table, 0, loop_table, 0, 5, -1)
+    with pytest.raises(TypeError, match="^agree_bytes takes 6 arguments$"):
+        _scan.agree_bytes(counter_table, 0, loop_table, 0, 5)
 
 
 @pytest.mark.parametrize(
@@ -580,11 +631,9 @@ def test_agree_bytes_gives_up_past_its_pair_limit_and_refuses_bad_states():
     ],
 )
 def test_agree_depth_refuses_states_it_does_not_have(q, p, limit, message):
-    pair = _pair(np.full((2, 256), -1, dtype=np.int32), np.zeros(2, dtype=bool))
+    table = _table(np.full((2, 256), -1, dtype=np.int32), np.zeros(2, dtype=bool))
     with pytest.raises(ValueError, match=f"^{message}$"):
-        _scan.agree_depth(*pair, q, *pair, p, limit)
-    with pytest.raises(ValueError, match="^agree_depth: runs are not 256 bytes$"):
-        _scan.agree_depth(pair[0], b"\0", 0, *pair, 0, 1)
+        _scan.agree_depth(table, q, table, p, limit)
 
 
 def test_a_row_after_one_not_stepped_walks_from_the_start():

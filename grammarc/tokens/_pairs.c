@@ -5,7 +5,7 @@
 
 #include "_scan.h"
 
-/* agree_depth(table, runs, q, table2, runs2, p, limit):
+/* agree_depth(table, q, table2, p, limit):
  * the largest d <= limit such that state q of the first DFA and state p of the second (the
  * same one, given twice, or another) accept the same strings of up to d bytes and die on
  * the same strings of up to d bytes (-1: one of them accepts the empty string and the
@@ -16,10 +16,11 @@
  * with any string body as far, so its scan is theirs but for the tokens longer than that
  * (`TokenIndex._scan_near`). A breadth-first walk over pairs of states, one depth at a
  * time; within one DFA (one `Table` given twice), equal pairs agree on everything and are
- * not followed. Each table comes with its DFA's byte runs (`DFA.byte_runs`, or empty: a run
- * per byte): the walks read one byte of each run both treat alike, a few dozen where there
- * were 256. The runs are not the table's: only these walks need them, and a new DFA's cost
- * more to find than most of its walks. */
+ * not followed. From each pair the walks read one byte of each run of bytes that both states
+ * treat alike (between the cuts of either, `table_cuts`): a handful for two string bodies,
+ * where the runs every state of a DFA treats alike number as many as its key trie has
+ * letters. The cuts are made as the walks reach the states and kept on the tables, so the
+ * walks hold the GIL (they stop within `max_pairs` pairs). */
 typedef struct {
     uint64_t *keys;
     size_t cap, len;
@@ -50,14 +51,29 @@ static int pairs_add(PairSet *set, uint64_t key) { /* 1: added, 0: present, -1: 
     return 1;
 }
 
-/* The runs of bytes that both DFAs treat alike: [lo[j], hi[j]] for j < n, in order. */
+/* The runs of bytes that two states treat alike: start[j] .. start[j + 1] - 1 for j < n, in
+ * order (start[n] = 256). */
 typedef struct {
-    uint8_t lo[256], hi[256];
+    uint16_t start[257];
     int n;
 } Runs;
 
-static Py_ssize_t agree_walk(const Table *t, const uint8_t *accept, int32_t q, const Table *u,
-                             const uint8_t *accept_u, int32_t p, Py_ssize_t limit, int same, const Runs *runs) {
+/* The runs state x of `a` and state y of `b` both treat alike; -1 when out of memory. */
+static int pair_runs(Runs *r, TableObject *a, int32_t x, TableObject *b, int32_t y) {
+    const uint64_t *cx = table_cuts(a, x), *cy = table_cuts(b, y);
+    if (!cx || !cy) return -1;
+    r->n = 0;
+    for (int w = 0; w < 4; w++)
+        for (uint64_t bits = cx[w] | cy[w]; bits; bits &= bits - 1)
+            r->start[r->n++] = (uint16_t)(w * 64 + __builtin_ctzll(bits));
+    r->start[r->n] = 256;
+    return 0;
+}
+
+static Py_ssize_t agree_walk(TableObject *ta, int32_t q, TableObject *tb, int32_t p, Py_ssize_t limit, int same) {
+    const Table *t = &ta->t, *u = &tb->t;
+    const uint8_t *accept = ta->accept.buf, *accept_u = tb->accept.buf;
+    Runs runs;
     PairSet seen = {0};
     Vec level = {0}, next = {0}; /* pairs as consecutive (x, y) */
     Py_ssize_t depth = 0, result = -2;
@@ -77,8 +93,9 @@ static Py_ssize_t agree_walk(const Table *t, const uint8_t *accept, int32_t q, c
         next.len = 0;
         for (Py_ssize_t i = 0; i < level.len; i += 2) {
             int32_t x = level.data[i], y = level.data[i + 1];
-            for (int j = 0; j < runs->n; j++) { /* one byte stands for its run */
-                int32_t a = step(t, x, runs->lo[j]), c = step(u, y, runs->lo[j]);
+            if (pair_runs(&runs, ta, x, tb, y)) goto done;
+            for (int j = 0; j < runs.n; j++) { /* one byte stands for its run */
+                int32_t a = step(t, x, (uint8_t)runs.start[j]), c = step(u, y, (uint8_t)runs.start[j]);
                 if ((a < 0) != (c < 0)) {
                     result = depth;
                     goto done;
@@ -100,64 +117,41 @@ done:
  * state of each, and a bound. */
 typedef struct {
     TableObject *a, *b;
-    Py_buffer runs_a, runs_b;
-    Runs runs; /* the runs both DFAs treat alike */
     Py_ssize_t q, p, bound;
     int same; /* one table given twice: a pair of equal states agrees on everything */
 } Pair;
 
-/* Cut the bytes where either DFA's runs (256 run numbers, or empty: a run per byte) cut. */
-static void joint_runs(Runs *r, const Py_buffer *a, const Py_buffer *b) {
-    const uint8_t *x = a->len ? a->buf : NULL, *y = b->len ? b->buf : NULL;
-    r->n = 0;
-    for (int v = 0; v < 256; v++) {
-        if (v == 0 || !x || !y || x[v] != x[v - 1] || y[v] != y[v - 1]) r->lo[r->n++] = (uint8_t)v;
-        r->hi[r->n - 1] = (uint8_t)v;
-    }
-}
-
 /* Parse and check a Pair's arguments; 0, or -1 with an error set (its messages name `who`
- * and the bound, `what`, which must be at least `least`). release_pair in both cases. A
- * DFA's runs are trusted to be runs of bytes that each of its states treats alike
- * (`DFA.byte_runs`): the walks read one byte of each. */
+ * and the bound, `what`, which must be at least `least`). */
 static int parse_pair(PyObject *args, Pair *x, const char *who, const char *what, Py_ssize_t least) {
-    if (!PyArg_ParseTuple(args, "O!y*nO!y*nn", &TableType, &x->a, &x->runs_a, &x->q, &TableType, &x->b, &x->runs_b,
-                          &x->p, &x->bound))
+    if (!PyArg_ParseTuple(args, "O!nO!nn", &TableType, &x->a, &x->q, &TableType, &x->b, &x->p, &x->bound))
         return -1;
     if (x->q < 0 || x->q >= x->a->t.n_states || x->p < 0 || x->p >= x->b->t.n_states || x->bound < least) {
         PyErr_Format(PyExc_ValueError, "%s: a state or the %s is out of range", who, what);
         return -1;
     }
-    if ((x->runs_a.len && x->runs_a.len != 256) || (x->runs_b.len && x->runs_b.len != 256)) {
-        PyErr_Format(PyExc_ValueError, "%s: runs are not 256 bytes", who);
-        return -1;
-    }
-    joint_runs(&x->runs, &x->runs_a, &x->runs_b);
     x->same = x->a == x->b;
     return 0;
-}
-
-static void release_pair(Pair *x) {
-    PyBuffer_Release(&x->runs_a), PyBuffer_Release(&x->runs_b);
 }
 
 PyObject *agree_depth(PyObject *self, PyObject *args) {
     (void)self;
     Pair x = {0};
-    PyObject *result = NULL;
-    if (parse_pair(args, &x, "agree_depth", "limit", 0) == 0) {
-        Py_ssize_t depth;
-        Py_BEGIN_ALLOW_THREADS
-        depth = agree_walk(&x.a->t, x.a->accept.buf, (int32_t)x.q, &x.b->t, x.b->accept.buf, (int32_t)x.p, x.bound,
-                           x.same, &x.runs);
-        Py_END_ALLOW_THREADS
-        result = depth == -2 ? PyErr_NoMemory() : PyLong_FromSsize_t(depth);
-    }
-    release_pair(&x);
-    return result;
+    if (parse_pair(args, &x, "agree_depth", "limit", 0)) return NULL;
+    Py_ssize_t depth = agree_walk(x.a, (int32_t)x.q, x.b, (int32_t)x.p, x.bound, x.same);
+    return depth == -2 ? PyErr_NoMemory() : PyLong_FromSsize_t(depth);
 }
 
-/* agree_bytes(table, runs, q, table2, runs2, p, max_pairs, max_parting):
+/* The bits of word w (bytes 64w .. 64w + 63) that lie in [lo, hi]. */
+static inline uint64_t word_span(int w, int lo, int hi) {
+    int a = lo - 64 * w, z = hi - 64 * w;
+    if (a < 0) a = 0;
+    if (z > 63) z = 63;
+    if (a > z) return 0;
+    return (z == 63 ? ~(uint64_t)0 : ((uint64_t)1 << (z + 1)) - 1) & (~(uint64_t)0 << a);
+}
+
+/* agree_bytes(table, q, table2, p, max_pairs, max_parting):
  * the bytes on which walks from q (first DFA) and from p (second) may part, as 32 bytes (bit
  * b % 8 of byte b / 8): b is one when, from some pair of states the two reach on one string
  * of other bytes, reading b kills one walk and not the other, or leaves one accepting and the
@@ -170,9 +164,11 @@ PyObject *agree_depth(PyObject *self, PyObject *args) {
  * any string body only at the quote, so its scan is theirs but for the tokens that hold one
  * (`TokenIndex._scan_near`). A byte found parting is not followed further: the tokens that
  * hold it are walked anyway. */
-static int agree_bytes_walk(const Table *t, const uint8_t *accept, int32_t q, const Table *u, const uint8_t *accept_u,
-                            int32_t p, Py_ssize_t max_pairs, Py_ssize_t max_parting, int same, const Runs *runs,
-                            uint64_t parting[4]) {
+static int agree_bytes_walk(TableObject *ta, int32_t q, TableObject *tb, int32_t p, Py_ssize_t max_pairs,
+                            Py_ssize_t max_parting, int same, uint64_t parting[4]) {
+    const Table *t = &ta->t, *u = &tb->t;
+    const uint8_t *accept = ta->accept.buf, *accept_u = tb->accept.buf;
+    Runs runs;
     PairSet seen = {0};
     Vec todo = {0};
     Py_ssize_t n_parting = 0;
@@ -181,14 +177,22 @@ static int agree_bytes_walk(const Table *t, const uint8_t *accept, int32_t q, co
         goto done;
     while (todo.len) {
         int32_t y = todo.data[--todo.len], x = todo.data[--todo.len];
-        for (int j = 0; j < runs->n; j++) { /* one byte stands for its run, which parts whole */
-            int b = runs->lo[j];
-            if (parting[b >> 6] >> (b & 63) & 1) continue;
-            int32_t a = step(t, x, (uint8_t)b), c = step(u, y, (uint8_t)b);
+        if (pair_runs(&runs, ta, x, tb, y)) goto done;
+        for (int j = 0; j < runs.n; j++) { /* one byte stands for its run, which parts whole */
+            int lo = runs.start[j], hi = runs.start[j + 1] - 1, known = 1;
+            for (int w = lo >> 6; w <= hi >> 6; w++) {
+                uint64_t span = word_span(w, lo, hi);
+                known &= (parting[w] & span) == span;
+            }
+            if (known) continue; /* every byte of the run parts the two already */
+            int32_t a = step(t, x, (uint8_t)lo), c = step(u, y, (uint8_t)lo);
             if (a < 0 && c < 0) continue;
             if ((a < 0) != (c < 0) || accept[a] != accept_u[c]) {
-                for (int v = b; v <= runs->hi[j]; v++) parting[v >> 6] |= (uint64_t)1 << (v & 63);
-                n_parting += runs->hi[j] - b + 1;
+                for (int w = lo >> 6; w <= hi >> 6; w++) {
+                    uint64_t span = word_span(w, lo, hi);
+                    n_parting += __builtin_popcountll(span & ~parting[w]);
+                    parting[w] |= span;
+                }
                 if (n_parting > max_parting) { rc = 1; goto done; }
                 continue;
             }
@@ -212,17 +216,17 @@ PyObject *agree_bytes(PyObject *self, PyObject *args) {
     Pair x = {0};
     PyObject *result = NULL, *pair_args = NULL;
     Py_ssize_t max_parting;
-    if (PyTuple_GET_SIZE(args) != 8) {
-        PyErr_SetString(PyExc_TypeError, "agree_bytes takes 8 arguments");
+    if (PyTuple_GET_SIZE(args) != 6) {
+        PyErr_SetString(PyExc_TypeError, "agree_bytes takes 6 arguments");
         return NULL;
     }
-    max_parting = PyLong_AsSsize_t(PyTuple_GET_ITEM(args, 7));
+    max_parting = PyLong_AsSsize_t(PyTuple_GET_ITEM(args, 5));
     if (max_parting == -1 && PyErr_Occurred()) return NULL;
     if (max_parting < 0) {
         PyErr_SetString(PyExc_ValueError, "agree_bytes: the parting limit is out of range");
         return NULL;
     }
-    if (!(pair_args = PyTuple_GetSlice(args, 0, 7))) return NULL;
+    if (!(pair_args = PyTuple_GetSlice(args, 0, 5))) return NULL;
     if (parse_pair(pair_args, &x, "agree_bytes", "pair limit", 1) < 0) goto done;
     const uint8_t *accept = x.a->accept.buf, *accept_u = x.b->accept.buf;
     if (accept[x.q] != accept_u[x.p]) {
@@ -230,11 +234,7 @@ PyObject *agree_bytes(PyObject *self, PyObject *args) {
         goto done;
     }
     uint64_t parting[4] = {0, 0, 0, 0};
-    int rc;
-    Py_BEGIN_ALLOW_THREADS
-    rc = agree_bytes_walk(&x.a->t, accept, (int32_t)x.q, &x.b->t, accept_u, (int32_t)x.p, x.bound, max_parting,
-                          x.same, &x.runs, parting);
-    Py_END_ALLOW_THREADS
+    int rc = agree_bytes_walk(x.a, (int32_t)x.q, x.b, (int32_t)x.p, x.bound, max_parting, x.same, parting);
     if (rc < 0) result = PyErr_NoMemory();
     else if (rc > 0) result = Py_NewRef(Py_None);
     else {
@@ -244,7 +244,6 @@ PyObject *agree_bytes(PyObject *self, PyObject *args) {
         result = PyBytes_FromStringAndSize((const char *)out, 32);
     }
 done:
-    release_pair(&x);
     Py_XDECREF(pair_args);
     return result;
 }

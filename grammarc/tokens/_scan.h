@@ -107,11 +107,14 @@ typedef struct {
     Py_buffer trans, base, check, next, accept;
     Table t;
     LoopTest *loops; /* per state, each made on its first walk */
+    uint64_t (*cuts)[4]; /* per state, made on its first pair walk (`table_cuts`); NULL before any */
+    uint8_t *cuts_made;
 } TableObject;
 
 extern PyTypeObject TokensType, TableType;
 extern uint8_t byte_group[256]; /* _scan.c: the groups of bytes a row's kinds record */
 const LoopTest *table_loop(TableObject *self, int32_t q);
+const uint64_t *table_cuts(TableObject *self, int32_t q);
 
 /* A set of byte values (bit b % 8 of bits[b / 8] = byte b) as a Python int (bit b = byte
  * b), as `TokenIndex._starting` tests terminals' first bytes against it. */

@@ -100,7 +100,7 @@ static void table_dealloc(TableObject *self) {
     Py_buffer *views[] = {&self->trans, &self->base, &self->check, &self->next, &self->accept};
     for (size_t i = 0; i < sizeof views / sizeof *views; i++)
         if (views[i]->obj) PyBuffer_Release(views[i]);
-    free(self->loops);
+    free(self->loops), free(self->cuts), free(self->cuts_made);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -177,6 +177,38 @@ const LoopTest *table_loop(TableObject *self, int32_t q) {
                        x->leaves[3] == UINT64_MAX;
     x->made = 1;
     return x;
+}
+
+/* The cuts of state q (made on its first pair walk, under the GIL; NULL when out of
+ * memory): bit b set where byte b's target differs from byte b - 1's (bit 0 always), so each
+ * run between two cuts is a run of bytes q treats alike. Two states treat alike each run
+ * between the cuts of either, a few dozen for a string body where a DFA's byte runs
+ * (`DFA.byte_runs`: the runs every state treats alike) number as many as its key trie
+ * has letters. */
+const uint64_t *table_cuts(TableObject *self, int32_t q) {
+    if (!self->cuts) {
+        size_t n = self->t.n_states ? (size_t)self->t.n_states : 1;
+        self->cuts = malloc(n * sizeof *self->cuts);
+        self->cuts_made = calloc(n, 1);
+        if (!self->cuts || !self->cuts_made) {
+            free(self->cuts), free(self->cuts_made);
+            self->cuts = NULL, self->cuts_made = NULL;
+            return NULL;
+        }
+    }
+    uint64_t *cuts = self->cuts[q];
+    if (!self->cuts_made[q]) {
+        memset(cuts, 0, sizeof *self->cuts);
+        cuts[0] = 1;
+        int32_t before = step(&self->t, q, 0);
+        for (int b = 1; b < 256; b++) {
+            int32_t target = step(&self->t, q, (uint8_t)b);
+            if (target != before) cuts[b >> 6] |= (uint64_t)1 << (b & 63);
+            before = target;
+        }
+        self->cuts_made[q] = 1;
+    }
+    return cuts;
 }
 
 static PyObject *table_states(TableObject *self, void *closure) {

@@ -537,12 +537,12 @@ class TokenIndex:
         if not candidates:
             return None
         dfa, tokens = self.terminals[t].dfa, self.tokens
-        table, runs = self._table(t), dfa.byte_runs  # the pair walks read a byte per run
+        table = self._table(t)
         enough = self._near_depth
         most = (KIN_MAX_SHARE if by_bytes else NEAR_MAX_SHARE) * len(tokens.ids)
         walked, base = None, None
         for other, p, scan in candidates:
-            pair = (table, runs, q, walk_table(other), other.byte_runs, p)
+            pair = (table, q, walk_table(other), p)
             depth = _scan.agree_depth(*pair, enough)
             rows = tokens.longer_than(depth)
             parting = _scan.agree_bytes(*pair, KIN_MAX_PAIRS, KIN_MAX_PARTING) \
