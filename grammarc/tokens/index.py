@@ -109,7 +109,7 @@ class Tree:
         if parts is None:
             parts = self._parts = {}
         parts[u] = part
-        if len(parts) == len(self.candidates):
+        if len(parts) == len(self._candidates):  # read before any part is made
             self._source = None  # every part made: the level's arrays may go
 
     @property
