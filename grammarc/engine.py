@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from grammarc.allocation import slot_init
 from grammarc.errors import GrammarcError
 from grammarc.ir import Grammar
 from grammarc.lowering.compiler import CompiledGrammar, compile_grammar
@@ -369,6 +370,7 @@ class Engine:
         return ", ".join(stepping.expected(self._terminals, self._state)) or "end of text"
 
 
+@slot_init  # one per new (tree, LR states) of a new schema's walks: thousands
 @dataclass(frozen=True, slots=True)
 class WalkSummary:
     """A token tree walked from a set of LR states, as far as the states alone decide.

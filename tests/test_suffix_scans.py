@@ -123,9 +123,11 @@ def test_scans_equal_brute_force_scans(grammar, persist_min_rows, shifted_min_sh
         for q in range(terminal.dfa.n_states):
             scan = index._terminal_scan(t, q)
             ends, splits = _brute_scan(index, t, q)
-            inside = scan.ends if scan.inside is None else np.flatnonzero(scan.inside)
-            assert (scan.inside is None) == (persist_min_rows > 0), (t, q)  # narrow scans list their rows
-            assert inside.tolist() == sorted(ends), (t, q)
+            assert (scan.inside is None) == (persist_min_rows > 0), (t, q)  # narrow: made with their inside set
+            if scan.inside is not None:
+                assert np.flatnonzero(scan.inside).tolist() == sorted(ends), (t, q)
+            inside_ids = index_module._inside_set(scan, index.tokens, index.n_words).ids()
+            assert inside_ids.tolist() == sorted(index.token_ids[sorted(ends)].tolist()), (t, q)
             assert list(zip(scan.split_rows.tolist(), scan.split_pos.tolist())) == sorted(splits), (t, q)
     if shifted_min_share != 0.5:  # composed from shared scans: all stored ones with share 0, none with 2
         assert bool(composed) == (persist_min_rows == 0 and shifted_min_share == 0), composed

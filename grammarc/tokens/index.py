@@ -515,9 +515,8 @@ class TokenIndex:
                                  int(PERSIST_MIN_ROWS * THIN_WALK_SHARE))
         if found is None:
             return None
-        packed, end_rows, split_rows, split_pos = found
-        scan = Scan(None, np.frombuffer(split_rows, np.int32), np.frombuffer(split_pos, np.int32),
-                    np.frombuffer(end_rows, np.int32))
+        packed, _, split_rows, split_pos = found
+        scan = Scan(None, np.frombuffer(split_rows, np.int32), np.frombuffer(split_pos, np.int32))
         with _weak_lock:
             _inside_sets[scan] = (None if packed is None else TokenSet._of_packed(packed)) or TokenSet.empty()
         return scan

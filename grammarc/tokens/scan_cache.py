@@ -35,7 +35,7 @@ import os  # noqa: F401  (tests replace os.replace here to simulate a full disk)
 import threading
 import warnings
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -56,8 +56,8 @@ class Scan:
     """The vocabulary scanned through a terminal from one DFA state.
 
     `inside`: bool over token rows, the tokens whose bytes all stay inside the terminal; or
-    None for a narrow scan (never stored), whose few rows `ends` lists instead (a flag per
-    vocabulary token cost more than the walk).
+    None for a narrow scan (never stored), whose inside set is made with it
+    (`TokenIndex._scan_narrow`: a flag per vocabulary token cost more than the walk).
     (`split_rows`, `split_pos`): where the terminal may end strictly inside a token.
     Compared and hashed by identity (its arrays are not hashable): indexes key what they
     derive from a shared scan on the scan itself.
@@ -66,7 +66,6 @@ class Scan:
     inside: np.ndarray | None
     split_rows: np.ndarray
     split_pos: np.ndarray
-    ends: np.ndarray | None = field(default=None, repr=False)  # a narrow scan's inside rows, ascending
 
     @property
     def nbytes(self) -> int:
