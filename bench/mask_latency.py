@@ -490,11 +490,12 @@ def _replay(
 
 
 def _array_bytes(value, seen: set[int]) -> int:
-    """Bytes of a numpy array, or of the arrays inside a token set, each counted once."""
-    if isinstance(value, np.ndarray) and id(value) not in seen:
+    """Bytes of a numpy array or a bytes buffer, or of the arrays inside a token set, each
+    counted once."""
+    if isinstance(value, (np.ndarray, bytes)) and id(value) not in seen:
         seen.add(id(value))
-        return value.nbytes
-    if hasattr(value, "bits"):  # grammarc.tokens.index.TokenSet
+        return value.nbytes if isinstance(value, np.ndarray) else len(value)
+    if hasattr(value, "bits"):  # grammarc.tokens.token_set.TokenSet
         return _array_bytes(value.bits, seen) + _array_bytes(value.words, seen)
     return 0
 
@@ -502,11 +503,12 @@ def _array_bytes(value, seen: set[int]) -> int:
 def _tree_bytes(tree, seen: set[int]) -> int:
     """What a token tree holds as made so far (reading `open` would make the rest): its
     parts, and the level's arrays while some part is still to be made."""
-    total = sys.getsizeof(tree._parts)
+    parts = tree._parts or {}  # None until the first part is made
+    total = sys.getsizeof(parts)
     if tree._source is not None:  # a level's suffixes (a shared set is counted once)
-        suffixes = tree._source.suffixes
+        suffixes = getattr(tree._source, "suffixes", tree._source)  # a big level's, or a small one's own
         total += _array_bytes(suffixes.rows, seen) + _array_bytes(suffixes.pos, seen)
-    for tokens, child in tree._parts.values():
+    for tokens, child in parts.values():
         total += _array_bytes(tokens, seen) + (0 if child is None else _tree_bytes(child, seen))
     return total
 
