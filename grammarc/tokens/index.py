@@ -204,28 +204,34 @@ class _Small:
 
 
 def follows(bnf: Bnf) -> list[frozenset[int]]:
-    """For each terminal, the terminals that can come right after it in some sentence.
+    """For each terminal, the terminals that can come right after it in some sentence."""
+    return [frozenset(_members(s)) for s in _follow_bits(bnf)]
 
-    FIRST and LAST sets of the ε-free BNF are bitsets (Python ints) propagated along the
-    "starts with" / "ends with" edges between nonterminals by a worklist, so a grammar of
-    thousands of productions takes milliseconds (a round-robin fixpoint over sets took
-    seconds on big JSON Schemas)."""
+
+def _follow_bits(bnf: Bnf) -> list[int]:
+    """`follows` as bitsets (Python ints, bit u = terminal u), which the index reads.
+
+    FIRST and LAST sets of the ε-free BNF are bitsets propagated along the "starts with" /
+    "ends with" edges between nonterminals by a worklist, so a grammar of thousands of
+    productions takes milliseconds (a round-robin fixpoint over sets took seconds on big
+    JSON Schemas)."""
     n_t = bnf.n_terminals
     first = _edge_closure(bnf, 0)
     last = _edge_closure(bnf, -1)
-
-    def bits(symbol: int, sets: list[int]) -> int:
-        return 1 << symbol if symbol < n_t else sets[symbol - n_t]
-
     after: dict[int, int] = {}  # symbol -> the terminals that can start what comes right after it
     for prod in bnf.productions:
-        for x, y in zip(prod.rhs, prod.rhs[1:]):
-            after[x] = after.get(x, 0) | bits(y, first)
+        rhs = prod.rhs
+        for i in range(len(rhs) - 1):  # (a symbol's set inline: a new schema's index pays this loop)
+            x, y = rhs[i], rhs[i + 1]
+            after[x] = after.get(x, 0) | (1 << y if y < n_t else first[y - n_t])
     out = [0] * n_t
     for x, starts in after.items():
-        for a in _members(bits(x, last)):
-            out[a] |= starts
-    return [frozenset(_members(s)) for s in out]
+        if x < n_t:
+            out[x] |= starts
+        else:
+            for a in _members(last[x - n_t]):
+                out[a] |= starts
+    return out
 
 
 def _edge_closure(bnf: Bnf, end: int) -> list[int]:
@@ -349,9 +355,9 @@ class TokenIndex:
         # reference back to the key would keep both alive forever.
         self.vocab = vocab
         self.ref = weakref.ref(self)  # what its trees' levels hold (one for all)
-        self.follows = follows(compiled.bnf)
         self.terminals = compiled.terminals
-        self._follow_lists = [tuple(sorted(f)) for f in self.follows]
+        # terminal -> the terminals that may follow it, ascending (`follows`)
+        self._follow_lists = [tuple(_members(s)) for s in _follow_bits(compiled.bnf)]
         self._openers = _openers(compiled.terminals)
         self._opening_bits = [byte_bits(row) for row in self._openers]  # terminal -> its first bytes, as an int
         self._tables: list[_scan.Table | None] = [None] * len(compiled.terminals)  # `walk_table`s, read once
