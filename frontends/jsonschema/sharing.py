@@ -406,8 +406,8 @@ def shorten(name: str, limit: int = MAX_NAME - 4) -> str:
     i = 0
     while len(segments) > 1 and length > limit:
         while i < len(segments) - 1:
-            words = _WORD.findall(segments[i])
-            if len(words) > 1 and "".join(words) == segments[i]:
+            words = _words(segments[i])
+            if words is not None:
                 break
             i += 1
         if i < len(segments) - 1:
@@ -421,6 +421,14 @@ def shorten(name: str, limit: int = MAX_NAME - 4) -> str:
 
 
 _WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z0-9]+")
+
+
+@lru_cache(maxsize=8192)  # segments recur: a hint is its parent's hint and one more segment
+def _words(segment: str) -> tuple[str, ...] | None:
+    """The words `segment` is written in (``ScopedResource``: Scoped, Resource), when it is
+    exactly two or more of them; else None (a segment `shorten` cannot cut by words)."""
+    words = tuple(_WORD.findall(segment))
+    return words if len(words) > 1 and "".join(words) == segment else None
 
 
 def unique(base: str, taken: set[str]) -> str:
