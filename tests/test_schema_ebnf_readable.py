@@ -395,3 +395,17 @@ def _reference_shorten(name: str, limit: int = sharing.MAX_NAME - 4) -> str:
 @settings(max_examples=500, deadline=None)
 def test_shorten_agrees_with_the_reference(name: str, limit: int) -> None:
     assert sharing.shorten(name, limit) == _reference_shorten(name, limit)
+
+
+@given(st.lists(st.tuples(st.integers(0, 9), st.integers(0, 9)), max_size=20))
+@settings(max_examples=200, deadline=None)
+def test_equal_rule_sets_come_in_rule_order(unions):
+    # sets() reads the order of the sets off the dict of sets (a union only removes a key):
+    # the same as sorting them by their first rules
+    names = [f"r{i}" for i in range(10)]
+    classes = sharing._Classes(dict.fromkeys(names))
+    for a, b in unions:
+        classes.union(names[a], names[b])
+    order = {name: i for i, name in enumerate(names)}
+    every = sorted((sorted(members, key=order.get) for members in classes._members.values()), key=lambda m: order[m[0]])
+    assert classes.sets() == [members for members in every if len(members) > 1]

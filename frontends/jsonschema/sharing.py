@@ -296,8 +296,10 @@ class _Classes:
         return self._members[self.first[name]]
 
     def sets(self) -> list[list[str]]:
-        """Every set, its members in rule order, the sets in the order of their first rules."""
-        return [sorted(members, key=self.order.__getitem__) for _, members in sorted(self._members.items(), key=lambda kv: self.order[kv[0]])]
+        """Every set of two or more rules, its members in rule order, the sets in the order of
+        their first rules: the order `_members` keeps its keys in (a union only removes one)."""
+        order = self.order.__getitem__
+        return [sorted(members, key=order) for members in self._members.values() if len(members) > 1]
 
 
 def reachable(rules: dict[str, Expr], start: str, reserved: tuple[str, ...] = (),
