@@ -29,8 +29,8 @@ from grammarc.errors import RegexError, StateBudgetExceeded
 
 __all__ = [
     "CharDFA", "FORMATS", "Hard", "PatternError", "UNIT", "char_label", "char_regex", "class_regex",
-    "format_plain_regex", "format_regex", "format_tree", "lengths", "literal_regex",
-    "match_regex_unanchored", "parse_pattern", "render_tree", "restrict_length", "search_regex",
+    "format_plain_regex", "format_regex", "format_tree", "lengths", "literal_regex", "match_regex_unanchored",
+    "parse_pattern", "python_class_regex", "render_tree", "restrict_length", "search_regex",
     "search_tree", "string_automaton", "string_dfa", "string_regex",
 ]
 
@@ -96,6 +96,40 @@ def class_regex(ranges: Ranges) -> str | None:
         return "[" + _class_char(cp) + "]"
     body = "".join(_class_char(a) if a == b else f"{_class_char(a)}-{_class_char(b)}" for a, b in ranges)
     return "[" + body + "]"
+
+
+def python_class_regex(ranges: Ranges) -> str | None:
+    """`class_regex` for Python's `re` (the same code points), negated (``[^\\n\\r...]``)
+    where fewer BMP code points lie outside the set than in it.
+
+    Compiling a class, `re` marks its BMP code points one at a time in Python: ECMA's ``.``
+    written out as ranges cost ~15 M instructions per pattern the process has not seen, its
+    complement (4 characters and the surrogates) a few thousand. The complement is taken
+    over every code point a Python string can hold, surrogates included (no set has them)."""
+    ranges = normalize(ranges)
+    if not ranges:
+        return None
+    outside = _gaps(ranges)
+    if _bmp_count(outside) >= _bmp_count(ranges):
+        return class_regex(ranges)
+    return "[^" + "".join(_class_char(a) if a == b else f"{_class_char(a)}-{_class_char(b)}" for a, b in outside) + "]"
+
+
+def _gaps(ranges: Ranges) -> Ranges:
+    """The code points 0..MAX_CP outside sorted, disjoint `ranges` (surrogates included)."""
+    out = []
+    prev = 0
+    for lo, hi in ranges:
+        if lo > prev:
+            out.append((prev, lo - 1))
+        prev = hi + 1
+    if prev <= MAX_CP:
+        out.append((prev, MAX_CP))
+    return tuple(out)
+
+
+def _bmp_count(ranges: Ranges) -> int:
+    return sum(min(hi, 0xFFFF) - lo + 1 for lo, hi in ranges if lo <= 0xFFFF)
 
 
 # -- hexadecimal \uXXXX spellings ------------------------------------------------------
@@ -232,7 +266,7 @@ def _render(node, escapes: bool, plain: bool) -> str | None:
     """Regex for `node` over encoded JSON text (plain=True: over decoded text, Python re)."""
     if isinstance(node, Chars):
         if plain:
-            return class_regex(node.ranges)
+            return python_class_regex(node.ranges)
         return _char_regex_of(node.ranges, escapes)
     if isinstance(node, Seq):
         parts = []

@@ -7,6 +7,7 @@ rendered regexes match the *encoded* JSON string, so each text is tried raw and 
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from hypothesis import Phase, given, settings
@@ -150,3 +151,38 @@ def test_code_point_set_intersection(a, b, cp):
     assert got == negate(normalize(negate(normalize(a)) + negate(normalize(b))))
     inside = lambda rs: any(lo <= cp <= hi for lo, hi in rs)  # noqa: E731
     assert inside(got) == (inside(a) and inside(b) and not 0xD800 <= cp <= 0xDFFF)
+
+
+def _python_chars(ranges) -> list[int]:
+    """Code points to try against a class: its edges, the surrogates' and the ends of Unicode."""
+    edges = [0, 0xD7FF, 0xD800, 0xDBFF, 0xDFFF, 0xE000, 0xFFFF, 0x10000, jf.MAX_CP]
+    for lo, hi in ranges:
+        edges += [lo - 1, lo, hi, hi + 1]
+    return [cp for cp in edges if 0 <= cp <= jf.MAX_CP]
+
+
+@given(st.one_of(_RANGES, _RANGES.map(lambda r: jf.complement(jf.intersect(r, ((0, jf.MAX_CP),))))),
+       st.lists(st.one_of(_POINTS, st.integers(0xD800, 0xDFFF)), max_size=20))
+@settings(max_examples=300, deadline=None)
+def test_python_class_regex_holds_the_code_points_of_the_set(ranges, points) -> None:
+    # negated or not, the class for Python's re holds exactly the set's code points, among
+    # every character a Python string can hold (lone surrogates: in no set)
+    from grammarc.automata.regex import contains
+
+    ranges = jf.intersect(ranges, ((0, jf.MAX_CP),))  # code points (the strategy runs past the last)
+    got = jf.python_class_regex(ranges)
+    if not ranges:
+        assert got is None
+        return
+    matcher = re.compile(got)
+    for cp in _python_chars(ranges) + points:
+        assert (matcher.fullmatch(chr(cp)) is not None) == contains(ranges, cp), (ranges, got, hex(cp))
+
+
+def test_python_class_regex_negates_wide_sets() -> None:
+    # ECMA '.': written as what it leaves out (re compiles a class code point by code point)
+    dot = jf.complement(((0x0A, 0x0A), (0x0D, 0x0D), (0x2028, 0x2029)))
+    assert jf.python_class_regex(dot) == "[^\\x0a\\x0d\\u2028-\\u2029\\ud800-\\udfff]"
+    assert jf.python_class_regex(((0x61, 0x7A),)) == jf.class_regex(((0x61, 0x7A),)) == "[a-z]"
+    plain = jf.search_regex("^[^/]+$", plain=True)
+    assert [bool(re.fullmatch(plain, key, re.S)) for key in ("a", "a/b", "", "\ud800", "\n")] == [True, False, False, False, True]

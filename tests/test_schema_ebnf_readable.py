@@ -364,3 +364,48 @@ def test_names_skip_the_substitution_only_where_it_changes_nothing(text) -> None
         assert sharing._NOT_NAME.sub("_", text) == text
     if re.fullmatch(r"[A-Za-z0-9]+(?:_[A-Za-z0-9]+)*", text):
         assert sharing._is_name(text)
+
+
+def _reference_shorten(name: str, limit: int = sharing.MAX_NAME - 4) -> str:
+    """Test oracle: `sharing.shorten` as first written (a segment's words found anew each
+    time it is looked at; the implementation keeps the words of the segments it has seen)."""
+    if len(name) <= limit:
+        return name
+    segments = [s for s in name.split("_") if s]
+    length = len("_".join(segments))
+    i = 0
+    while len(segments) > 1 and length > limit:
+        while i < len(segments) - 1:
+            words = re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z0-9]+", segments[i])
+            if len(words) > 1 and "".join(words) == segments[i]:
+                break
+            i += 1
+        if i < len(segments) - 1:
+            segments[i] = "".join(words[1:])
+            length -= len(words[0])
+        else:
+            length -= len(segments.pop(0)) + 1
+            i -= 1
+    out = "_".join(segments)[-limit:].lstrip("_")
+    return "_" + out if out[:1].isdigit() else out
+
+
+@given(st.one_of(st.lists(st.from_regex(r"[A-Za-z0-9]{0,9}", fullmatch=True), max_size=12).map("_".join),
+                 st.text(alphabet="aBcDE19_-.é", max_size=70)), st.integers(4, 40))
+@settings(max_examples=500, deadline=None)
+def test_shorten_agrees_with_the_reference(name: str, limit: int) -> None:
+    assert sharing.shorten(name, limit) == _reference_shorten(name, limit)
+
+
+@given(st.lists(st.tuples(st.integers(0, 9), st.integers(0, 9)), max_size=20))
+@settings(max_examples=200, deadline=None)
+def test_equal_rule_sets_come_in_rule_order(unions):
+    # sets() reads the order of the sets off the dict of sets (a union only removes a key):
+    # the same as sorting them by their first rules
+    names = [f"r{i}" for i in range(10)]
+    classes = sharing._Classes(dict.fromkeys(names))
+    for a, b in unions:
+        classes.union(names[a], names[b])
+    order = {name: i for i, name in enumerate(names)}
+    every = sorted((sorted(members, key=order.get) for members in classes._members.values()), key=lambda m: order[m[0]])
+    assert classes.sets() == [members for members in every if len(members) > 1]

@@ -159,9 +159,14 @@ class Builder(Combinators, Merging, Negation, Numbers, Strings, Arrays, Objects,
     # -- values ----------------------------------------------------------------------------
     def value(self, conj: tuple[Node, ...], depth: int, hint: str = "value") -> Expr | None:
         """IR for the values valid under every schema in `conj` (None: no value)."""
-        conj = tuple(_unwrap(n) for n in conj if not _inert(n.schema))
-        if any(n.schema is False for n in conj):
-            return None
+        kept = []
+        for node in conj:
+            if not _inert(node.schema):
+                node = _unwrap(node)
+                if node.schema is False:
+                    return None
+                kept.append(node)
+        conj = tuple(kept)
         dkey = depth if self.layout.indent is not None else 0
         if self.layout.indent is not None and depth > MAX_INDENT_DEPTH:
             return self._no_containers(conj, depth, hint)
@@ -220,9 +225,12 @@ class Builder(Combinators, Merging, Negation, Numbers, Strings, Arrays, Objects,
     def enter(self, node: Node) -> None:
         """Evaluation reaches `node`: its resource joins the dynamic scope, and binds the
         dynamic anchors ($dynamicAnchor, 2019-09's $recursiveAnchor) that no outer resource has."""
+        index = self.index
+        if not index.dynamic and not index.recursive:  # most documents declare no dynamic anchor
+            return
         base = node.base
-        anchors = self.index.dynamic.get(base, {})
-        recursive = base in self.index.recursive
+        anchors = index.dynamic.get(base, {})
+        recursive = base in index.recursive
         if not anchors and not recursive:  # most resources: asked before the scope's bases are gathered
             return
         if base in self.scope_bases:

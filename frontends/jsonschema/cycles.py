@@ -33,10 +33,9 @@ _Sub = tuple
 
 
 def _edges(index: Index, sub: _Sub) -> tuple[list[tuple[_Sub, object]], list[_Sub]]:
-    """(in-place children with the place of the keyword leading there, consuming children)."""
+    """(in-place children with the place of the keyword leading there, consuming children)
+    of a subschema that has some (`_leaf`: most have none)."""
     s, place, base = sub
-    if not isinstance(s, dict) or s.keys().isdisjoint(_EDGE_WORDS):  # most subschemas are leaves
-        return [], []
     present = s.keys() & _EDGE_WORDS  # the few of its keywords that lead anywhere (no probe per word)
     in_place: list[tuple[_Sub, object]] = []
     consuming: list[_Sub] = []
@@ -69,6 +68,11 @@ def _edges(index: Index, sub: _Sub) -> tuple[list[tuple[_Sub, object]], list[_Su
     return in_place, consuming
 
 
+def _leaf(schema) -> bool:
+    """Whether a subschema leads nowhere (no keyword of `_EDGE_WORDS`): most subschemas."""
+    return not isinstance(schema, dict) or schema.keys().isdisjoint(_EDGE_WORDS)
+
+
 def check_cycles(index: Index, root: Node) -> None:
     """Raise SchemaError at the first in-place cycle reachable from `root` (iterative DFS)."""
     state: dict[int, int] = {}  # id(schema) -> 1 on the in-place path, 2 done
@@ -84,6 +88,9 @@ def check_cycles(index: Index, root: Node) -> None:
             key = id(sub[0])
             if children is None:
                 if state.get(key) == 2:
+                    continue
+                if _leaf(sub[0]):  # done at once
+                    state[key] = 2
                     continue
                 state[key] = 1
                 in_place, consuming = _edges(index, sub)

@@ -57,20 +57,25 @@ def check_tree(doc, ptr: str = "#") -> None:
         key = id(obj)
         if kids is not None:
             on_path.discard(key)
-            height[key] = 1 + max([height[id(k)] for k in kids], default=0)
+            height[key] = 1 + max(map(height.__getitem__, map(id, kids)))
             continue
         if key in on_path:
             raise SchemaError("the schema contains itself (a cyclic Python object)", pointer(where))
         if key in height:
             continue
-        on_path.add(key)
         kids = []
-        stack.append((obj, where, kids))
+        entries = []
         items = obj.items() if isinstance(obj, dict) else enumerate(obj)
         for name, value in items:
             if isinstance(value, (dict, list)):
                 kids.append(value)
-                stack.append((value, (where, name), None))
+                entries.append((value, (where, name), None))
+        if not kids:  # most containers hold none: done at once
+            height[key] = 1
+            continue
+        on_path.add(key)
+        stack.append((obj, where, kids))
+        stack.extend(entries)
     if height[id(doc)] > MAX_DEPTH:
         where, obj = ptr, doc
         for _ in range(MAX_DEPTH):

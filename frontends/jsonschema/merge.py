@@ -52,6 +52,17 @@ class Merged:
     some_members: list | None = None  # [(node, spec)]: SOME_MEMBER_KEY, a member each must have
 
 
+# the keywords of each family `_merge_one` reads (a family is skipped where a schema has none)
+_REFUSED = UNSUPPORTED | {"contentMediaType", "contentEncoding"}
+_NUMBER_WORDS = frozenset({"format", "minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum", "multipleOf",
+                           NOT_MULTIPLE_KEY})
+_STRING_WORDS = frozenset({"minLength", "maxLength", "pattern"})
+_OBJECT_WORDS = frozenset({"properties", "patternProperties", "additionalProperties", "required", "minProperties",
+                           "maxProperties", SOME_MEMBER_KEY, "propertyNames"})
+_ARRAY_WORDS = frozenset({"items", "prefixItems", "minItems", "maxItems", "contains", "uniqueItems"})
+_CONJOINING = frozenset(REFS) | {"allOf"}  # the words whose schemas `_collect` adds to the conjunction
+
+
 class Merging:
     """allOf and $ref flattened into one conjunction; each keyword merged into `Merged`."""
 
@@ -84,11 +95,12 @@ class Merging:
             # the conjuncts it brings, in the order the schema lists them (their properties
             # are laid out in this order), then the expansions of not/if/dependencies
             parts: list[Node] = []
-            for word in schema:
-                if word in REFS:
-                    parts.append(self.resolve_ref(word, node))
-                elif word == "allOf":
-                    parts.extend(Node(sub, f"{node.ptr}/allOf/{j}", node.base) for j, sub in enumerate(schema["allOf"]))
+            if not schema.keys().isdisjoint(_CONJOINING):  # most schemas bring none
+                for word in schema:
+                    if word in REFS:
+                        parts.append(self.resolve_ref(word, node))
+                    elif word == "allOf":
+                        parts.extend(Node(sub, f"{node.ptr}/allOf/{j}", node.base) for j, sub in enumerate(schema["allOf"]))
             parts.extend(self._expansions(node))
             stack.extend((n, self.scope) for n in reversed(parts))  # popped first to last
         merged = dict(scopes[0]) if scopes else dict(self.scope)
@@ -107,7 +119,7 @@ class Merging:
         `not` would be distributed over and over.
         """
         s = node.schema
-        if not any(k in s for k in EXPANDED):
+        if s.keys().isdisjoint(EXPANDED):
             return node
         flat = self._synth("flat", s, lambda: {k: v for k, v in s.items() if k not in EXPANDED})
         return Node(flat, node.ptr, node.base)
@@ -129,11 +141,15 @@ class Merging:
 
 
     def _merge_one(self, m: Merged, node: Node) -> None:
+        """Merge the keywords of `node` into `m`: each family of keywords only where the
+        schema has one of them (most subschemas have a few keywords of one family)."""
         s = node.schema
         p = node.ptr
-        for key in s:
-            if key in UNSUPPORTED or (self.dialect.draft == "7" and key in ("contentMediaType", "contentEncoding")):
-                self.unsupported(key, p)
+        words = s.keys()
+        if not words.isdisjoint(_REFUSED):
+            for key in s:
+                if key in UNSUPPORTED or (self.dialect.draft == "7" and key in ("contentMediaType", "contentEncoding")):
+                    self.unsupported(key, p)
         if "type" in s:
             m.types &= type_set(s["type"], p + "/type")
         if TYPES_KEY in s:
@@ -156,7 +172,17 @@ class Merging:
             m.enum_ptr = p + "/const"
         if values is not None:
             m.enum = values if m.enum is None else [v for v in m.enum if any(json_equal(v, w) for w in values)]
-        # numbers
+        if not words.isdisjoint(_NUMBER_WORDS):
+            self._merge_numbers(m, s, p)
+        if not words.isdisjoint(_STRING_WORDS):
+            _merge_strings(m, s, p)
+        if not words.isdisjoint(_OBJECT_WORDS):
+            _merge_objects(m, node)
+        if not words.isdisjoint(_ARRAY_WORDS):
+            _merge_arrays(m, node)
+
+    def _merge_numbers(self, m: Merged, s: dict, p: str) -> None:
+        """`format` (a string format, or an integer range), bounds and `multipleOf`."""
         lo, lo_s, hi, hi_s = None, False, None, False
         if "format" in s:
             name = s["format"]
@@ -197,79 +223,89 @@ class Merging:
             m.multiple_of = (m.multiple_of or []) + [(v, p + "/multipleOf")]
         if NOT_MULTIPLE_KEY in s:
             m.not_multiple_of = (m.not_multiple_of or []) + [(number_value(s[NOT_MULTIPLE_KEY], p), p + "/multipleOf")]
-        # strings
-        if "minLength" in s:
-            v = count_value(s["minLength"], p + "/minLength")
-            if v > m.min_len:
-                m.min_len, m.len_ptrs = v, (p + "/minLength", m.len_ptrs[1])
-        if "maxLength" in s:
-            v = count_value(s["maxLength"], p + "/maxLength")
-            if m.max_len is None or v < m.max_len:
-                m.max_len, m.len_ptrs = v, (m.len_ptrs[0], p + "/maxLength")
-        if "pattern" in s:
-            if not isinstance(s["pattern"], str):
-                raise SchemaError("pattern must be a string", p + "/pattern")
-            m.patterns = (m.patterns or []) + [(s["pattern"], p + "/pattern")]
-        # objects
-        obj_keys = ("properties", "patternProperties", "additionalProperties")
-        if any(k in s for k in obj_keys):
-            props = s.get("properties", {})
-            pats = s.get("patternProperties", {})
-            if not isinstance(props, dict) or not isinstance(pats, dict):
-                raise SchemaError("properties and patternProperties must be objects", p)
-            add = node.child("additionalProperties", s["additionalProperties"]) if "additionalProperties" in s else None
-            m.objects = (m.objects or []) + [(node, props, pats, add)]
-        if "required" in s:
-            req = s["required"]
-            if not isinstance(req, list) or not all(isinstance(k, str) for k in req):
-                raise SchemaError("required must be an array of strings", p + "/required")
-            m.required = m.required or {}
-            for k in req:
-                m.required.setdefault(k, p + "/required")
-        if "minProperties" in s:
-            m.min_props = max(m.min_props, count_value(s["minProperties"], p + "/minProperties"))
-        if "maxProperties" in s:
-            v = count_value(s["maxProperties"], p + "/maxProperties")
-            m.max_props = v if m.max_props is None else min(m.max_props, v)
-        if SOME_MEMBER_KEY in s:
-            m.some_members = (m.some_members or []) + [(node, s[SOME_MEMBER_KEY])]
-        if "propertyNames" in s:
-            m.property_names = (m.property_names or []) + [node.child("propertyNames", s["propertyNames"])]
-        # arrays
-        prefix, rest, has_items = [], None, False
-        if isinstance(s.get("items"), TupleItems):
-            prefix = [node.child("items", None).child(i, x) for i, x in enumerate(s["items"])]
-            if "additionalItems" in s:
-                rest = node.child("additionalItems", s["additionalItems"])
+
+
+def _merge_strings(m: Merged, s: dict, p: str) -> None:
+    if "minLength" in s:
+        v = count_value(s["minLength"], p + "/minLength")
+        if v > m.min_len:
+            m.min_len, m.len_ptrs = v, (p + "/minLength", m.len_ptrs[1])
+    if "maxLength" in s:
+        v = count_value(s["maxLength"], p + "/maxLength")
+        if m.max_len is None or v < m.max_len:
+            m.max_len, m.len_ptrs = v, (m.len_ptrs[0], p + "/maxLength")
+    if "pattern" in s:
+        if not isinstance(s["pattern"], str):
+            raise SchemaError("pattern must be a string", p + "/pattern")
+        m.patterns = (m.patterns or []) + [(s["pattern"], p + "/pattern")]
+
+
+def _merge_objects(m: Merged, node: Node) -> None:
+    s = node.schema
+    p = node.ptr
+    obj_keys = ("properties", "patternProperties", "additionalProperties")
+    if any(k in s for k in obj_keys):
+        props = s.get("properties", {})
+        pats = s.get("patternProperties", {})
+        if not isinstance(props, dict) or not isinstance(pats, dict):
+            raise SchemaError("properties and patternProperties must be objects", p)
+        add = node.child("additionalProperties", s["additionalProperties"]) if "additionalProperties" in s else None
+        m.objects = (m.objects or []) + [(node, props, pats, add)]
+    if "required" in s:
+        req = s["required"]
+        if not isinstance(req, list) or not all(isinstance(k, str) for k in req):
+            raise SchemaError("required must be an array of strings", p + "/required")
+        m.required = m.required or {}
+        for k in req:
+            m.required.setdefault(k, p + "/required")
+    if "minProperties" in s:
+        m.min_props = max(m.min_props, count_value(s["minProperties"], p + "/minProperties"))
+    if "maxProperties" in s:
+        v = count_value(s["maxProperties"], p + "/maxProperties")
+        m.max_props = v if m.max_props is None else min(m.max_props, v)
+    if SOME_MEMBER_KEY in s:
+        m.some_members = (m.some_members or []) + [(node, s[SOME_MEMBER_KEY])]
+    if "propertyNames" in s:
+        m.property_names = (m.property_names or []) + [node.child("propertyNames", s["propertyNames"])]
+
+
+def _merge_arrays(m: Merged, node: Node) -> None:
+    s = node.schema
+    p = node.ptr
+    prefix, rest, has_items = [], None, False
+    if isinstance(s.get("items"), TupleItems):
+        prefix = [node.child("items", None).child(i, x) for i, x in enumerate(s["items"])]
+        if "additionalItems" in s:
+            rest = node.child("additionalItems", s["additionalItems"])
+        has_items = True
+    else:
+        if "prefixItems" in s:
+            if not isinstance(s["prefixItems"], list):
+                raise SchemaError("prefixItems must be an array", p + "/prefixItems")
+            prefix = [node.child("prefixItems", None).child(i, x) for i, x in enumerate(s["prefixItems"])]
             has_items = True
-        else:
-            if "prefixItems" in s:
-                if not isinstance(s["prefixItems"], list):
-                    raise SchemaError("prefixItems must be an array", p + "/prefixItems")
-                prefix = [node.child("prefixItems", None).child(i, x) for i, x in enumerate(s["prefixItems"])]
-                has_items = True
-            if "items" in s:
-                if isinstance(s["items"], list):
-                    raise SchemaError("items must be a schema in draft 2020-12 (use prefixItems)", p + "/items")
-                rest = node.child("items", s["items"])
-                has_items = True
-        if has_items:
-            m.arrays = (m.arrays or []) + [(node, prefix, rest)]
-        if "minItems" in s:
-            v = count_value(s["minItems"], p + "/minItems")
-            if v > m.min_items:
-                m.min_items, m.items_ptrs = v, (p, m.items_ptrs[1])
-        if "maxItems" in s:
-            v = count_value(s["maxItems"], p + "/maxItems")
-            if m.max_items is None or v < m.max_items:
-                m.max_items, m.items_ptrs = v, (m.items_ptrs[0], p)
-        if "contains" in s:
-            m.contains = (m.contains or []) + [node.child("contains", s["contains"])]
-            if "minContains" in s:
-                v = count_value(s["minContains"], p + "/minContains")
-                m.min_contains = v if m.min_contains is None else max(m.min_contains, v)
-            if "maxContains" in s:
-                v = count_value(s["maxContains"], p + "/maxContains")
-                m.max_contains = v if m.max_contains is None else min(m.max_contains, v)
-        if s.get("uniqueItems") is True:
-            m.unique = p + "/uniqueItems"
+        if "items" in s:
+            if isinstance(s["items"], list):
+                raise SchemaError("items must be a schema in draft 2020-12 (use prefixItems)", p + "/items")
+            rest = node.child("items", s["items"])
+            has_items = True
+    if has_items:
+        m.arrays = (m.arrays or []) + [(node, prefix, rest)]
+    if "minItems" in s:
+        v = count_value(s["minItems"], p + "/minItems")
+        if v > m.min_items:
+            m.min_items, m.items_ptrs = v, (p, m.items_ptrs[1])
+    if "maxItems" in s:
+        v = count_value(s["maxItems"], p + "/maxItems")
+        if m.max_items is None or v < m.max_items:
+            m.max_items, m.items_ptrs = v, (m.items_ptrs[0], p)
+    if "contains" in s:
+        m.contains = (m.contains or []) + [node.child("contains", s["contains"])]
+        if "minContains" in s:
+            v = count_value(s["minContains"], p + "/minContains")
+            m.min_contains = v if m.min_contains is None else max(m.min_contains, v)
+        if "maxContains" in s:
+            v = count_value(s["maxContains"], p + "/maxContains")
+            m.max_contains = v if m.max_contains is None else min(m.max_contains, v)
+    if s.get("uniqueItems") is True:
+        m.unique = p + "/uniqueItems"

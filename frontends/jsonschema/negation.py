@@ -15,6 +15,7 @@ from .values import count_value, dec, json_equal, json_kind, number_value, type_
 
 
 MAX_NEGATED_ONE_OF = 8  # branches of a oneOf under `not` (its negation has a branch per pair)
+_EXPANDING = frozenset({"not", "if", "dependentRequired", "dependentSchemas", "dependencies"})  # what _expansions reads
 
 
 class Negation:
@@ -33,6 +34,8 @@ class Negation:
           draft-7 ``dependencies`` holds either form.
         """
         s = node.schema
+        if s.keys().isdisjoint(_EXPANDING):  # most schemas
+            return []
         out: list[Node] = []
         if "not" in s and ("enum" in s or "const" in s):
             # beside enum/const the values are listed and each is checked: no complement needed

@@ -296,8 +296,10 @@ class _Classes:
         return self._members[self.first[name]]
 
     def sets(self) -> list[list[str]]:
-        """Every set, its members in rule order, the sets in the order of their first rules."""
-        return [sorted(members, key=self.order.__getitem__) for _, members in sorted(self._members.items(), key=lambda kv: self.order[kv[0]])]
+        """Every set of two or more rules, its members in rule order, the sets in the order of
+        their first rules: the order `_members` keeps its keys in (a union only removes one)."""
+        order = self.order.__getitem__
+        return [sorted(members, key=order) for members in self._members.values() if len(members) > 1]
 
 
 def reachable(rules: dict[str, Expr], start: str, reserved: tuple[str, ...] = (),
@@ -406,8 +408,8 @@ def shorten(name: str, limit: int = MAX_NAME - 4) -> str:
     i = 0
     while len(segments) > 1 and length > limit:
         while i < len(segments) - 1:
-            words = _WORD.findall(segments[i])
-            if len(words) > 1 and "".join(words) == segments[i]:
+            words = _words(segments[i])
+            if words is not None:
                 break
             i += 1
         if i < len(segments) - 1:
@@ -421,6 +423,14 @@ def shorten(name: str, limit: int = MAX_NAME - 4) -> str:
 
 
 _WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z0-9]+")
+
+
+@lru_cache(maxsize=8192)  # segments recur: a hint is its parent's hint and one more segment
+def _words(segment: str) -> tuple[str, ...] | None:
+    """The words `segment` is written in (``ScopedResource``: Scoped, Resource), when it is
+    exactly two or more of them; else None (a segment `shorten` cannot cut by words)."""
+    words = tuple(_WORD.findall(segment))
+    return words if len(words) > 1 and "".join(words) == segment else None
 
 
 def unique(base: str, taken: set[str]) -> str:
