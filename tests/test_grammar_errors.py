@@ -12,7 +12,7 @@ from grammarc import Grammar, GrammarError, GrammarWarning
 from grammarc.errors import Source
 from grammarc.ir import Alt, AnyToken, Except, JsonStringExcept, Literal, Ref, Regex, Repeat, Seq
 from grammarc.ir.check import MAX_DEPTH, _check_rule, _passing_refs, check_grammar
-from grammarc.ir.nodes import walk
+from grammarc.ir.nodes import children, walk
 from strategies import grammars
 
 CASES = [
@@ -648,8 +648,37 @@ def test_the_passing_proof_leaves_every_malformed_node_to_the_ordered_walk(bad):
 @given(grammars(any_token=True, token_level=True))
 def test_the_passing_proof_finds_the_references_the_ordered_walk_finds(grammar):
     rules = dict(grammar.rules)
-    refs = _passing_refs(grammar, rules)
-    expected = {name: sorted(_check_rule(name, expr, rules, grammar)) for name, expr in grammar.rules}
+    checked = _passing_refs(grammar, rules)
+    expected = {name: _check_rule(name, expr, rules, grammar) for name, expr in grammar.rules}
     has_except = any(isinstance(node, Except) for _, expr in grammar.rules for node in walk(expr))
-    assert (refs is None) == has_except  # except! is left to the walk; every other valid node is proved
-    assert refs is None or {name: sorted(found) for name, found in refs.items()} == expected
+    assert (checked is None) == has_except  # except! is left to the walk; every other valid node is proved
+    assert checked is None or checked.refs == expected  # in the same order
+
+
+def _uses_in_order(expr) -> tuple[list[str], bool]:
+    """The oracle of what `check_grammar` returns for a rule, as the lowering once found it
+    with a walk of its own: (its references in order of first use, depth first and left to
+    right; whether it holds any! or except!(X, n) itself)."""
+    names: dict[str, None] = {}
+    token_level = False
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Ref):
+            names[node.name] = None
+        token_level |= isinstance(node, AnyToken) or (isinstance(node, Except) and node.limit is not None)
+        stack.extend(reversed(children(node)))
+    return list(names), token_level
+
+
+@settings(max_examples=300, deadline=None)
+@given(grammars(any_token=True, token_level=True))
+def test_the_check_returns_each_rules_references_in_order_of_use(grammar):
+    """The lowering merges regular rules in the order `check_grammar`'s references give (the
+    terminals depend on it): each rule's first uses in depth-first order, on either walk."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", GrammarWarning)
+        checked = check_grammar(grammar)
+    found = {name: (list(dict.fromkeys(refs)), name in checked.token_level) for name, refs in checked.refs.items()}
+    assert found == {name: _uses_in_order(expr) for name, expr in grammar.rules}
+    assert list(checked.refs) == [name for name, _ in grammar.rules]

@@ -31,7 +31,7 @@ from grammarc.allocation import gc_paused
 from grammarc import automata
 from grammarc.automata import DFA
 from grammarc.errors import GrammarError, RegexError, StateBudgetExceeded
-from grammarc.ir.check import check_depth, check_grammar, warn_unreachable
+from grammarc.ir.check import Checked, check_depth, check_grammar, warn_unreachable
 from grammarc.ir.nodes import (
     AnyToken, Alt, Except, Expr, Grammar, JsonStringExcept, Literal, Ref, Regex, Repeat, Seq, Substrings, children,
 )
@@ -119,8 +119,8 @@ def _compile_new(grammar: Grammar, max_states: int, merge_max_states: int) -> Co
     lowering's working state (hundreds of thousands of objects) is freed on return, before
     the caller resumes the garbage collector: alive then, the first collection would
     traverse all of it (~50 ms after a Kubernetes schema)."""
-    check_grammar(grammar)
-    lowering = _Lowering(grammar, max_states, merge_max_states)
+    checked = check_grammar(grammar)
+    lowering = _Lowering(grammar, checked, max_states, merge_max_states)
     start_symbols = lowering.lower_all()
     bnf, terminals, accepts_empty = _normalize(lowering, start_symbols)
     return CompiledGrammar(grammar, terminals, bnf, build_tables(bnf), accepts_empty)
@@ -129,12 +129,12 @@ def _compile_new(grammar: Grammar, max_states: int, merge_max_states: int) -> Co
 class _Lowering:
     """Builds terminals and BNF productions (ε allowed) from the IR."""
 
-    def __init__(self, grammar: Grammar, max_states: int, merge_max_states: int):
+    def __init__(self, grammar: Grammar, checked: Checked, max_states: int, merge_max_states: int):
         self.grammar = grammar
         self.rules = grammar.rule_map
         self.max_states = max_states
         self.merge_max_states = merge_max_states
-        self.regular_order = _regular_rules(grammar)  # callees before callers
+        self.regular_order = _regular_rules(checked)  # callees before callers
         self.regular_rules = set(self.regular_order)
         self.terminals: list[Terminal] = []
         self._terminal_ids: dict[tuple, int] = {}
@@ -662,39 +662,21 @@ _REF_OR_TEXT = (Ref, *_TEXT_LEAVES)
 _UNTRIED = object()  # a memo's answer for a part never tried
 
 
-def _regular_rules(grammar: Grammar) -> list[str]:
-    """Rules that are not (mutually) recursive and use only regular constructs, callees first."""
-    # References in order of first use (dicts, not sets: the order rules are merged in decides
-    # what sizes `_merged_size` knows, so a set's order, which string hashing makes vary from
-    # one process to the next, would make the terminals vary too)
-    refs: dict[str, dict[str, None]] = {}
-    token_level: set[str] = set()
-    for name, expr in grammar.rules:  # one walk per rule, left to right, dispatched on exact classes
-        refs[name] = names = {}
-        stack = [expr]
-        while stack:
-            node = stack.pop()
-            kind = type(node)
-            if kind is Seq or kind is Alt:
-                stack.extend(reversed(node.items))
-            elif kind is Ref:
-                names[node.name] = None
-            elif kind is Repeat:
-                stack.append(node.item)
-            elif kind not in _PLAIN_LEAVES:  # token-level nodes, and subclasses of any node
-                if isinstance(node, Ref):
-                    names[node.name] = None
-                elif isinstance(node, AnyToken) or (isinstance(node, Except) and node.limit is not None):
-                    token_level.add(name)
-                stack.extend(reversed(children(node)))
+def _regular_rules(checked: Checked) -> list[str]:
+    """Rules that are not (mutually) recursive and use only regular constructs, callees first,
+    from the references and vocabulary-level rules `check_grammar` found. Their references in
+    order of first use (not a set's order, which string hashing makes vary from one process to
+    the next): the order rules are merged in decides what sizes `_merged_size` knows, so it
+    decides the terminals."""
+    refs = checked.refs
     regular: set[str] = set()
     order: list[str] = []
-    for component in sccs(list(refs), lambda n: refs[n]):  # reverse topological order
+    for component in sccs(list(refs), refs.__getitem__):  # reverse topological order
         cyclic = len(component) > 1 or component[0] in refs[component[0]]
         if cyclic:
             continue
         (name,) = component
-        if name not in token_level and all(r in regular for r in refs[name]):
+        if name not in checked.token_level and all(r in regular for r in refs[name]):
             regular.add(name)
             order.append(name)
     return order
