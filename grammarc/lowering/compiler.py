@@ -37,7 +37,7 @@ from grammarc.ir.nodes import (
 )
 from grammarc.ir.printer import expr_to_ebnf
 from grammarc.lowering import compiled_cache
-from grammarc.lowering.bnf import Sym, derivers, is_nonterminal, normalize, sccs
+from grammarc.lowering.bnf import Flat, Sym, derivers, is_nonterminal, normalize, sccs
 from grammarc.lowering.lr import Bnf, LRTables, build_tables
 
 DEFAULT_MERGE_MAX_STATES = 512
@@ -726,20 +726,20 @@ def _normalize(lowering: _Lowering, start_symbols: tuple[Sym, ...]) -> tuple[Bnf
     names = list(lowering.nonterminals)
     start = len(names)
     names.append(lowering.grammar.start)
-    productions = list(lowering.productions) + [(start, start_symbols)]
-    usable = [not t.dfa.is_empty for t in lowering.terminals]  # asked per occurrence: once per terminal here
-    productive = derivers(productions, usable.__getitem__)
+    productions = Flat.of(lowering.productions + [(start, start_symbols)])
+    usable = bytes([not t.dfa.is_empty for t in lowering.terminals])  # asked per occurrence: once per terminal here
+    productive = derivers(productions, len(names), usable)
     _report_unproductive(lowering, productive, usable, start)
     return normalize(productions, names, lowering.terminals, start, productive)
 
 
-def _report_unproductive(lowering: _Lowering, productive: set[int], usable: list[bool], start: int) -> None:
-    """Raise for the first rule that derives no string (`usable`: the terminals that match
-    something; `productive`: the nonterminals that derive some string)."""
+def _report_unproductive(lowering: _Lowering, productive: bytes, usable: bytes, start: int) -> None:
+    """Raise for the first rule that derives no string (`usable`: per terminal, whether it
+    matches something; `productive`: per nonterminal, whether it derives some string)."""
     grammar = lowering.grammar
     for name in grammar.names:
         symbols = lowering.rule_symbols(name)
-        ok = all((~s in productive) if is_nonterminal(s) else usable[s] for s in symbols)
+        ok = all(productive[~s] if is_nonterminal(s) else usable[s] for s in symbols)
         if not ok:
             span = grammar.rule_spans.get(name)
             raise GrammarError(
@@ -747,7 +747,7 @@ def _report_unproductive(lowering: _Lowering, productive: set[int], usable: list
                 f"or uses a terminal that matches nothing",
                 span,
             )
-    if start not in productive:
+    if not productive[start]:
         raise GrammarError(f"the grammar derives no string from its start rule '{grammar.start}'")
 
 
