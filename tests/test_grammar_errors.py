@@ -11,7 +11,9 @@ from hypothesis import given, settings
 from grammarc import Grammar, GrammarError, GrammarWarning
 from grammarc.errors import Source
 from grammarc.ir import Alt, AnyToken, Except, JsonStringExcept, Literal, Ref, Regex, Repeat, Seq
-from grammarc.ir.check import MAX_DEPTH, _check_rule, _passing_refs, check_grammar
+import check_reference
+from grammarc.ir import Substrings
+from grammarc.ir.check import MAX_DEPTH, _check_rule, _passing_refs, check_depth, check_grammar
 from grammarc.ir.nodes import children, walk
 from strategies import grammars
 
@@ -682,3 +684,32 @@ def test_the_check_returns_each_rules_references_in_order_of_use(grammar):
     found = {name: (list(dict.fromkeys(refs)), name in checked.token_level) for name, refs in checked.refs.items()}
     assert found == {name: _uses_in_order(expr) for name, expr in grammar.rules}
     assert list(checked.refs) == [name for name, _ in grammar.rules]
+
+
+def _outcome(fn, *args):
+    try:
+        return ("ok", fn(*args))
+    except GrammarError as error:
+        return ("error", str(error))
+
+
+@settings(max_examples=300, deadline=None)
+@given(grammars(any_token=True, token_level=True))
+def test_the_core_walks_answer_as_the_python_ones(grammar):
+    """`_walk.passing` and `_walk.too_deep` (C) against the Python walks they replaced
+    (tests/check_reference.py), on generated grammars."""
+    rules = dict(grammar.rules)
+    assert _passing_refs(grammar, rules) == check_reference.passing_refs(grammar, rules)
+    assert _outcome(check_depth, grammar) == _outcome(check_reference.check_depth, grammar)
+
+
+@pytest.mark.parametrize("bad", [*_BAD_NODES, _deep(MAX_DEPTH - 1), _deep(MAX_DEPTH), Repeat(_deep(MAX_DEPTH - 1)),
+                                 Repeat(_deep(MAX_DEPTH - 2)), Alt((Literal("a"), _deep(MAX_DEPTH))),
+                                 Except(Ref("start"), 2), AnyToken(), Seq(()), Regex("a", "early"),
+                                 JsonStringExcept(("a", "é")), Substrings("ab\ud800")], ids=repr)
+def test_the_core_walks_answer_as_the_python_ones_on_edges(bad):
+    for grammar in (Grammar(rules=(("start", Seq((Literal("a"), bad))),)),
+                    Grammar(rules=(("start", Ref("x")), ("x", bad)))):
+        rules = dict(grammar.rules)
+        assert _passing_refs(grammar, rules) == check_reference.passing_refs(grammar, rules)
+        assert _outcome(check_depth, grammar) == _outcome(check_reference.check_depth, grammar)

@@ -15,6 +15,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from grammarc.errors import GrammarError, GrammarWarning, Span
+from grammarc.ir import _walk
 from grammarc.ir.nodes import (
     EXPR_TYPES, Alt, AnyToken, Except, Expr, Grammar, JsonStringExcept, Literal, Ref, Regex, Repeat, Seq, Substrings,
     children, references, walk,
@@ -70,26 +71,13 @@ def warn_unreachable(grammar: Grammar) -> None:
 def check_depth(grammar: Grammar) -> None:
     """Raise `GrammarError` where a rule nests expressions deeper than `MAX_DEPTH` levels.
 
-    Iterative, and safe to call before anything else touches (hashes, prints) the grammar.
+    Iterative (in the compiled core, `_walk.too_deep`), and safe to call before anything
+    else touches (hashes, prints) the grammar.
     """
-    for name, expr in grammar.rules:
-        level, depth = [expr], 1  # level by level: each node once, no (node, depth) pairs
-        while level:
-            if depth > MAX_DEPTH:
-                raise _too_deep(name, _deepest(expr), grammar)
-            below: list[Expr] = []
-            for node in level:  # `children`, its common cases inline (every node of every rule)
-                kind = type(node)
-                if kind is Seq or kind is Alt:
-                    below.extend(node.items)
-                elif kind is Repeat or kind is Except:
-                    below.append(node.item)
-                elif kind not in _LEAVES:
-                    below.extend(children(node))
-            level, depth = below, depth + 1
-
-
-_LEAVES = frozenset((Literal, Regex, Substrings, JsonStringExcept, Ref, AnyToken))
+    found = _walk.too_deep(grammar.rules, _CLASSES, children, MAX_DEPTH)
+    if found >= 0:
+        name, expr = grammar.rules[found]
+        raise _too_deep(name, _deepest(expr), grammar)
 
 
 def _deepest(expr: Expr) -> Expr:
@@ -175,69 +163,15 @@ _NODE_CLASSES = frozenset(EXPR_TYPES)
 def _passing_refs(grammar: Grammar, rules: dict[str, Expr]) -> Checked | None:
     """What `check_grammar` returns (the references in the order `_check_rule` finds them)
     when every node passes every check of `_check_rule`; None when one may not. Almost
-    every grammar passes: this walk proves it for the price of a dispatch per node (depth
-    kept by a marker pushed below each node's children, not by (node, depth) pairs; the
-    texts searched for surrogates in one string), and leaves the failures, and nodes of a
-    class of its own, to `_check_rule`, which names the first error in source order."""
-    texts: list[str] = []
-    refs: dict[str, list[str]] = {}
-    token_level: set[str] = set()
-    up = _UP
-    for name, expr in grammar.rules:
-        refs[name] = names = []
-        stack: list = [expr]
-        pop, push, extend = stack.pop, stack.append, stack.extend
-        depth = 1  # of the node on top of the stack
-        while stack:
-            node = pop()
-            if node is up:
-                depth -= 1
-                continue
-            kind = type(node)
-            if kind is Seq or kind is Alt:
-                items = node.items
-                if not items:
-                    if kind is Alt:
-                        return None
-                    continue
-                if depth == MAX_DEPTH:
-                    return None
-                push(up)
-                extend(reversed(items))
-                depth += 1
-            elif kind is Literal or kind is Substrings:
-                texts.append(node.text)
-            elif kind is Ref:
-                names.append(node.name)
-            elif kind is Repeat:
-                low, high = node.min, node.max
-                if type(low) is not int or low < 0 or not (high is None or (type(high) is int and high >= low)):
-                    return None
-                if depth == MAX_DEPTH:
-                    return None
-                push(up)
-                push(node.item)
-                depth += 1
-            elif kind is Regex:
-                if node.mode not in _MODES:
-                    return None
-                texts.append(node.pattern)
-            elif kind is JsonStringExcept:
-                if type(node.words) is not tuple:
-                    return None
-                texts.extend(node.words)
-            elif kind is AnyToken:
-                token_level.add(name)
-            else:  # except! (its own checks raise), or a class of its own
-                return None
-        if not all(ref in rules for ref in names):
-            return None
-    if not all(type(text) is str for text in texts) or _SURROGATE.search("\0".join(texts)):
-        return None
-    return Checked(refs, frozenset(token_level))
+    every grammar passes: this walk (in the compiled core, `_walk.passing`) proves it for
+    the price of a dispatch per node, and leaves the failures, and nodes of a class of its
+    own, to `_check_rule`, which names the first error in source order."""
+    found = _walk.passing(grammar.rules, _CLASSES, _MODES, rules, MAX_DEPTH)
+    return None if found is None else Checked(found[0], frozenset(found[1]))
 
 
-_UP = object()  # below a node's children on `_passing_refs`'s stack: their depth ends there
+# the IR's classes in the order the compiled walks read them (grammarc/ir/_walk.c)
+_CLASSES = (Seq, Alt, Repeat, Except, Literal, Substrings, Ref, Regex, JsonStringExcept, AnyToken)
 
 
 def _short_repr(value: object) -> str:
