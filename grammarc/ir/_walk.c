@@ -3,7 +3,7 @@
  * they were a fifth of compiling a never-seen JSON Schema).
  *
  * too_deep - the first rule nesting expressions deeper than the limit (check_depth).
- * passing  - each rule's references in order of use (depth first, left to right) and the
+ * passing  - each rule's references in order of first use (depth first, left to right) and the
  *            rules holding any! themselves, when every node passes every check of
  *            check._check_rule; None when one may not (check._passing_refs).
  *
@@ -155,7 +155,7 @@ static int good_bounds(PyObject *node)
 
 /* One rule's walk for `passing`: 1 when every node passes, 0 when one may not, -1 on error. */
 static int pass_rule(PyObject *expr, PyObject *const *cls, PyObject *modes, int max_depth, PyObject *names,
-                     int *token_level, Stack *s)
+                     PyObject *seen, int *token_level, Stack *s)
 {
     s->n = 0;
     if (stack_push(s, expr, 1) < 0) return -1;
@@ -185,7 +185,9 @@ static int pass_rule(PyObject *expr, PyObject *const *cls, PyObject *modes, int 
         case LITERAL: case SUBSTRINGS: ok = attr_is(node, s_text, plain_text); break;
         case REF: {
             PyObject *name = PyObject_GetAttr(node, s_name);
-            ok = !name ? -1 : PyList_Append(names, name) < 0 ? -1 : 1;
+            ok = !name ? -1 : PySet_Contains(seen, name);  /* each name once, where first used */
+            if (ok == 0) ok = PySet_Add(seen, name) < 0 || PyList_Append(names, name) < 0 ? -1 : 1;
+            else if (ok > 0) ok = 1;
             Py_XDECREF(name);
             break;
         }
@@ -239,7 +241,10 @@ static PyObject *passing(PyObject *self, PyObject *args)
         }
         Py_DECREF(names);  /* refs holds it */
         int vocabulary = 0;
-        ok = pass_rule(PyTuple_GET_ITEM(rule, 1), cls, modes, max_depth, names, &vocabulary, &s);
+        PyObject *seen = PySet_New(NULL);
+        if (!seen) goto done;
+        ok = pass_rule(PyTuple_GET_ITEM(rule, 1), cls, modes, max_depth, names, seen, &vocabulary, &s);
+        Py_DECREF(seen);
         for (Py_ssize_t i = 0; ok > 0 && i < PyList_GET_SIZE(names); i++)
             ok = PySequence_Contains(defined, PyList_GET_ITEM(names, i));
         if (ok > 0 && vocabulary && PyList_Append(token_level, PyTuple_GET_ITEM(rule, 0)) < 0) goto done;
@@ -259,7 +264,7 @@ static PyMethodDef methods[] = {
      "module's comment; children: opens a node of any other class)."},
     {"passing", passing, METH_VARARGS,
      "passing(rules, classes, modes, defined, max_depth) -> (refs, token_level) | None: each rule's references "
-     "in order of use and the rules holding any!, when every node passes check._check_rule's checks; None "
+     "in order of first use and the rules holding any!, when every node passes check._check_rule's checks; None "
      "when one may not."},
     {NULL, NULL, 0, NULL},
 };

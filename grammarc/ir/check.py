@@ -36,9 +36,9 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 @dataclass(frozen=True)
 class Checked:
     """What the walk of `check_grammar` found on the way, so the compiler need not walk the
-    grammar again: each rule's references in order of use (depth first, left to right, once
-    per occurrence; the order the lowering merges regular rules in follows it), and the rules
-    that hold a vocabulary-level node themselves (``any!``, ``except!(X, n)``)."""
+    grammar again: the rules each rule refers to, in order of first use (depth first, left
+    to right; the order the lowering merges regular rules in follows it), and the rules that
+    hold a vocabulary-level node themselves (``any!``, ``except!(X, n)``)."""
 
     refs: dict[str, list[str]]
     token_level: frozenset[str]
@@ -51,7 +51,7 @@ def check_grammar(grammar: Grammar) -> Checked:
     _check_start(grammar, rules)
     checked = _passing_refs(grammar, rules)
     if checked is None:  # some check may fail: the ordered walk raises the error it meets first
-        refs = {name: _check_rule(name, expr, rules, grammar) for name, expr in grammar.rules}
+        refs = {name: list(dict.fromkeys(_check_rule(name, expr, rules, grammar))) for name, expr in grammar.rules}
         checked = Checked(refs, frozenset(name for name, expr in grammar.rules if _has_token_level(expr)))
     _warn_unreachable(grammar, checked.refs)
     return checked
@@ -161,8 +161,8 @@ _NODE_CLASSES = frozenset(EXPR_TYPES)
 
 
 def _passing_refs(grammar: Grammar, rules: dict[str, Expr]) -> Checked | None:
-    """What `check_grammar` returns (the references in the order `_check_rule` finds them)
-    when every node passes every check of `_check_rule`; None when one may not. Almost
+    """What `check_grammar` returns (the references in the order `_check_rule` first finds
+    them) when every node passes every check of `_check_rule`; None when one may not. Almost
     every grammar passes: this walk (in the compiled core, `_walk.passing`) proves it for
     the price of a dispatch per node, and leaves the failures, and nodes of a class of its
     own, to `_check_rule`, which names the first error in source order."""
