@@ -342,8 +342,16 @@ class _Lowering:
         its own chunk (the atomic parts its size would build, `symbols` builds next)."""
         if len(run) < 2:
             return [run]
-        sizes = [self._merged_size(item) for item in run]
-        words = [self._word(item) for item in run]
+        sizes: list[int] = []
+        words: list[bool] = []
+        for item in run:
+            if type(item) is Literal:  # the commonest item: `_merged_size` and `_word` from its bytes alone
+                size = len(item.text.encode("utf-8"))
+                sizes.append(size + 1)
+                words.append(size >= WORD_BYTES)
+            else:
+                sizes.append(self._merged_size(item))
+                words.append(self._word(item))
         chunks: list[tuple[Expr, ...]] = []
         for start, end in _words_apart(words, sizes):
             chunks.extend(self._cut(run[start:end], sizes[start:end]))
