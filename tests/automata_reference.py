@@ -5,11 +5,13 @@ algorithm, canonical numbering), `determinize` the old `nfa._determinize` (subse
 construction; only the reading of embedded DFAs' relative targets is new) and
 `byte_classes` the old column merging of `dfa.from_table` and the compiled-grammar cache,
 kept so that tests/test_automata_core.py can check that the C versions give identical
-arrays and identical budget errors.
+arrays and identical budget errors; `except_runs` the old trie of an object's other keys
+(`json_strings._trie`), which tests/test_json_strings.py compares with the core's.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Iterable
 
 import numpy as np
@@ -303,3 +305,53 @@ def suffix_code(dfa: DFA, state: int) -> bytes:
                 order.append(target)
             out += bytes((lo, hi)) + number[target].to_bytes(4, "little")
     return bytes(out)
+
+
+def except_runs(words: tuple[str, ...]) -> tuple[list[list[tuple[int, int, int]]], list[bool]]:
+    """The old `json_strings._trie`, the oracle of `_core.except_runs` (tests/test_json_strings.py):
+    (runs, accept) of the decoded texts that are none of `words` (sorted): their trie,
+    equal subtrees shared (children are numbered after their parents, so one pass from the
+    last finds them), and a last state for "left the trie", where every character loops.
+    That is the minimal automaton: no trie state can equal the sink once a word is kept.
+    Words in order make each state's children in order of their characters: nothing to sort."""
+    children: list[dict[int, int]] = [{}]
+    end = [False]
+    for word in words:
+        if _SURROGATE.search(word):
+            continue
+        q = 0
+        for ch in map(ord, word):
+            below = children[q]
+            q = below.get(ch, -1)
+            if q < 0:
+                q = below[ch] = len(children)
+                children.append({})
+                end.append(False)
+        end[q] = True
+    if not any(end):  # no word: every text, one state (the trie's root would equal the sink)
+        return [[(0, _MAX_CODE_POINT, 0)]], [True]
+    same = list(range(len(children)))
+    register: dict[tuple, int] = {}
+    for q in reversed(range(len(children))):
+        signature = (end[q], tuple([(ch, same[t]) for ch, t in children[q].items()]))
+        same[q] = register.setdefault(signature, q)
+    kept = sorted(set(same))  # the root first
+    number = {q: i for i, q in enumerate(kept)}
+    sink = len(kept)
+    runs = []
+    for q in kept:
+        row, lo = [], 0
+        for ch, t in children[q].items():
+            if lo < ch:
+                row.append((lo, ch - 1, sink))
+            row.append((ch, ch, number[same[t]]))
+            lo = ch + 1
+        if lo <= _MAX_CODE_POINT:
+            row.append((lo, _MAX_CODE_POINT, sink))
+        runs.append(row)
+    runs.append([(0, _MAX_CODE_POINT, sink)])
+    return runs, [not end[q] for q in kept] + [True]
+
+
+_MAX_CODE_POINT = 0x10FFFF
+_SURROGATE = re.compile("[\ud800-\udfff]")

@@ -461,6 +461,24 @@ def test_intersect_and_without_empty(r1, r2) -> None:
         assert A.without_empty(dfa.DFA(da.trans, da.accept)) is ne
 
 
+def _without_empty_over_bytes(d) -> dfa.DFA:
+    """The oracle of `operations._without_empty` (over byte classes): the same construction
+    over the 256-column byte table, normalized by `from_table`."""
+    trans = d.trans.astype(np.int64)
+    shifted = np.where(trans >= 0, trans + 1, -1)
+    return dfa.from_table(np.vstack([shifted[:1], shifted]), np.concatenate([[False], d.accept]))
+
+
+@given(PLAIN_REGEXES)
+@FEWER
+def test_without_empty_over_classes_is_the_byte_tables(r) -> None:
+    d = A.optional(_compile(r[0]))
+    for table in (d, A.literals([b"", b"x" * 5000])):  # dense, and compact (CombTable)
+        got, expected = operations._without_empty(table), _without_empty_over_bytes(table)
+        assert np.array_equal(np.asarray(got.trans), np.asarray(expected.trans))
+        assert np.array_equal(got.accept, expected.accept) and got.key == expected.key
+
+
 _WINDOW_TEXTS = ["".join(t) for n in range(7) for t in itertools.product(["a", "b", "é", "😀"], repeat=n)]
 
 

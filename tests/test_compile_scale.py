@@ -276,3 +276,23 @@ def test_a_rule_that_is_one_word_is_a_word_too():
     assert sorted(t.name for t in grammar.compile().terminals) == sorted(['")"', '"x"', 'big', 'big "("', 'kw'])
     assert grammar.accepts("awhileb(cwhilea(x))")
     assert not grammar.accepts("awhile(x)") and not grammar.accepts("whileb(x)") and not grammar.accepts("awhileb(x")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.text(alphabet="a:,\"é😀 ", max_size=5), st.sampled_from(["<ws>", "<value>"])),
+                min_size=2, max_size=12))
+def test_a_runs_literals_are_measured_as_merged_size_and_word_measure_them(items):
+    """`_chunks` sizes a run's literals from their bytes alone (its fast path): the chunks
+    are those that `_merged_size` and `_word` (the reference, for every item) give."""
+    from grammarc.ir import Grammar as IRGrammar, Regex
+    from grammarc.lowering import compiler
+    grammar = IRGrammar(rules=(("start", Seq((Ref("ws"), Ref("value")))), ("ws", Regex("[ \\t]*")),
+                               ("value", Regex("[0-9]{3,20}"))))  # a large part (21 states): words stand apart
+    lowering = compiler._Lowering(grammar, compiler.check_grammar(grammar), 10_000, 24)  # sizes decide cuts
+    lowering.lower_all()
+    run = tuple(Ref(item[1:-1]) if item.startswith("<") else Literal(item) for item in items)
+    sizes = [lowering._merged_size(item) for item in run]
+    words = [lowering._word(item) for item in run]
+    expected = [chunk for start, end in compiler._words_apart(words, sizes)
+                for chunk in lowering._cut(run[start:end], sizes[start:end])]
+    assert lowering._chunks(run) == expected

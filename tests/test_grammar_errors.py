@@ -11,8 +11,10 @@ from hypothesis import given, settings
 from grammarc import Grammar, GrammarError, GrammarWarning
 from grammarc.errors import Source
 from grammarc.ir import Alt, AnyToken, Except, JsonStringExcept, Literal, Ref, Regex, Repeat, Seq
-from grammarc.ir.check import MAX_DEPTH, _check_rule, _passing_refs, check_grammar
-from grammarc.ir.nodes import walk
+import check_reference
+from grammarc.ir import Substrings
+from grammarc.ir.check import MAX_DEPTH, _check_rule, _passing_refs, check_depth, check_grammar
+from grammarc.ir.nodes import children, walk
 from strategies import grammars
 
 CASES = [
@@ -648,8 +650,73 @@ def test_the_passing_proof_leaves_every_malformed_node_to_the_ordered_walk(bad):
 @given(grammars(any_token=True, token_level=True))
 def test_the_passing_proof_finds_the_references_the_ordered_walk_finds(grammar):
     rules = dict(grammar.rules)
-    refs = _passing_refs(grammar, rules)
-    expected = {name: sorted(_check_rule(name, expr, rules, grammar)) for name, expr in grammar.rules}
+    checked = _passing_refs(grammar, rules)
+    expected = {name: list(dict.fromkeys(_check_rule(name, expr, rules, grammar))) for name, expr in grammar.rules}
     has_except = any(isinstance(node, Except) for _, expr in grammar.rules for node in walk(expr))
-    assert (refs is None) == has_except  # except! is left to the walk; every other valid node is proved
-    assert refs is None or {name: sorted(found) for name, found in refs.items()} == expected
+    assert (checked is None) == has_except  # except! is left to the walk; every other valid node is proved
+    assert checked is None or checked.refs == expected  # in the same order, each once
+
+
+def _uses_in_order(expr) -> tuple[list[str], bool]:
+    """The oracle of what `check_grammar` returns for a rule, as the lowering once found it
+    with a walk of its own: (its references in order of first use, depth first and left to
+    right; whether it holds any! or except!(X, n) itself)."""
+    names: dict[str, None] = {}
+    token_level = False
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Ref):
+            names[node.name] = None
+        token_level |= isinstance(node, AnyToken) or (isinstance(node, Except) and node.limit is not None)
+        stack.extend(reversed(children(node)))
+    return list(names), token_level
+
+
+@settings(max_examples=300, deadline=None)
+@given(grammars(any_token=True, token_level=True))
+def test_the_check_returns_each_rules_references_in_order_of_use(grammar):
+    """The lowering merges regular rules in the order `check_grammar`'s references give (the
+    terminals depend on it): each rule's first uses in depth-first order, on either walk."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", GrammarWarning)
+        checked = check_grammar(grammar)
+    found = {name: (refs, name in checked.token_level) for name, refs in checked.refs.items()}
+    assert found == {name: _uses_in_order(expr) for name, expr in grammar.rules}
+    assert list(checked.refs) == [name for name, _ in grammar.rules]
+
+
+def _outcome(fn, *args):
+    try:
+        return ("ok", fn(*args))
+    except GrammarError as error:
+        return ("error", str(error))
+
+
+@settings(max_examples=300, deadline=None)
+@given(grammars(any_token=True, token_level=True))
+def test_the_core_walks_answer_as_the_python_ones(grammar):
+    """`_walk.passing` and `_walk.too_deep` (C) against the Python walks they replaced
+    (tests/check_reference.py), on generated grammars."""
+    rules = dict(grammar.rules)
+    assert _passing_refs(grammar, rules) == _first_uses(check_reference.passing_refs(grammar, rules))
+    assert _outcome(check_depth, grammar) == _outcome(check_reference.check_depth, grammar)
+
+
+def _first_uses(checked):
+    """The oracle's answer with each rule's references once, where first used (as the core's)."""
+    if checked is None:
+        return None
+    return type(checked)({name: list(dict.fromkeys(refs)) for name, refs in checked.refs.items()}, checked.token_level)
+
+
+@pytest.mark.parametrize("bad", [*_BAD_NODES, _deep(MAX_DEPTH - 1), _deep(MAX_DEPTH), Repeat(_deep(MAX_DEPTH - 1)),
+                                 Repeat(_deep(MAX_DEPTH - 2)), Alt((Literal("a"), _deep(MAX_DEPTH))),
+                                 Except(Ref("start"), 2), AnyToken(), Seq(()), Regex("a", "early"),
+                                 JsonStringExcept(("a", "é")), Substrings("ab\ud800")], ids=repr)
+def test_the_core_walks_answer_as_the_python_ones_on_edges(bad):
+    for grammar in (Grammar(rules=(("start", Seq((Literal("a"), bad))),)),
+                    Grammar(rules=(("start", Ref("x")), ("x", bad)))):
+        rules = dict(grammar.rules)
+        assert _passing_refs(grammar, rules) == _first_uses(check_reference.passing_refs(grammar, rules))
+        assert _outcome(check_depth, grammar) == _outcome(check_reference.check_depth, grammar)

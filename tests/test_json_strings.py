@@ -22,6 +22,7 @@ from grammarc.frontends.jsonschema import chardfa
 from grammarc.frontends.jsonschema.strings import Strings
 from grammarc.ir import Grammar as IRGrammar, JsonStringExcept
 from grammarc.tokens.vocabulary import Vocabulary
+from automata_reference import except_runs as reference_except_runs
 from test_engine_oracle import _walk_against_brute_force
 
 # each class of character the construction treats apart: ASCII raw and short-escaped, the
@@ -318,9 +319,26 @@ def test_the_keys_table_needs_no_minimization(words):
     """The keys' character automaton is minimal, so the core's table is (its escape and reader
     states are shared by what they lead to) and is only numbered: the very table that
     minimizing the table as built gives."""
-    runs, accept = json_strings._trie(tuple(sorted(set(words))))
-    numbered = json_strings._from_runs(runs, accept, minimal=True)
-    assert _same_table(numbered, json_strings._from_runs(runs, accept, minimal=False))
+    arrays = json_strings._except_runs(tuple(sorted(set(words))))
+    numbered = json_strings._from_arrays(*arrays, minimal=True)
+    assert _same_table(numbered, json_strings._from_arrays(*arrays, minimal=False))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(_WORDS, st.lists(st.text(max_size=6), max_size=12)))
+def test_the_core_builds_the_keys_trie_as_the_python_one_did(words):
+    """`_core.except_runs` (C) gives the very runs and accept flags of the Python trie it
+    replaced (tests/automata_reference.py): the same states, numbered alike."""
+    words = tuple(sorted(set(words)))
+    ptr, lo, hi, dst, accept = json_strings._except_runs(words)
+    runs = [list(zip(lo[a:b].tolist(), hi[a:b].tolist(), dst[a:b].tolist())) for a, b in zip(ptr[:-1], ptr[1:])]
+    assert (runs, accept.astype(bool).tolist()) == reference_except_runs(words)
+
+
+@pytest.mark.parametrize("words", [("b", "a"), ("a", "a"), ("ab", "a"), ("a", 1)])
+def test_the_core_refuses_words_out_of_order(words):
+    with pytest.raises((ValueError, TypeError), match="except_runs: words must be"):
+        json_strings._except_runs(words)
 
 
 @pytest.mark.parametrize("low, high", [(0, 0), (0, 1), (1, 1), (0, 3), (2, 5), (0, None), (3, None), (0, 40)])

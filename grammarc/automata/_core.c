@@ -860,6 +860,10 @@ static PyMethodDef methods[] = {
      "bytes of int32 [m, 256] and bool [m], unminimized, state 0 the start; with `canonical` (for a minimal "
      "character DFA whose states all reach acceptance) minimal and numbered canonically, and its canonical code "
      "(as suffix_code) third; None past max_states states."},
+    {"except_runs", py_except_runs, METH_VARARGS,
+     "except_runs(words) -> (ptr, lo, hi, dst, accept): the minimal automaton over code points of the texts that are "
+     "none of `words` (sorted, distinct str; a word with a surrogate excludes nothing), as json_string reads it: bytes "
+     "of int64 ptr [n + 1], lo, hi, dst [runs] and uint8 accept [n]; state 0 the start."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -82,6 +82,7 @@ PyObject *py_runs(PyObject *self, PyObject *args);
 PyObject *py_suffix_code(PyObject *self, PyObject *args);
 PyObject *py_byte_classes(PyObject *self, PyObject *args);
 PyObject *py_json_string(PyObject *self, PyObject *args);
+PyObject *py_except_runs(PyObject *self, PyObject *args); /* _keys.c */
 extern PyTypeObject WalkerType; /* _views.c */
 
 #endif

@@ -22,7 +22,6 @@ in grammarc's JSON languages.
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 from itertools import chain
 
@@ -70,91 +69,64 @@ def bounded_string(low: int, high: int | None) -> DFA:
 
 
 def excluding(words) -> CharDFA:
-    """The decoded texts that are none of `words`, over characters: the trie of `_trie`,
-    numbered breadth first, each target when its smallest character meets it (as
-    `code_point_dfa` numbers a byte DFA's), so it is the minimal automaton, canonically
-    numbered. (The JSON Schema front end renders it as rules where it is too large for
-    `json_string_except`.)"""
-    runs, accept = _trie(tuple(sorted(set(words))))
+    """The decoded texts that are none of `words`, over characters: the trie of
+    `_core.except_runs`, numbered breadth first, each target when its smallest character
+    meets it (as `code_point_dfa` numbers a byte DFA's), so it is the minimal automaton,
+    canonically numbered. (The JSON Schema front end renders it as rules where it is too
+    large for `json_string_except`.)"""
+    ptr, lo, hi, dst, accept = _except_runs(tuple(sorted(set(words))))
+    ptr, lo, hi, dst = ptr.tolist(), lo.tolist(), hi.tolist(), dst.tolist()
     ids = {0: 0}
     order = [0]
     edges = []
     for q in order:  # grows while iterating
         by_target: dict[int, list[tuple[int, int]]] = {}
-        for lo, hi, t in runs[q]:  # ascending
+        for i in range(ptr[q], ptr[q + 1]):  # ascending
+            t = dst[i]
             if t not in ids:
                 ids[t] = len(order)
                 order.append(t)
-            by_target.setdefault(ids[t], []).append((lo, hi))
+            by_target.setdefault(ids[t], []).append((lo[i], hi[i]))
         edges.append(tuple((normalize(ranges), t) for t, ranges in sorted(by_target.items())))
-    return CharDFA(tuple(edges), tuple(accept[q] for q in order))
+    return CharDFA(tuple(edges), tuple(bool(accept[q]) for q in order))
 
 
 @lru_cache(maxsize=1024)
 def _except(words: tuple[str, ...]) -> DFA:
-    return _from_runs(*_trie(words), minimal=True)
+    return _from_arrays(*_except_runs(words), minimal=True)
 
 
-def _trie(words: tuple[str, ...]) -> tuple[list[list[tuple[int, int, int]]], list[bool]]:
-    """(runs, accept) of the decoded texts that are none of `words` (sorted): their trie,
-    equal subtrees shared (children are numbered after their parents, so one pass from the
-    last finds them), and a last state for "left the trie", where every character loops.
-    That is the minimal automaton: no trie state can equal the sink once a word is kept.
-    Words in order make each state's children in order of their characters: nothing to sort."""
-    children: list[dict[int, int]] = [{}]
-    end = [False]
-    for word in words:
-        if _SURROGATE.search(word):
-            continue
-        q = 0
-        for ch in map(ord, word):
-            below = children[q]
-            q = below.get(ch, -1)
-            if q < 0:
-                q = below[ch] = len(children)
-                children.append({})
-                end.append(False)
-        end[q] = True
-    if not any(end):  # no word: every text, one state (the trie's root would equal the sink)
-        return [[(0, MAX_CODE_POINT, 0)]], [True]
-    same = list(range(len(children)))
-    register: dict[tuple, int] = {}
-    for q in reversed(range(len(children))):
-        signature = (end[q], tuple([(ch, same[t]) for ch, t in children[q].items()]))
-        same[q] = register.setdefault(signature, q)
-    kept = sorted(set(same))  # the root first
-    number = {q: i for i, q in enumerate(kept)}
-    sink = len(kept)
-    runs = []
-    for q in kept:
-        row, lo = [], 0
-        for ch, t in children[q].items():
-            if lo < ch:
-                row.append((lo, ch - 1, sink))
-            row.append((ch, ch, number[same[t]]))
-            lo = ch + 1
-        if lo <= MAX_CODE_POINT:
-            row.append((lo, MAX_CODE_POINT, sink))
-        runs.append(row)
-    runs.append([(0, MAX_CODE_POINT, sink)])
-    return runs, [not end[q] for q in kept] + [True]
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
+def _except_runs(words: tuple[str, ...]) -> tuple[np.ndarray, ...]:
+    """(ptr, lo, hi, dst, accept) of the decoded texts that are none of `words` (sorted,
+    distinct), as `_from_arrays` takes them: the words' trie, equal subtrees shared, and a
+    last state for "left the trie", where every character loops; the minimal automaton.
+    Built in the compiled core (``_keys.c``: in Python it was a third of an object's keys'
+    cost); its oracle is tests/automata_reference.py's `except_runs`."""
+    ptr, lo, hi, dst, accept = _core.except_runs(words)
+    return (np.frombuffer(ptr, dtype=np.int64), np.frombuffer(lo, dtype=np.int64), np.frombuffer(hi, dtype=np.int64),
+            np.frombuffer(dst, dtype=np.int64), np.frombuffer(accept, dtype=np.uint8))
 
 
 def _from_runs(runs: list[list[tuple[int, int, int]]], accept: list[bool], *, minimal: bool) -> DFA:
-    """The minimized DFA of the JSON spellings of a character automaton given by its runs
-    (per state, sorted disjoint (lo, hi, target) code point ranges). `minimal`: the caller
-    vouches that the character automaton is minimal and every state of it reaches
-    acceptance, so the core's table is minimal too and is only numbered, not minimized
-    (a quarter of a schema's compile time went to minimizing tables already minimal)."""
+    """`_from_arrays` of a character automaton given by its runs (per state, sorted disjoint
+    (lo, hi, target) code point ranges)."""
     ptr = np.zeros(len(runs) + 1, dtype=np.int64)
     np.cumsum([len(row) for row in runs], out=ptr[1:])
     flat = chain.from_iterable(chain.from_iterable(runs))  # lo, hi, target of each run: ints, not tuples
     table = np.fromiter(flat, dtype=np.int64, count=3 * int(ptr[-1])).reshape(-1, 3)
-    done = _core.json_string(ptr, np.ascontiguousarray(table[:, 0]), np.ascontiguousarray(table[:, 1]),
-                             np.ascontiguousarray(table[:, 2]), np.array(accept, dtype=np.uint8), MAX_STATES, minimal)
+    return _from_arrays(ptr, np.ascontiguousarray(table[:, 0]), np.ascontiguousarray(table[:, 1]),
+                        np.ascontiguousarray(table[:, 2]), np.array(accept, dtype=np.uint8), minimal=minimal)
+
+
+def _from_arrays(ptr: np.ndarray, lo: np.ndarray, hi: np.ndarray, dst: np.ndarray, accept: np.ndarray, *,
+                 minimal: bool) -> DFA:
+    """The minimized DFA of the JSON spellings of a character automaton given by its runs:
+    those of state q are ``lo[ptr[q]:ptr[q + 1]]`` .. `hi` to `dst` (int64, sorted and
+    disjoint), `accept` uint8. `minimal`: the caller vouches that the character automaton
+    is minimal and every state of it reaches acceptance, so the core's table is minimal too
+    and is only numbered, not minimized (a quarter of a schema's compile time went to
+    minimizing tables already minimal)."""
+    done = _core.json_string(ptr, lo, hi, dst, accept, MAX_STATES, minimal)
     if done is None:
         raise StateBudgetExceeded(f"the JSON string automaton needs more than {MAX_STATES} states before minimization")
     trans, acc = done[:2]  # well formed by construction: from_table's checks are not needed

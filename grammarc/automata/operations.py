@@ -14,7 +14,7 @@ import numpy as np
 from grammarc.errors import StateBudgetExceeded
 from grammarc.automata.dfa import (
     COMPACT_FROM, DEFAULT_MAX_STATES, DFA, _budget_error, _check_budget, _empty, _finalize, _make, _make_edges,
-    _unminimized_cap, _within_budget, from_table,
+    _unminimized_cap, _within_budget, byte_classes, from_table,
 )
 from grammarc.automata.nfa import _NFA, _determinize, _nfa_limit, from_ast
 from grammarc.automata.regex import ANY, Chars, Repeat
@@ -484,12 +484,14 @@ _nonempty: "weakref.WeakValueDictionary[str, DFA]" = weakref.WeakValueDictionary
 
 def _without_empty(d: DFA) -> DFA:
     """`without_empty` of a DFA that accepts the empty string: a fresh start state that is
-    not accepting and leaves as the old one does, then normalized."""
-    trans = d.trans.astype(np.int64)
-    shifted = np.where(trans >= 0, trans + 1, -1)
-    table = np.vstack([shifted[:1], shifted])
+    not accepting and leaves as the old one does, then normalized. Built over `d`'s byte
+    classes (a copy of a row adds no class): k columns a state, not 256, and no range checks
+    of a table that is well formed by construction (over bytes, 15k instructions a state)."""
+    trans = d.dense_table
+    table, b2c = byte_classes(d.trans.astype(np.int32) if trans is None else trans)
+    shifted = np.where(table >= 0, table + 1, -1)
     accept = np.concatenate([[False], d.accept])
-    return from_table(table, accept)
+    return _finalize(np.vstack([shifted[:1], shifted]), accept, b2c)
 
 
 def length_window(d: DFA, lo: int, hi: int | None, *, max_states: int = DEFAULT_MAX_STATES) -> DFA:

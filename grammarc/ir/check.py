@@ -12,14 +12,16 @@ import difflib
 import re
 import warnings
 from collections import OrderedDict
+from dataclasses import dataclass
 
 from grammarc.errors import GrammarError, GrammarWarning, Span
+from grammarc.ir import _walk
 from grammarc.ir.nodes import (
     EXPR_TYPES, Alt, AnyToken, Except, Expr, Grammar, JsonStringExcept, Literal, Ref, Regex, Repeat, Seq, Substrings,
-    children, references,
+    children, references, walk,
 )
 
-__all__ = ["MAX_DEPTH", "check_depth", "check_grammar", "literal_alternatives"]
+__all__ = ["MAX_DEPTH", "Checked", "check_depth", "check_grammar", "literal_alternatives"]
 
 MAX_DEPTH = 200
 """Deepest nesting of expressions a rule may have. Printing, comparing, hashing and lowering
@@ -31,14 +33,33 @@ _MODES = ("match", "early", "complement")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def check_grammar(grammar: Grammar) -> None:
-    """Raise `GrammarError` for a malformed grammar; warn (`GrammarWarning`) for unreachable rules."""
+@dataclass(frozen=True)
+class Checked:
+    """What the walk of `check_grammar` found on the way, so the compiler need not walk the
+    grammar again: the rules each rule refers to, in order of first use (depth first, left
+    to right; the order the lowering merges regular rules in follows it), and the rules that
+    hold a vocabulary-level node themselves (``any!``, ``except!(X, n)``)."""
+
+    refs: dict[str, list[str]]
+    token_level: frozenset[str]
+
+
+def check_grammar(grammar: Grammar) -> Checked:
+    """Raise `GrammarError` for a malformed grammar; warn (`GrammarWarning`) for unreachable
+    rules; return what the walk found (`Checked`)."""
     rules = _check_names(grammar)
     _check_start(grammar, rules)
-    refs = _passing_refs(grammar, rules)
-    if refs is None:  # some check may fail: the ordered walk raises the error it meets first
-        refs = {name: _check_rule(name, expr, rules, grammar) for name, expr in grammar.rules}
-    _warn_unreachable(grammar, refs)
+    checked = _passing_refs(grammar, rules)
+    if checked is None:  # some check may fail: the ordered walk raises the error it meets first
+        refs = {name: list(dict.fromkeys(_check_rule(name, expr, rules, grammar))) for name, expr in grammar.rules}
+        checked = Checked(refs, frozenset(name for name, expr in grammar.rules if _has_token_level(expr)))
+    _warn_unreachable(grammar, checked.refs)
+    return checked
+
+
+def _has_token_level(expr: Expr) -> bool:
+    return any(isinstance(node, AnyToken) or (isinstance(node, Except) and node.limit is not None)
+               for node in walk(expr))
 
 
 def warn_unreachable(grammar: Grammar) -> None:
@@ -50,26 +71,13 @@ def warn_unreachable(grammar: Grammar) -> None:
 def check_depth(grammar: Grammar) -> None:
     """Raise `GrammarError` where a rule nests expressions deeper than `MAX_DEPTH` levels.
 
-    Iterative, and safe to call before anything else touches (hashes, prints) the grammar.
+    Iterative (in the compiled core, `_walk.too_deep`), and safe to call before anything
+    else touches (hashes, prints) the grammar.
     """
-    for name, expr in grammar.rules:
-        level, depth = [expr], 1  # level by level: each node once, no (node, depth) pairs
-        while level:
-            if depth > MAX_DEPTH:
-                raise _too_deep(name, _deepest(expr), grammar)
-            below: list[Expr] = []
-            for node in level:  # `children`, its common cases inline (every node of every rule)
-                kind = type(node)
-                if kind is Seq or kind is Alt:
-                    below.extend(node.items)
-                elif kind is Repeat or kind is Except:
-                    below.append(node.item)
-                elif kind not in _LEAVES:
-                    below.extend(children(node))
-            level, depth = below, depth + 1
-
-
-_LEAVES = frozenset((Literal, Regex, Substrings, JsonStringExcept, Ref, AnyToken))
+    found = _walk.too_deep(grammar.rules, _CLASSES, children, MAX_DEPTH)
+    if found >= 0:
+        name, expr = grammar.rules[found]
+        raise _too_deep(name, _deepest(expr), grammar)
 
 
 def _deepest(expr: Expr) -> Expr:
@@ -152,55 +160,18 @@ def _check_rule(name: str, expr: Expr, rules: dict[str, Expr], grammar: Grammar)
 _NODE_CLASSES = frozenset(EXPR_TYPES)
 
 
-def _passing_refs(grammar: Grammar, rules: dict[str, Expr]) -> dict[str, list[str]] | None:
-    """Each rule's references (as `_check_rule` returns them, in another order) when every
-    node passes every check of `_check_rule`; None when one may not. Almost every grammar
-    passes: this walk proves it for the price of a dispatch per node (levels, not (node,
-    depth) pairs; the texts searched for surrogates in one string), and leaves the failures,
-    and nodes of a class of its own, to `_check_rule`, which names the first error in
-    source order."""
-    texts: list[str] = []
-    refs: dict[str, list[str]] = {}
-    for name, expr in grammar.rules:
-        refs[name] = names = []
-        level, depth = [expr], 1
-        while level:
-            if depth > MAX_DEPTH:
-                return None
-            below: list[Expr] = []
-            for node in level:
-                kind = type(node)
-                if kind is Seq:
-                    below.extend(node.items)
-                elif kind is Literal or kind is Substrings:
-                    texts.append(node.text)
-                elif kind is Ref:
-                    names.append(node.name)
-                elif kind is Alt:
-                    if not node.items:
-                        return None
-                    below.extend(node.items)
-                elif kind is Repeat:
-                    low, high = node.min, node.max
-                    if type(low) is not int or low < 0 or not (high is None or (type(high) is int and high >= low)):
-                        return None
-                    below.append(node.item)
-                elif kind is Regex:
-                    if node.mode not in _MODES:
-                        return None
-                    texts.append(node.pattern)
-                elif kind is JsonStringExcept:
-                    if type(node.words) is not tuple:
-                        return None
-                    texts.extend(node.words)
-                elif kind is not AnyToken:  # except! (its own checks raise), or a class of its own
-                    return None
-            level, depth = below, depth + 1
-        if not all(ref in rules for ref in names):
-            return None
-    if not all(type(text) is str for text in texts) or _SURROGATE.search("\0".join(texts)):
-        return None
-    return refs
+def _passing_refs(grammar: Grammar, rules: dict[str, Expr]) -> Checked | None:
+    """What `check_grammar` returns (the references in the order `_check_rule` first finds
+    them) when every node passes every check of `_check_rule`; None when one may not. Almost
+    every grammar passes: this walk (in the compiled core, `_walk.passing`) proves it for
+    the price of a dispatch per node, and leaves the failures, and nodes of a class of its
+    own, to `_check_rule`, which names the first error in source order."""
+    found = _walk.passing(grammar.rules, _CLASSES, _MODES, rules, MAX_DEPTH)
+    return None if found is None else Checked(found[0], frozenset(found[1]))
+
+
+# the IR's classes in the order the compiled walks read them (grammarc/ir/_walk.c)
+_CLASSES = (Seq, Alt, Repeat, Except, Literal, Substrings, Ref, Regex, JsonStringExcept, AnyToken)
 
 
 def _short_repr(value: object) -> str:

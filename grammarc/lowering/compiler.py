@@ -31,13 +31,13 @@ from grammarc.allocation import gc_paused
 from grammarc import automata
 from grammarc.automata import DFA
 from grammarc.errors import GrammarError, RegexError, StateBudgetExceeded
-from grammarc.ir.check import check_depth, check_grammar, warn_unreachable
+from grammarc.ir.check import Checked, check_depth, check_grammar, warn_unreachable
 from grammarc.ir.nodes import (
     AnyToken, Alt, Except, Expr, Grammar, JsonStringExcept, Literal, Ref, Regex, Repeat, Seq, Substrings, children,
 )
 from grammarc.ir.printer import expr_to_ebnf
 from grammarc.lowering import compiled_cache
-from grammarc.lowering.bnf import Sym, derivers, is_nonterminal, normalize, sccs
+from grammarc.lowering.bnf import Flat, Sym, derivers, is_nonterminal, normalize, sccs
 from grammarc.lowering.lr import Bnf, LRTables, build_tables
 
 DEFAULT_MERGE_MAX_STATES = 512
@@ -119,8 +119,8 @@ def _compile_new(grammar: Grammar, max_states: int, merge_max_states: int) -> Co
     lowering's working state (hundreds of thousands of objects) is freed on return, before
     the caller resumes the garbage collector: alive then, the first collection would
     traverse all of it (~50 ms after a Kubernetes schema)."""
-    check_grammar(grammar)
-    lowering = _Lowering(grammar, max_states, merge_max_states)
+    checked = check_grammar(grammar)
+    lowering = _Lowering(grammar, checked, max_states, merge_max_states)
     start_symbols = lowering.lower_all()
     bnf, terminals, accepts_empty = _normalize(lowering, start_symbols)
     return CompiledGrammar(grammar, terminals, bnf, build_tables(bnf), accepts_empty)
@@ -129,12 +129,12 @@ def _compile_new(grammar: Grammar, max_states: int, merge_max_states: int) -> Co
 class _Lowering:
     """Builds terminals and BNF productions (ε allowed) from the IR."""
 
-    def __init__(self, grammar: Grammar, max_states: int, merge_max_states: int):
+    def __init__(self, grammar: Grammar, checked: Checked, max_states: int, merge_max_states: int):
         self.grammar = grammar
         self.rules = grammar.rule_map
         self.max_states = max_states
         self.merge_max_states = merge_max_states
-        self.regular_order = _regular_rules(grammar)  # callees before callers
+        self.regular_order = _regular_rules(checked)  # callees before callers
         self.regular_rules = set(self.regular_order)
         self.terminals: list[Terminal] = []
         self._terminal_ids: dict[tuple, int] = {}
@@ -342,8 +342,16 @@ class _Lowering:
         its own chunk (the atomic parts its size would build, `symbols` builds next)."""
         if len(run) < 2:
             return [run]
-        sizes = [self._merged_size(item) for item in run]
-        words = [self._word(item) for item in run]
+        sizes: list[int] = []
+        words: list[bool] = []
+        for item in run:
+            if type(item) is Literal:  # the commonest item: `_merged_size` and `_word` from its bytes alone
+                size = len(item.text.encode("utf-8"))
+                sizes.append(size + 1)
+                words.append(size >= WORD_BYTES)
+            else:
+                sizes.append(self._merged_size(item))
+                words.append(self._word(item))
         chunks: list[tuple[Expr, ...]] = []
         for start, end in _words_apart(words, sizes):
             chunks.extend(self._cut(run[start:end], sizes[start:end]))
@@ -662,39 +670,21 @@ _REF_OR_TEXT = (Ref, *_TEXT_LEAVES)
 _UNTRIED = object()  # a memo's answer for a part never tried
 
 
-def _regular_rules(grammar: Grammar) -> list[str]:
-    """Rules that are not (mutually) recursive and use only regular constructs, callees first."""
-    # References in order of first use (dicts, not sets: the order rules are merged in decides
-    # what sizes `_merged_size` knows, so a set's order, which string hashing makes vary from
-    # one process to the next, would make the terminals vary too)
-    refs: dict[str, dict[str, None]] = {}
-    token_level: set[str] = set()
-    for name, expr in grammar.rules:  # one walk per rule, left to right, dispatched on exact classes
-        refs[name] = names = {}
-        stack = [expr]
-        while stack:
-            node = stack.pop()
-            kind = type(node)
-            if kind is Seq or kind is Alt:
-                stack.extend(reversed(node.items))
-            elif kind is Ref:
-                names[node.name] = None
-            elif kind is Repeat:
-                stack.append(node.item)
-            elif kind not in _PLAIN_LEAVES:  # token-level nodes, and subclasses of any node
-                if isinstance(node, Ref):
-                    names[node.name] = None
-                elif isinstance(node, AnyToken) or (isinstance(node, Except) and node.limit is not None):
-                    token_level.add(name)
-                stack.extend(reversed(children(node)))
+def _regular_rules(checked: Checked) -> list[str]:
+    """Rules that are not (mutually) recursive and use only regular constructs, callees first,
+    from the references and vocabulary-level rules `check_grammar` found. Their references in
+    order of first use (not a set's order, which string hashing makes vary from one process to
+    the next): the order rules are merged in decides what sizes `_merged_size` knows, so it
+    decides the terminals."""
+    refs = checked.refs
     regular: set[str] = set()
     order: list[str] = []
-    for component in sccs(list(refs), lambda n: refs[n]):  # reverse topological order
+    for component in sccs(list(refs), refs.__getitem__):  # reverse topological order
         cyclic = len(component) > 1 or component[0] in refs[component[0]]
         if cyclic:
             continue
         (name,) = component
-        if name not in token_level and all(r in regular for r in refs[name]):
+        if name not in checked.token_level and all(r in regular for r in refs[name]):
             regular.add(name)
             order.append(name)
     return order
@@ -744,20 +734,20 @@ def _normalize(lowering: _Lowering, start_symbols: tuple[Sym, ...]) -> tuple[Bnf
     names = list(lowering.nonterminals)
     start = len(names)
     names.append(lowering.grammar.start)
-    productions = list(lowering.productions) + [(start, start_symbols)]
-    usable = [not t.dfa.is_empty for t in lowering.terminals]  # asked per occurrence: once per terminal here
-    productive = derivers(productions, usable.__getitem__)
+    productions = Flat.of(lowering.productions + [(start, start_symbols)])
+    usable = bytes([not t.dfa.is_empty for t in lowering.terminals])  # asked per occurrence: once per terminal here
+    productive = derivers(productions, len(names), usable)
     _report_unproductive(lowering, productive, usable, start)
     return normalize(productions, names, lowering.terminals, start, productive)
 
 
-def _report_unproductive(lowering: _Lowering, productive: set[int], usable: list[bool], start: int) -> None:
-    """Raise for the first rule that derives no string (`usable`: the terminals that match
-    something; `productive`: the nonterminals that derive some string)."""
+def _report_unproductive(lowering: _Lowering, productive: bytes, usable: bytes, start: int) -> None:
+    """Raise for the first rule that derives no string (`usable`: per terminal, whether it
+    matches something; `productive`: per nonterminal, whether it derives some string)."""
     grammar = lowering.grammar
     for name in grammar.names:
         symbols = lowering.rule_symbols(name)
-        ok = all((~s in productive) if is_nonterminal(s) else usable[s] for s in symbols)
+        ok = all(productive[~s] if is_nonterminal(s) else usable[s] for s in symbols)
         if not ok:
             span = grammar.rule_spans.get(name)
             raise GrammarError(
@@ -765,7 +755,7 @@ def _report_unproductive(lowering: _Lowering, productive: set[int], usable: list
                 f"or uses a terminal that matches nothing",
                 span,
             )
-    if start not in productive:
+    if not productive[start]:
         raise GrammarError(f"the grammar derives no string from its start rule '{grammar.start}'")
 
 

@@ -20,11 +20,13 @@ from itertools import accumulate, chain
 
 import numpy as np
 
+from grammarc.allocation import slot_init
 from grammarc.lowering import _lalr
 
 EOF = -1  # the end-of-text lookahead
 
 
+@slot_init
 @dataclass(frozen=True, slots=True)  # no per-production dict: compiled grammars keep tens of thousands
 class Production:
     """``lhs -> rhs``; `lhs` is a nonterminal index, `rhs` a non-empty tuple of symbols."""

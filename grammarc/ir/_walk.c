@@ -1,0 +1,284 @@
+/* grammarc.ir._walk: the walks over every node of every rule that grammarc.ir.check makes
+ * before a grammar is compiled, in C (in Python, with the tree hashed for the compile cache,
+ * they were a fifth of compiling a never-seen JSON Schema).
+ *
+ * too_deep - the first rule nesting expressions deeper than the limit (check_depth).
+ * passing  - each rule's references in order of first use (depth first, left to right) and the
+ *            rules holding any! themselves, when every node passes every check of
+ *            check._check_rule; None when one may not (check._passing_refs).
+ *
+ * Nodes are read by their exact class (the IR's ten classes, given in this order: Seq, Alt,
+ * Repeat, Except, Literal, Substrings, Ref, Regex, JsonStringExcept, AnyToken); a node of a
+ * class of its own is `too_deep`'s `children` callable's to open, and makes `passing` answer
+ * None. The Python versions are the oracle (tests/check_reference.py, tests/test_grammar_errors.py).
+ */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdlib.h>
+
+enum { SEQ, ALT, REPEAT, EXCEPT, LITERAL, SUBSTRINGS, REF, REGEX, JSON_EXCEPT, ANY_TOKEN, N_CLASSES };
+
+static PyObject *s_items, *s_item, *s_text, *s_name, *s_min, *s_max, *s_mode, *s_pattern, *s_words;
+
+static int kind_of(PyObject *node, PyObject *const *classes)
+{
+    PyTypeObject *type = Py_TYPE(node);
+    for (int k = 0; k < N_CLASSES; k++)
+        if ((PyObject *)type == classes[k]) return k;
+    return -1;
+}
+
+/* A stack of (node, depth): borrowed nodes (the rule's tree holds them, or `keep` does). */
+typedef struct { PyObject **node; int *depth; Py_ssize_t n, cap; } Stack;
+
+static int stack_push(Stack *s, PyObject *node, int depth)
+{
+    if (s->n == s->cap) {
+        Py_ssize_t cap = s->cap ? 2 * s->cap : 256;
+        PyObject **nodes = realloc(s->node, (size_t)cap * sizeof(PyObject *));
+        if (nodes) s->node = nodes;
+        int *depths = nodes ? realloc(s->depth, (size_t)cap * sizeof(int)) : NULL;
+        if (!depths) { PyErr_NoMemory(); return -1; }
+        s->depth = depths;
+        s->cap = cap;
+    }
+    s->node[s->n] = node;
+    s->depth[s->n++] = depth;
+    return 0;
+}
+
+/* Push `children` (a tuple or list), last first, at `depth`; 1 if there were any, -1 on error. */
+static int push_children(Stack *s, PyObject *children, int depth)
+{
+    if (!PyTuple_Check(children) && !PyList_Check(children)) {
+        PyErr_SetString(PyExc_TypeError, "an IR node's children are not a tuple");
+        return -1;
+    }
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(children);
+    PyObject **items = PySequence_Fast_ITEMS(children);
+    for (Py_ssize_t i = n - 1; i >= 0; i--)
+        if (stack_push(s, items[i], depth) < 0) return -1;
+    return n > 0;
+}
+
+/* too_deep(rules, classes, children, max_depth) -> the index of the first rule nesting deeper, or -1. */
+static PyObject *too_deep(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *rules, *classes, *children, *keep = NULL;
+    int max_depth;
+    if (!PyArg_ParseTuple(args, "O!O!Oi", &PyTuple_Type, &rules, &PyTuple_Type, &classes, &children, &max_depth))
+        return NULL;
+    if (PyTuple_GET_SIZE(classes) != N_CLASSES) {
+        PyErr_SetString(PyExc_ValueError, "too_deep: the IR's ten classes are needed");
+        return NULL;
+    }
+    PyObject *const *cls = &PyTuple_GET_ITEM(classes, 0);
+    Stack s = {0};
+    Py_ssize_t found = -1;
+    if (!(keep = PyList_New(0))) return NULL;  /* what `children` made for nodes of other classes */
+    for (Py_ssize_t r = 0; r < PyTuple_GET_SIZE(rules) && found < 0; r++) {
+        PyObject *rule = PyTuple_GET_ITEM(rules, r);
+        if (!PyTuple_Check(rule) || PyTuple_GET_SIZE(rule) != 2) {
+            PyErr_SetString(PyExc_TypeError, "too_deep: rules are (name, expression) pairs");
+            goto fail;
+        }
+        s.n = 0;
+        if (stack_push(&s, PyTuple_GET_ITEM(rule, 1), 1) < 0) goto fail;
+        while (s.n && found < 0) {
+            PyObject *node = s.node[--s.n];
+            int depth = s.depth[s.n], kind = kind_of(node, cls), more = 0;
+            if (kind == SEQ || kind == ALT || kind == REPEAT || kind == EXCEPT || kind < 0) {
+                PyObject *below = kind == SEQ || kind == ALT ? PyObject_GetAttr(node, s_items)
+                                : kind >= 0 ? PyObject_GetAttr(node, s_item)
+                                : PyObject_CallOneArg(children, node);
+                if (!below) goto fail;
+                if (kind == REPEAT || kind == EXCEPT) {
+                    Py_SETREF(below, PyTuple_Pack(1, below));
+                    if (!below) goto fail;
+                }
+                int pushed = PyList_Append(keep, below) < 0 ? -1 : push_children(&s, below, depth + 1);
+                Py_DECREF(below);
+                if (pushed < 0) goto fail;
+                more = pushed;
+            }
+            if (more && depth == max_depth) found = r;
+        }
+        if (PyList_GET_SIZE(keep) > 4096 && PyList_SetSlice(keep, 0, PyList_GET_SIZE(keep), NULL) < 0) goto fail;
+    }
+    free(s.node); free(s.depth);
+    Py_DECREF(keep);
+    return PyLong_FromSsize_t(found);
+fail:
+    free(s.node); free(s.depth);
+    Py_DECREF(keep);
+    return NULL;
+}
+
+/* A str with no surrogate code point (those have no UTF-8 encoding). */
+static int plain_text(PyObject *text)
+{
+    if (!PyUnicode_CheckExact(text)) return 0;
+    int kind = PyUnicode_KIND(text);
+    if (kind == PyUnicode_1BYTE_KIND) return 1;
+    const void *data = PyUnicode_DATA(text);
+    for (Py_ssize_t i = 0, n = PyUnicode_GET_LENGTH(text); i < n; i++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        if (c >= 0xD800 && c <= 0xDFFF) return 0;
+    }
+    return 1;
+}
+
+/* 1 when the attribute `name` of `node` passes `test`, 0 when not, -1 on error. */
+static int attr_is(PyObject *node, PyObject *name, int (*test)(PyObject *))
+{
+    PyObject *value = PyObject_GetAttr(node, name);
+    if (!value) return -1;
+    int ok = test(value);
+    Py_DECREF(value);
+    return ok;
+}
+
+/* Repeat bounds: min an int >= 0, max None or an int >= min (bools are not ints here). */
+static int good_bounds(PyObject *node)
+{
+    PyObject *low = PyObject_GetAttr(node, s_min), *high = low ? PyObject_GetAttr(node, s_max) : NULL;
+    int ok = -1;
+    if (high) {
+        ok = PyLong_CheckExact(low) && _PyLong_Sign(low) >= 0;
+        if (ok && high != Py_None) ok = PyLong_CheckExact(high) ? PyObject_RichCompareBool(high, low, Py_GE) : 0;
+    }
+    Py_XDECREF(low); Py_XDECREF(high);
+    return ok;
+}
+
+/* One rule's walk for `passing`: 1 when every node passes, 0 when one may not, -1 on error. */
+static int pass_rule(PyObject *expr, PyObject *const *cls, PyObject *modes, int max_depth, PyObject *names,
+                     PyObject *seen, int *token_level, Stack *s)
+{
+    s->n = 0;
+    if (stack_push(s, expr, 1) < 0) return -1;
+    while (s->n) {
+        PyObject *node = s->node[--s->n];
+        int depth = s->depth[s->n], ok = 1;
+        switch (kind_of(node, cls)) {
+        case SEQ: case ALT: case REPEAT: {
+            int kind = kind_of(node, cls);
+            if (kind == REPEAT && (ok = good_bounds(node)) <= 0) return ok;
+            PyObject *below = PyObject_GetAttr(node, kind == REPEAT ? s_item : s_items);
+            if (!below) return -1;
+            if (kind == REPEAT) {
+                ok = depth < max_depth;
+                if (ok && stack_push(s, below, depth + 1) < 0) ok = -1;
+            } else if (!PyTuple_CheckExact(below)) {
+                ok = 0;
+            } else if (PyTuple_GET_SIZE(below)) {
+                ok = depth < max_depth;
+                if (ok && push_children(s, below, depth + 1) < 0) ok = -1;
+            } else {
+                ok = kind == SEQ;  /* an alternation of nothing is an error */
+            }
+            Py_DECREF(below);  /* its items stay alive: the node holds them */
+            break;
+        }
+        case LITERAL: case SUBSTRINGS: ok = attr_is(node, s_text, plain_text); break;
+        case REF: {
+            PyObject *name = PyObject_GetAttr(node, s_name);
+            ok = !name ? -1 : PySet_Contains(seen, name);  /* each name once, where first used */
+            if (ok == 0) ok = PySet_Add(seen, name) < 0 || PyList_Append(names, name) < 0 ? -1 : 1;
+            else if (ok > 0) ok = 1;
+            Py_XDECREF(name);
+            break;
+        }
+        case REGEX: {
+            PyObject *mode = PyObject_GetAttr(node, s_mode);
+            ok = mode ? PySequence_Contains(modes, mode) : -1;
+            Py_XDECREF(mode);
+            if (ok > 0) ok = attr_is(node, s_pattern, plain_text);
+            break;
+        }
+        case JSON_EXCEPT: {
+            PyObject *words = PyObject_GetAttr(node, s_words);
+            if (!words) return -1;
+            ok = PyTuple_CheckExact(words);
+            for (Py_ssize_t i = 0; ok && i < PyTuple_GET_SIZE(words); i++) ok = plain_text(PyTuple_GET_ITEM(words, i));
+            Py_DECREF(words);
+            break;
+        }
+        case ANY_TOKEN: *token_level = 1; break;
+        default: ok = 0;  /* except! (its own checks raise), or a class of its own */
+        }
+        if (ok <= 0) return ok;
+    }
+    return 1;
+}
+
+/* passing(rules, classes, modes, defined, max_depth) -> (refs, token_level) | None: see the
+ * module's comment; `defined` holds the rule names (a reference to another fails). */
+static PyObject *passing(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *rules, *classes, *modes, *defined, *refs = NULL, *token_level = NULL, *result = NULL;
+    int max_depth;
+    if (!PyArg_ParseTuple(args, "O!O!OOi", &PyTuple_Type, &rules, &PyTuple_Type, &classes, &modes, &defined,
+                          &max_depth))
+        return NULL;
+    if (PyTuple_GET_SIZE(classes) != N_CLASSES) {
+        PyErr_SetString(PyExc_ValueError, "passing: the IR's ten classes are needed");
+        return NULL;
+    }
+    PyObject *const *cls = &PyTuple_GET_ITEM(classes, 0);
+    Stack s = {0};
+    int ok = 1;
+    if (!(refs = PyDict_New()) || !(token_level = PyList_New(0))) goto done;
+    for (Py_ssize_t r = 0; r < PyTuple_GET_SIZE(rules) && ok > 0; r++) {
+        PyObject *rule = PyTuple_GET_ITEM(rules, r), *names;
+        if (!PyTuple_Check(rule) || PyTuple_GET_SIZE(rule) != 2) { ok = 0; break; }
+        if (!(names = PyList_New(0)) || PyDict_SetItem(refs, PyTuple_GET_ITEM(rule, 0), names) < 0) {
+            Py_XDECREF(names);
+            goto done;
+        }
+        Py_DECREF(names);  /* refs holds it */
+        int vocabulary = 0;
+        PyObject *seen = PySet_New(NULL);
+        if (!seen) goto done;
+        ok = pass_rule(PyTuple_GET_ITEM(rule, 1), cls, modes, max_depth, names, seen, &vocabulary, &s);
+        Py_DECREF(seen);
+        for (Py_ssize_t i = 0; ok > 0 && i < PyList_GET_SIZE(names); i++)
+            ok = PySequence_Contains(defined, PyList_GET_ITEM(names, i));
+        if (ok > 0 && vocabulary && PyList_Append(token_level, PyTuple_GET_ITEM(rule, 0)) < 0) goto done;
+    }
+    if (ok > 0) result = PyTuple_Pack(2, refs, token_level);
+    else if (ok == 0) result = Py_NewRef(Py_None);
+done:
+    free(s.node); free(s.depth);
+    Py_XDECREF(refs); Py_XDECREF(token_level);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"too_deep", too_deep, METH_VARARGS,
+     "too_deep(rules, classes, children, max_depth) -> the index of the first rule nesting expressions deeper "
+     "than max_depth levels, or -1 (rules: a tuple of (name, expression); classes: the IR's ten, see the "
+     "module's comment; children: opens a node of any other class)."},
+    {"passing", passing, METH_VARARGS,
+     "passing(rules, classes, modes, defined, max_depth) -> (refs, token_level) | None: each rule's references "
+     "in order of first use and the rules holding any!, when every node passes check._check_rule's checks; None "
+     "when one may not."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "grammarc.ir._walk", "The checks' walks over every node (see grammarc.ir.check).", -1,
+    methods,
+};
+
+PyMODINIT_FUNC PyInit__walk(void)
+{
+    static const char *names[] = {"items", "item", "text", "name", "min", "max", "mode", "pattern", "words"};
+    PyObject **slots[] = {&s_items, &s_item, &s_text, &s_name, &s_min, &s_max, &s_mode, &s_pattern, &s_words};
+    for (int i = 0; i < 9; i++)
+        if (!*slots[i] && !(*slots[i] = PyUnicode_InternFromString(names[i]))) return NULL;
+    return PyModule_Create(&module);
+}

@@ -1,0 +1,105 @@
+"""The Python walks of grammarc.ir.check that the compiled core (``grammarc/ir/_walk.c``)
+replaces: the test oracle. `check_depth` raises as `check.check_depth` does; `passing_refs`
+answers as `check._passing_refs` does (a `Checked`, or None when a node may fail a check).
+tests/test_grammar_errors.py compares them on generated grammars.
+"""
+
+from __future__ import annotations
+
+from grammarc.ir.check import MAX_DEPTH, Checked, _deepest, _too_deep
+from grammarc.ir.nodes import (
+    AnyToken, Alt, Except, Expr, Grammar, JsonStringExcept, Literal, Ref, Regex, Repeat, Seq, Substrings, children,
+)
+
+_MODES = ("match", "early", "complement")
+_LEAVES = frozenset((Literal, Regex, Substrings, JsonStringExcept, Ref, AnyToken))
+
+
+def check_depth(grammar: Grammar) -> None:
+    """Raise `GrammarError` where a rule nests expressions deeper than `MAX_DEPTH` levels.
+
+    Iterative, and safe to call before anything else touches (hashes, prints) the grammar.
+    """
+    for name, expr in grammar.rules:
+        level, depth = [expr], 1  # level by level: each node once, no (node, depth) pairs
+        while level:
+            if depth > MAX_DEPTH:
+                raise _too_deep(name, _deepest(expr), grammar)
+            below: list[Expr] = []
+            for node in level:  # `children`, its common cases inline (every node of every rule)
+                kind = type(node)
+                if kind is Seq or kind is Alt:
+                    below.extend(node.items)
+                elif kind is Repeat or kind is Except:
+                    below.append(node.item)
+                elif kind not in _LEAVES:
+                    below.extend(children(node))
+            level, depth = below, depth + 1
+
+
+def passing_refs(grammar: Grammar, rules: dict[str, Expr]) -> Checked | None:
+    """What `check_grammar` returns (the references in the order `_check_rule` finds them)
+    when every node passes every check of `_check_rule`; None when one may not. Almost
+    every grammar passes: this walk proves it for the price of a dispatch per node (depth
+    kept by a marker pushed below each node's children, not by (node, depth) pairs; the
+    texts searched for surrogates in one string), and leaves the failures, and nodes of a
+    class of its own, to `_check_rule`, which names the first error in source order."""
+    texts: list[str] = []
+    refs: dict[str, list[str]] = {}
+    token_level: set[str] = set()
+    up = _UP
+    for name, expr in grammar.rules:
+        refs[name] = names = []
+        stack: list = [expr]
+        pop, push, extend = stack.pop, stack.append, stack.extend
+        depth = 1  # of the node on top of the stack
+        while stack:
+            node = pop()
+            if node is up:
+                depth -= 1
+                continue
+            kind = type(node)
+            if kind is Seq or kind is Alt:
+                items = node.items
+                if not items:
+                    if kind is Alt:
+                        return None
+                    continue
+                if depth == MAX_DEPTH:
+                    return None
+                push(up)
+                extend(reversed(items))
+                depth += 1
+            elif kind is Literal or kind is Substrings:
+                texts.append(node.text)
+            elif kind is Ref:
+                names.append(node.name)
+            elif kind is Repeat:
+                low, high = node.min, node.max
+                if type(low) is not int or low < 0 or not (high is None or (type(high) is int and high >= low)):
+                    return None
+                if depth == MAX_DEPTH:
+                    return None
+                push(up)
+                push(node.item)
+                depth += 1
+            elif kind is Regex:
+                if node.mode not in _MODES:
+                    return None
+                texts.append(node.pattern)
+            elif kind is JsonStringExcept:
+                if type(node.words) is not tuple:
+                    return None
+                texts.extend(node.words)
+            elif kind is AnyToken:
+                token_level.add(name)
+            else:  # except! (its own checks raise), or a class of its own
+                return None
+        if not all(ref in rules for ref in names):
+            return None
+    if not all(type(text) is str for text in texts) or __import__('re').compile('[\ud800-\udfff]').search("\0".join(texts)):
+        return None
+    return Checked(refs, frozenset(token_level))
+
+
+_UP = object()  # below a node's children on `_passing_refs`'s stack: their depth ends there
