@@ -144,8 +144,12 @@ class Builder(Combinators, Merging, Negation, Numbers, Strings, Arrays, Objects,
 
     # -- names of terminals: what produced them (for sharing.py) -----------------------------
     def _name_terminal(self, expr: Expr | None, name: str) -> None:
-        if isinstance(expr, (Regex, JsonStringExcept)):
-            self.terminal_names.setdefault(expr, name)
+        if self._unnamed(expr):
+            self.terminal_names[expr] = name
+
+    def _unnamed(self, expr: Expr | None) -> bool:
+        """Whether `expr` is a terminal with no name yet (asked first where a name costs more)."""
+        return isinstance(expr, (Regex, JsonStringExcept)) and expr not in self.terminal_names
 
     def _char_dfa(self, dfa, escapes: bool, hint: str | None = None) -> Expr:
         expr = super()._char_dfa(dfa, escapes, hint)
@@ -304,12 +308,14 @@ class Builder(Combinators, Merging, Negation, Numbers, Strings, Arrays, Objects,
             parts.append(Alt((Literal("true"), Literal("false"))))
         if types & NUMBER_KINDS:
             num = self._number(m, "fraction" in types) if "integer" in types else self._fractions_only(m)
-            self._name_terminal(num, _number_name(m, "integer" if types & NUMBER_KINDS == {"integer"} else "number"))
+            if self._unnamed(num):
+                self.terminal_names[num] = _number_name(m, "integer" if types & NUMBER_KINDS == {"integer"} else "number")
             if num is not None:
                 parts.append(num)
         if "string" in types:
             st = self._string(m)
-            self._name_terminal(st, _string_name(m, hint))
+            if self._unnamed(st):
+                self.terminal_names[st] = _string_name(m, hint)
             if st is not None:
                 parts.append(st)
         if "array" in types:

@@ -23,6 +23,7 @@ _CONSUMING_ONE = ("additionalProperties", "additionalItems", "items", "contains"
 _CONSUMING_MAPS = ("properties", "patternProperties")
 _CONSUMING_LISTS = ("prefixItems", "items")
 _REFS = ("$ref", "$dynamicRef", "$recursiveRef")
+_IN_PLACE = frozenset(_REFS + _IN_PLACE_LISTS + _IN_PLACE_ONE + _IN_PLACE_MAPS)  # what leads in place
 _EDGE_WORDS = frozenset(_REFS + _IN_PLACE_LISTS + _IN_PLACE_ONE + _IN_PLACE_MAPS + _CONSUMING_ONE + _CONSUMING_MAPS
                         + _CONSUMING_LISTS)
 
@@ -39,21 +40,22 @@ def _edges(index: Index, sub: _Sub) -> tuple[list[tuple[_Sub, object]], list[_Su
     present = s.keys() & _EDGE_WORDS  # the few of its keywords that lead anywhere (no probe per word)
     in_place: list[tuple[_Sub, object]] = []
     consuming: list[_Sub] = []
-    for word in _REFS:
-        if word in present and isinstance(s[word], str):
-            target = index.resolve(s[word], Node(s, pointer(place), base), word)
-            in_place.append(((target.schema, target.ptr, target.base), (place, word)))
-    for word in _IN_PLACE_LISTS:
-        if word in present and isinstance(s[word], list):
-            parent = (place, word)  # once, not once per element
-            in_place += [((x, (parent, i), base), place) for i, x in enumerate(s[word])]
-    for word in _IN_PLACE_ONE:
-        if word in present:
-            in_place.append(((s[word], (place, word), base), place))
-    for word in _IN_PLACE_MAPS:
-        if word in present and isinstance(s[word], dict):
-            parent = (place, word)
-            in_place += [((x, (parent, k), base), place) for k, x in s[word].items() if isinstance(x, (dict, bool))]
+    if not present.isdisjoint(_IN_PLACE):  # most lead only into parts of the value
+        for word in _REFS:
+            if word in present and isinstance(s[word], str):
+                target = index.resolve(s[word], Node(s, pointer(place), base), word)
+                in_place.append(((target.schema, target.ptr, target.base), (place, word)))
+        for word in _IN_PLACE_LISTS:
+            if word in present and isinstance(s[word], list):
+                parent = (place, word)  # once, not once per element
+                in_place += [((x, (parent, i), base), place) for i, x in enumerate(s[word])]
+        for word in _IN_PLACE_ONE:
+            if word in present:
+                in_place.append(((s[word], (place, word), base), place))
+        for word in _IN_PLACE_MAPS:
+            if word in present and isinstance(s[word], dict):
+                parent = (place, word)
+                in_place += [((x, (parent, k), base), place) for k, x in s[word].items() if isinstance(x, (dict, bool))]
     for word in _CONSUMING_ONE:
         if word in present and isinstance(s[word], (dict, bool)):
             consuming.append((s[word], (place, word), base))
