@@ -24,7 +24,7 @@ from functools import lru_cache
 
 from grammarc import automata
 from grammarc.automata import CharDFA
-from grammarc.automata.regex import ANY as ALL, Alt, Anchor, Chars, Node, Repeat, Seq, negate, normalize, parse
+from grammarc.automata.regex import ANY as ALL, Alt, Anchor, Chars, Node, Repeat, Seq, gaps, negate, normalize, parse
 from grammarc.errors import RegexError, StateBudgetExceeded
 
 __all__ = [
@@ -109,23 +109,10 @@ def python_class_regex(ranges: Ranges) -> str | None:
     ranges = normalize(ranges)
     if not ranges:
         return None
-    outside = _gaps(ranges)
+    outside = gaps(ranges)
     if _bmp_count(outside) >= _bmp_count(ranges):
         return class_regex(ranges)
     return "[^" + "".join(_class_char(a) if a == b else f"{_class_char(a)}-{_class_char(b)}" for a, b in outside) + "]"
-
-
-def _gaps(ranges: Ranges) -> Ranges:
-    """The code points 0..MAX_CP outside sorted, disjoint `ranges` (surrogates included)."""
-    out = []
-    prev = 0
-    for lo, hi in ranges:
-        if lo > prev:
-            out.append((prev, lo - 1))
-        prev = hi + 1
-    if prev <= MAX_CP:
-        out.append((prev, MAX_CP))
-    return tuple(out)
 
 
 def _bmp_count(ranges: Ranges) -> int:

@@ -136,6 +136,12 @@ def _cut(ranges: Ranges, lo: int, hi: int) -> Ranges:
 
 def negate(ranges: Ranges) -> Ranges:
     """Complement within all Unicode scalar values."""
+    return normalize(gaps(ranges))
+
+
+def gaps(ranges: Ranges) -> Ranges:
+    """The code points 0..MAX_CODE_POINT outside sorted, disjoint `ranges`, surrogates
+    included (`negate` drops them; a Python string may hold them)."""
     out: list[tuple[int, int]] = []
     prev = 0
     for lo, hi in ranges:
@@ -144,7 +150,7 @@ def negate(ranges: Ranges) -> Ranges:
         prev = hi + 1
     if prev <= MAX_CODE_POINT:
         out.append((prev, MAX_CODE_POINT))
-    return normalize(out)
+    return tuple(out)
 
 
 def intersection(a: Ranges, b: Ranges) -> Ranges:
