@@ -35,6 +35,13 @@ def _nested(word: str, depth: int) -> str:
     ("'{\"a\":' * 100000 + '1' + '}' * 100000", "SchemaError", ["schema text is nested too deeply to read"]),
     ("(lambda: [d := {}] and [d := {'not': d} for _ in range(5000)][-1])()", "SchemaError",
      ["the schema is nested more than 128 levels deep"]),
+    # a chain of $refs through anyOf nests the translation, not the document: past the stack, a
+    # precise error at the chain's first value (was a RecursionError; MaskBench's
+    # Github_easy---o37788 with indent=2 reached it so)
+    ('{"definitions": {**{f"d{i}": {"anyOf": [{"$ref": f"#/definitions/d{i + 1}"}, {"type": "null"}]} '
+     'for i in range(400)}, "d400": {"type": "string"}}, "$ref": "#/definitions/d0"}', "UnsupportedSchemaError",
+     ["#/definitions/d0: schema nesting too deep to translate ($ref and combinator chains nest past Python's "
+      "recursion limit)"]),
     # anyOf distributed over a conjunction multiplies out: a budget, not a hang
     ('{"type": "string", "allOf": [{"anyOf": [{"minLength": i}, {"maxLength": 100 - i}]} for i in range(13)]}',
      "UnsupportedSchemaError", ["#/allOf/12/anyOf: keyword 'anyOf' is not supported: distributing the anyOf/oneOf "

@@ -66,7 +66,7 @@ import json
 from typing import Any
 
 from grammarc.allocation import gc_paused
-from grammarc.errors import SchemaError
+from grammarc.errors import SchemaError, UnsupportedSchemaError
 from grammarc.ir import Grammar
 
 from .builder import Builder
@@ -128,6 +128,9 @@ def _build(schema: dict | bool, options: dict[str, Any], start: str) -> Grammar:
     builder = Builder(schema, **options)
     try:
         return builder.build(start)
+    except RecursionError:  # each nesting level of $refs and combinators takes a few Python frames
+        raise UnsupportedSchemaError("schema nesting too deep to translate ($ref and combinator chains nest "
+                                     "past Python's recursion limit)", "#" if builder.too_deep is None else builder.too_deep.ptr) from None
     finally:
         # its memos hold bound methods of it (reference cycles): emptied, refcounting frees
         # the builder and its working state now, not the next full collection

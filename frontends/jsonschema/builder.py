@@ -65,6 +65,7 @@ class Builder(Combinators, Merging, Negation, Numbers, Strings, Arrays, Objects,
         self.active: set = set()
         self.resolving: set = set()
         self.nesting = 0
+        self.too_deep: Node | None = None  # where the translation went past the stack (`value`)
         self.signatures: dict = {}  # (id(schema), base, scope) -> combinators.Signature
         self.distributed = 0  # anyOf/oneOf branches built so far (combinators.MAX_DISTRIBUTED)
         self.names: set[str] = set()
@@ -181,6 +182,10 @@ class Builder(Combinators, Merging, Negation, Numbers, Strings, Arrays, Objects,
             for node in conj:
                 self.enter(node)
             return self._scoped_value(conj, depth, hint, dkey)
+        except RecursionError:  # a chain of $refs and combinators deeper than the stack: the innermost
+            if self.too_deep is None:  # value is where it went past (`schema_to_grammar` says so; its
+                self.too_deep = conj[0]  # pointer is made there, with the stack unwound)
+            raise
         finally:
             self.scope = saved_scope
 
