@@ -220,14 +220,14 @@ def test_four_threads_on_one_index_give_the_single_threaded_masks_and_build_each
     expected = [_replay(single, [doc]) for doc in docs]
 
     builds: dict = {}
-    original = TokenIndex._terminal_scan
+    original = TokenIndex._build_state_locked
 
-    def slow_scan(self, t, q):
+    def slow_build(self, t, q):
         builds[(id(self), t, q)] = builds.get((id(self), t, q), 0) + 1
         time.sleep(0.002)  # widen the window in which another thread could build it too
         return original(self, t, q)
 
-    monkeypatch.setattr(TokenIndex, "_terminal_scan", slow_scan)
+    monkeypatch.setattr(TokenIndex, "_build_state_locked", slow_build)
     shared = Engine(grammarc.stdlib("arithmetic").compile(max_states=20_011), vocab)
     results: dict[int, list[bytes]] = {}
     errors = []

@@ -473,9 +473,14 @@ class TokenIndex:
             inside = self._all if q == 0 else TokenSet.empty()
             tree = Tree()
         else:
-            scan = self._terminal_scan(t, q)
-            inside = _inside_set(scan, self.tokens, self.n_words)
-            tree = self._tree(t, scan)
+            narrow = self._narrow_walk(t, q)
+            if narrow is not None and len(narrow[1]) < 4 * BUCKETED_ROWS:
+                inside, rows, pos = narrow  # most states: no Scan, the walk's buffers make a small tree
+                tree = self._child(t, rows, pos, None) or Tree()
+            else:
+                scan = self._wide_scan(t, q) if narrow is None else _narrow_scan(*narrow)
+                inside = _inside_set(scan, self.tokens, self.n_words)
+                tree = self._tree(t, scan)
         self._inside[(t, q)] = inside
         self._mid[(t, q)] = tree
 
@@ -489,9 +494,11 @@ class TokenIndex:
         else), so every terminal, grammar and process with that language reuses it: found
         there, or read off a kin's (a state of any grammar that takes the same bytes), or
         composed. A narrow scan is cheaper to redo than to store."""
-        narrow = self._scan_narrow(t, q)
-        if narrow is not None:
-            return narrow
+        narrow = self._narrow_walk(t, q)
+        return self._wide_scan(t, q) if narrow is None else _narrow_scan(*narrow)
+
+    def _wide_scan(self, t: int, q: int) -> Scan:
+        """`_terminal_scan` of a state that is not narrow."""
         dfa = self.terminals[t].dfa
         row = np.asarray(dfa.trans[q])  # read once: a compact table gathers it
         # before the store: its key costs more than this (~1 ms for a counter)
@@ -510,22 +517,20 @@ class TokenIndex:
         kin.KIN.add(self.vocab.key, key, dfa, q, scan)
         return scan
 
-    def _scan_narrow(self, t: int, q: int) -> Scan | None:
-        """The scan from `q` when it walks fewer than `PERSIST_MIN_ROWS` rows (those whose
-        first byte `q` takes), or more but walks at most `THIN_WALK_SHARE` of that many (the
-        rest stepped over: a key's state after a common letter), its inside set made with it
-        (`_inside_set` finds it); else None. One call (`_scan.scan_state`): most states of a
-        new schema's terminals are narrow, and their walks cost less than picking the rows and
-        packing the ids in NumPy, or than looking a wide scan up."""
+    def _narrow_walk(self, t: int, q: int) -> "tuple[TokenSet, bytes, bytes] | None":
+        """The inside set and the splits (int32 buffers) from `q` when it walks fewer than
+        `PERSIST_MIN_ROWS` rows (those whose first byte `q` takes), or more but walks at most
+        `THIN_WALK_SHARE` of that many (the rest stepped over: a key's state after a common
+        letter); else None. One call (`_scan.scan_state`): most states of a new schema's
+        terminals are narrow, and their walks cost less than picking the rows and packing the
+        ids in NumPy, or than looking a wide scan up; `_build_state` takes the buffers as they
+        are, without a `Scan` (a narrow scan is never stored)."""
         found = _scan.scan_state(self._table(t), self.tokens.native, q, PERSIST_MIN_ROWS, self.n_words,
                                  int(PERSIST_MIN_ROWS * THIN_WALK_SHARE))
         if found is None:
             return None
         packed, _, split_rows, split_pos = found
-        scan = Scan(None, np.frombuffer(split_rows, np.int32), np.frombuffer(split_pos, np.int32))
-        with _weak_lock:
-            _inside_sets[scan] = (None if packed is None else TokenSet._of_packed(packed)) or TokenSet.empty()
-        return scan
+        return (None if packed is None else TokenSet._of_packed(packed)) or TokenSet.empty(), split_rows, split_pos
 
     def _scan_near(self, t: int, q: int, candidates: list[tuple[DFA, int, Scan]], *, by_bytes: bool) -> Scan | None:
         """The scan from `q` read off that of a candidate state `p` (its automaton,
@@ -786,9 +791,17 @@ _inside_sets: "weakref.WeakKeyDictionary[Scan, TokenSet]" = weakref.WeakKeyDicti
 _weak_lock = threading.Lock()  # guards the module's weak tables (inside sets, pair arguments)
 
 
+def _narrow_scan(inside: TokenSet, rows: bytes, pos: bytes) -> Scan:
+    """A narrow walk (`TokenIndex._narrow_walk`) as a `Scan`, its inside set known."""
+    scan = Scan(None, np.frombuffer(rows, np.int32), np.frombuffer(pos, np.int32))
+    with _weak_lock:
+        _inside_sets[scan] = inside
+    return scan
+
+
 def _inside_set(scan: Scan, tokens: TokenBytes, n_words: int) -> TokenSet:
     """`scan.inside` (bool over token rows) as a set of token ids (the scan and the tokens
-    belong to one vocabulary). A narrow scan's set is made with it (`_scan_narrow`), and a
+    belong to one vocabulary). A narrow scan's set is made with it (`_narrow_walk`), and a
     scan read off another's is edited from that one's (`_scan_near`)."""
     with _weak_lock:
         found = _inside_sets.get(scan)

@@ -57,7 +57,7 @@ class Scan:
 
     `inside`: bool over token rows, the tokens whose bytes all stay inside the terminal; or
     None for a narrow scan (never stored), whose inside set is made with it
-    (`TokenIndex._scan_narrow`: a flag per vocabulary token cost more than the walk).
+    (`TokenIndex._narrow_walk`: a flag per vocabulary token cost more than the walk).
     (`split_rows`, `split_pos`): where the terminal may end strictly inside a token.
     Compared and hashed by identity (its arrays are not hashable): indexes key what they
     derive from a shared scan on the scan itself.
