@@ -242,8 +242,9 @@ def test_keys_follow_grammar_equality_and_options():
 
 
 def test_the_key_sees_every_field_that_equality_compares():
-    # the key hashes repr(): a field compared by == but hidden from repr would let two
-    # different grammars share a file
+    # the key reads the compared fields of the IR's own classes and the repr of any other
+    # node (a subclass): a field compared by == but hidden from repr would let two different
+    # grammars share a file (test_grammar_key checks the fields read)
     for cls in (nodes.Literal, nodes.Regex, nodes.Substrings, nodes.Ref, nodes.Seq, nodes.Alt, nodes.Repeat,
                 nodes.AnyToken, nodes.Except):
         for field in dataclasses.fields(cls):

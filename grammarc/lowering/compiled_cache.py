@@ -13,9 +13,9 @@ took ``$GRAMMARC_GRAMMAR_CACHE_MIN_MS`` (default 50) or more to compile are stor
 
 The file name is a BLAKE2b hash of the format version, the grammarc version, a fingerprint
 of grammarc's own code (another build may lower differently), the options and the IR's
-canonical form (`repr` of the rules and start rule: deterministic across processes and hash
-seeds, and it shows exactly the fields grammar equality compares — source spans are left
-out of both). A file holds everything `CompiledGrammar` has besides the grammar, as flat
+canonical bytes (`grammarc.ir._canon`: the start rule and the rules, each node's class and
+the fields grammar equality compares, in one pass in C; deterministic across processes and
+hash seeds, and source spans are left out of both). A file holds everything `CompiledGrammar` has besides the grammar, as flat
 integer arrays, never pickled:
 
 * each terminal's DFA: dense tables as a table over byte classes (columns with the same
@@ -37,7 +37,7 @@ import atexit
 import hashlib
 import warnings
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import lru_cache
 from itertools import islice
 from pathlib import Path
@@ -49,7 +49,8 @@ from grammarc import diskstore
 from grammarc.automata.comb import CombTable
 from grammarc.automata.dfa import DFA, byte_classes
 from grammarc.errors import GrammarWarning
-from grammarc.ir.nodes import Grammar
+from grammarc.ir import _canon
+from grammarc.ir.nodes import EXPR_TYPES, Grammar
 from grammarc.lowering.lr import Bnf, LRTables, Production
 
 FORMAT_VERSION = 2  # 2: diskstore's container instead of numpy .npz archives
@@ -96,8 +97,13 @@ def grammar_key(grammar: Grammar, max_states: int, merge_max_states: int) -> str
     digest = hashlib.blake2b(digest_size=24)
     head = f"{FORMAT_VERSION};{diskstore.package_version()};{code_fingerprint()};{max_states};{merge_max_states};"
     digest.update(head.encode())
-    digest.update(repr((grammar.start, grammar.rules)).encode("utf-8", "surrogatepass"))
+    digest.update(_canon.encode((grammar.start, grammar.rules), *_SHAPES))
     return digest.hexdigest()
+
+
+# The IR's classes and, for each, the fields its equality compares: what `_canon.encode`
+# reads of a node (the spans are not compared, so not read).
+_SHAPES = (EXPR_TYPES, tuple(tuple(f.name for f in fields(cls) if f.compare) for cls in EXPR_TYPES))
 
 
 @dataclass(frozen=True)
