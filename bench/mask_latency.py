@@ -495,8 +495,8 @@ def _array_bytes(value, seen: set[int]) -> int:
     if isinstance(value, (np.ndarray, bytes)) and id(value) not in seen:
         seen.add(id(value))
         return value.nbytes if isinstance(value, np.ndarray) else len(value)
-    if hasattr(value, "bits"):  # grammarc.tokens.token_set.TokenSet
-        return _array_bytes(value.bits, seen) + _array_bytes(value.words, seen)
+    if hasattr(value, "packed_bits"):  # grammarc.tokens.token_set.TokenSet
+        return _array_bytes(value.packed_bits, seen) + _array_bytes(value.packed_words, seen)
     return 0
 
 

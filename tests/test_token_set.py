@@ -139,5 +139,5 @@ def test_sets_that_do_not_fit_the_mask_are_refused(who, bits, words, message):
 def test_a_union_of_what_is_not_a_token_set_is_refused():
     from grammarc.tokens import _scan
 
-    with pytest.raises(AttributeError):
+    with pytest.raises(TypeError, match="^union_sets: a set is not a TokenSet$"):
         _scan.union_sets([TokenSet.of(np.array([3]), 4), object()], 4)

@@ -5,8 +5,9 @@
  * on which bytes, two states' scans may differ, so one's scan can stand for the other's);
  * and, in _sets.c, pack_rows
  * (a scan's inside rows as a mask over token ids), next_bytes and order_by_byte (a token
- * tree level's suffixes by their next byte), pack_ids, pack_words and or_into (TokenSet:
- * made from ids or a packed mask, OR-ed into one), rows_by_byte (the rows holding each byte).
+ * tree level's suffixes by their next byte), the PackedSet type (a TokenSet's storage, OR-ed
+ * into a mask), pack_ids, pack_words and union_sets (a TokenSet made from ids, a packed mask
+ * or other sets), rows_by_byte (the rows holding each byte).
  *
  * grammarc.tokens.index builds, for a lexer item (terminal t in DFA state q), the tokens
  * that stay inside t and the places where t can end strictly inside a token. Token trees
@@ -612,7 +613,6 @@ static PyMethodDef methods[] = {
     {"scan_part", scan_part, METH_VARARGS, "A token tree part: picked suffixes walked, their ends packed."},
     {"order_by_byte", order_by_byte, METH_VARARGS, "Positions grouped by their byte (a counting sort)."},
     {"pack_words", pack_words, METH_VARARGS, "A TokenSet's arrays and count for a packed mask."},
-    {"or_into", or_into, METH_VARARGS, "OR a TokenSet's words into a packed mask."},
     {"union_sets", union_sets, METH_VARARGS, "A TokenSet's arrays and count for the union of TokenSets."},
     {"rows_by_byte", rows_by_byte, METH_VARARGS, "The rows that hold each byte (a counting sort)."},
     {NULL, NULL, 0, NULL},
@@ -622,7 +622,7 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_scan", "The token i
 
 PyMODINIT_FUNC PyInit__scan(void) {
     fill_byte_groups();
-    if (PyType_Ready(&TokensType) < 0 || PyType_Ready(&TableType) < 0) return NULL;
+    if (PyType_Ready(&TokensType) < 0 || PyType_Ready(&TableType) < 0 || PyType_Ready(&SetType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     PyObject *groups = m ? PyBytes_FromStringAndSize((const char *)byte_group, 256) : NULL;
     if (!groups || PyModule_AddObject(m, "BYTE_GROUPS", groups) < 0) { /* steals `groups` only on success */
@@ -630,7 +630,8 @@ PyMODINIT_FUNC PyInit__scan(void) {
         return NULL;
     }
     if (PyModule_AddObjectRef(m, "Tokens", (PyObject *)&TokensType) < 0 ||
-        PyModule_AddObjectRef(m, "Table", (PyObject *)&TableType) < 0) {
+        PyModule_AddObjectRef(m, "Table", (PyObject *)&TableType) < 0 ||
+        PyModule_AddObjectRef(m, "PackedSet", (PyObject *)&SetType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -111,7 +111,15 @@ typedef struct {
     uint8_t *cuts_made;
 } TableObject;
 
-extern PyTypeObject TokensType, TableType;
+/* A token set's storage (`_scan.PackedSet`, _sets.c): bits (bytes of uint32 words), words
+ * (bytes of intp word numbers; NULL: dense) and the number of tokens. */
+typedef struct {
+    PyObject_HEAD
+    PyObject *bits, *words;
+    Py_ssize_t count;
+} SetObject;
+
+extern PyTypeObject TokensType, TableType, SetType;
 extern uint8_t byte_group[256]; /* _scan.c: the groups of bytes a row's kinds record */
 const LoopTest *table_loop(TableObject *self, int32_t q);
 const uint64_t *table_cuts(TableObject *self, int32_t q);
@@ -127,7 +135,6 @@ PyObject *pack_rows(PyObject *self, PyObject *args);
 PyObject *next_bytes(PyObject *self, PyObject *args);
 PyObject *order_by_byte(PyObject *self, PyObject *args);
 PyObject *pack_words(PyObject *self, PyObject *args);
-PyObject *or_into(PyObject *self, PyObject *args);
 PyObject *union_sets(PyObject *self, PyObject *args);
 PyObject *pack_ids(PyObject *self, PyObject *args);
 PyObject *rows_by_byte(PyObject *self, PyObject *args);

@@ -3,6 +3,7 @@
  * build on these, and the module's table are in _scan.c; what both share is in _scan.h. */
 
 #include "_scan.h"
+#include <structmember.h>
 
 /* pack_rows(flags, ids, words): OR bit ids[r] % 32 of word ids[r] / 32 into `words` (uint32,
  * writable) for every row r flagged in `flags` (a byte per row): a scan's inside rows as a
@@ -144,63 +145,123 @@ PyObject *pack_words(PyObject *self, PyObject *args) {
     return result;
 }
 
-/* acc[words[j]] |= bits[j] for each j (words: intp, as a sparse TokenSet keeps them), or
- * acc[j] |= bits[j] for every word when words is None (dense); 0, or -1 with an error set
+/* acc[words[j]] |= bits[j] for each j (words: intp, as a sparse set keeps them), or
+ * acc[j] |= bits[j] for every word when words is NULL (dense); 0, or -1 with an error set
  * (`who` names the caller). */
-static int or_set(uint32_t *a, Py_ssize_t n_acc, PyObject *bits_obj, PyObject *words_obj, const char *who) {
-    Py_buffer bits = {0}, words = {0};
-    int failed = -1;
-    if (PyObject_GetBuffer(bits_obj, &bits, PyBUF_C_CONTIGUOUS) < 0) return -1;
-    if (need(&bits, sizeof(uint32_t), "bits")) goto done;
-    const uint32_t *b = bits.buf;
-    Py_ssize_t n = bits.len / 4;
-    if (words_obj == Py_None) {
+static int or_set(uint32_t *a, Py_ssize_t n_acc, const SetObject *set, const char *who) {
+    const uint32_t *b = (const uint32_t *)PyBytes_AS_STRING(set->bits);
+    Py_ssize_t n = PyBytes_GET_SIZE(set->bits) / 4;
+    if (!set->words) {
         if (n != n_acc) {
             PyErr_Format(PyExc_ValueError, "%s: a dense set is not as long as the mask", who);
-            goto done;
+            return -1;
         }
         for (Py_ssize_t j = 0; j < n; j++) a[j] |= b[j];
-    } else {
-        if (PyObject_GetBuffer(words_obj, &words, PyBUF_C_CONTIGUOUS) < 0) goto done;
-        if (words.len != n * (Py_ssize_t)sizeof(Py_ssize_t)) {
-            PyErr_Format(PyExc_ValueError, "%s: inconsistent array sizes", who);
-            goto done;
-        }
-        const Py_ssize_t *w = words.buf;
-        for (Py_ssize_t j = 0; j < n; j++)
-            if (w[j] < 0 || w[j] >= n_acc) {
-                PyErr_Format(PyExc_ValueError, "%s: a word is out of range", who);
-                goto done;
-            }
-        for (Py_ssize_t j = 0; j < n; j++) a[w[j]] |= b[j];
+        return 0;
     }
-    failed = 0;
-done:
-    PyBuffer_Release(&bits);
-    if (words.obj) PyBuffer_Release(&words);
-    return failed;
+    if (PyBytes_GET_SIZE(set->words) != n * (Py_ssize_t)sizeof(Py_ssize_t)) {
+        PyErr_Format(PyExc_ValueError, "%s: inconsistent array sizes", who);
+        return -1;
+    }
+    const Py_ssize_t *w = (const Py_ssize_t *)PyBytes_AS_STRING(set->words);
+    for (Py_ssize_t j = 0; j < n; j++)
+        if (w[j] < 0 || w[j] >= n_acc) {
+            PyErr_Format(PyExc_ValueError, "%s: a word is out of range", who);
+            return -1;
+        }
+    for (Py_ssize_t j = 0; j < n; j++) a[w[j]] |= b[j];
+    return 0;
 }
 
-/* or_into(acc, bits, words): OR a TokenSet's words into `acc` (uint32, writable; see
- * `or_set`). The engine ORs a handful of sets per mask; NumPy's fancy-indexed OR cost a
- * microsecond each. */
-PyObject *or_into(PyObject *self, PyObject *args) {
-    (void)self;
-    Py_buffer acc = {0};
-    PyObject *bits_obj, *words_obj, *result = NULL;
-    if (!PyArg_ParseTuple(args, "w*OO", &acc, &bits_obj, &words_obj)) return NULL;
-    if (!need(&acc, sizeof(uint32_t), "acc") && !or_set(acc.buf, acc.len / 4, bits_obj, words_obj, "or_into")) {
-        Py_INCREF(Py_None);
-        result = Py_None;
+/* PackedSet(bits, words, count): the storage of a TokenSet (grammarc/tokens/token_set.py,
+ * its subclass): `bits` the uint32 words of the set (every word: dense; or only its
+ * non-zero ones), `words` None (dense) or the intp numbers of those words, both as bytes
+ * (any buffer is copied into bytes), `count` its tokens. Immutable, and not tracked by the
+ * garbage collector: it holds bytes only, so it is in no cycle, and a new schema's walks
+ * keep thousands. Sizes are checked where the set is used (`or_into`, `union_sets`). */
+static PyObject *as_bytes(PyObject *value, const char *what) {
+    if (PyBytes_CheckExact(value)) return Py_NewRef(value);
+    PyObject *out = PyBytes_FromObject(value);
+    if (!out) PyErr_Format(PyExc_TypeError, "PackedSet: %s is not a buffer", what);
+    else if (PyBytes_GET_SIZE(out) % 4) {
+        PyErr_Format(PyExc_ValueError, "PackedSet: %s is not a whole number of words", what);
+        Py_CLEAR(out);
     }
-    PyBuffer_Release(&acc);
-    return result;
+    return out;
 }
+
+static PyObject *set_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    static char *names[] = {"bits", "words", "count", NULL};
+    PyObject *bits, *words;
+    Py_ssize_t count;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOn", names, &bits, &words, &count)) return NULL;
+    if (count < 0) {
+        PyErr_SetString(PyExc_ValueError, "PackedSet: count is negative");
+        return NULL;
+    }
+    SetObject *self = (SetObject *)type->tp_alloc(type, 0);
+    if (!self) return NULL;
+    self->count = count;
+    if (!(self->bits = as_bytes(bits, "bits")) || (words != Py_None && !(self->words = as_bytes(words, "words")))) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    return (PyObject *)self;
+}
+
+static void set_dealloc(SetObject *self) {
+    Py_XDECREF(self->bits);
+    Py_XDECREF(self->words);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* or_into(acc): OR the set into `acc` (uint32, writable). The engine ORs a handful of sets
+ * per mask; NumPy's fancy-indexed OR cost a microsecond each. */
+static PyObject *set_or_into(SetObject *self, PyObject *arg) {
+    Py_buffer acc = {0};
+    if (PyObject_GetBuffer(arg, &acc, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) return NULL;
+    int failed = need(&acc, sizeof(uint32_t), "acc") || or_set(acc.buf, acc.len / 4, self, "or_into");
+    PyBuffer_Release(&acc);
+    return failed ? NULL : Py_NewRef(Py_None);
+}
+
+static PyObject *set_words(SetObject *self, void *closure) {
+    (void)closure;
+    return Py_NewRef(self->words ? self->words : Py_None);
+}
+
+static PyMemberDef set_members[] = {
+    {"packed_bits", T_OBJECT_EX, offsetof(SetObject, bits), READONLY, "the set's uint32 words, as bytes"},
+    {"count", T_PYSSIZET, offsetof(SetObject, count), READONLY, "how many tokens the set holds"},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyGetSetDef set_getset[] = {
+    {"packed_words", (getter)set_words, NULL, "None (dense), or the numbers of the words kept (intp, as bytes)", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyMethodDef set_methods[] = {
+    {"or_into", (PyCFunction)set_or_into, METH_O, "OR the set into a packed mask (uint32, writable)."},
+    {NULL, NULL, 0, NULL},
+};
+
+PyTypeObject SetType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "grammarc.tokens._scan.PackedSet",
+    .tp_basicsize = sizeof(SetObject),
+    .tp_dealloc = (destructor)set_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_doc = "A token set's packed words (see TokenSet).",
+    .tp_methods = set_methods,
+    .tp_members = set_members,
+    .tp_getset = set_getset,
+    .tp_new = set_new,
+};
 
 /* union_sets(sets, n_words): the (bits, words, count) of the union of `sets` (a sequence of
- * TokenSets: objects with `bits` and `words`), as `pack_words` gives them. A token tree walk
- * merges its parts into one set per summary: one call, where an array, a call per set and
- * a pack from Python cost ~15 us a union. */
+ * PackedSets), as `pack_words` gives them. A token tree walk merges its parts into one set
+ * per summary: one call, where an array, a call per set and a pack from Python cost ~15 us
+ * a union. */
 PyObject *union_sets(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *sets, *seq, *result = NULL;
@@ -218,11 +279,11 @@ PyObject *union_sets(PyObject *self, PyObject *args) {
     }
     for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
         PyObject *set = PySequence_Fast_GET_ITEM(seq, i);
-        PyObject *bits = PyObject_GetAttrString(set, "bits");
-        PyObject *words = bits ? PyObject_GetAttrString(set, "words") : NULL;
-        int failed = !words || or_set(acc, n_words, bits, words, "union_sets");
-        Py_XDECREF(bits), Py_XDECREF(words);
-        if (failed) goto done;
+        if (!PyObject_TypeCheck(set, &SetType)) {
+            PyErr_SetString(PyExc_TypeError, "union_sets: a set is not a TokenSet");
+            goto done;
+        }
+        if (or_set(acc, n_words, (SetObject *)set, "union_sets")) goto done;
     }
     result = set_of_dense(acc, n_words);
 done:

@@ -3,29 +3,38 @@ keeps per lexer item and tree part, and what a mask is OR-ed together from."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
-from grammarc.allocation import slot_init
 from grammarc.tokens import _scan
 
-__all__ = ["TokenSet", "read_only"]
+__all__ = ["TokenSet"]
 
 
-@slot_init
-@dataclass(frozen=True, eq=False, slots=True)
-class TokenSet:
+class TokenSet(_scan.PackedSet):
     """A set of token ids laid out to be OR-ed into a packed bitmask (uint32 words, bit
     i % 32 of word i // 32 = token i, the layout of `Engine.fill_bitmask`).
 
     Dense sets keep every word (`words` is None); sparse ones keep only their non-zero
     words, so OR-ing a handful of tokens touches a handful of words, not the vocabulary.
+    The words are kept as bytes in the compiled core's `PackedSet` (`packed_bits`,
+    `packed_words`): immutable, compared by identity, and not tracked by the garbage
+    collector (a new schema's walks keep thousands of sets). ``TokenSet(bits, words,
+    count)``: any buffers, copied into bytes unless they are bytes.
     """
 
-    bits: np.ndarray  # uint32: the whole bitmask, or the non-zero words listed in `words`
-    words: np.ndarray | None
-    count: int
+    __slots__ = ()  # nothing of its own: instances stay out of the garbage collector's sight
+
+    @property
+    def bits(self) -> np.ndarray:
+        """The uint32 words kept: the whole bitmask, or the non-zero words listed in `words`
+        (read-only)."""
+        return np.frombuffer(self.packed_bits, np.uint32)
+
+    @property
+    def words(self) -> np.ndarray | None:
+        """None for a dense set, else the numbers of the words in `bits` (intp, read-only)."""
+        words = self.packed_words
+        return None if words is None else np.frombuffer(words, np.intp)
 
     @staticmethod
     def of(ids: np.ndarray, n_words: int) -> "TokenSet":
@@ -36,7 +45,7 @@ class TokenSet:
     @staticmethod
     def empty() -> "TokenSet":
         """The set of no tokens (sparse: OR-ing it touches nothing)."""
-        return TokenSet(read_only(np.zeros(0, dtype=np.uint32)), read_only(np.zeros(0, dtype=np.intp)), 0)
+        return TokenSet(b"", b"", 0)
 
     @staticmethod
     def union(sets: list["TokenSet"], n_words: int) -> "TokenSet | None":
@@ -71,19 +80,13 @@ class TokenSet:
     @staticmethod
     def _of_packed(packed: tuple[bytes, bytes | None, int]) -> "TokenSet | None":
         bits, words, count = packed
-        if not count:
-            return None
-        # (dtypes given by position: NumPy parses keywords at a cost that shows on a new schema's many parts)
-        return TokenSet(np.frombuffer(bits, np.uint32), None if words is None else np.frombuffer(words, np.intp), count)
+        return TokenSet(bits, words, count) if count else None
 
     @property
     def nbytes(self) -> int:
-        """Bytes held (arrays and object, roughly): what a memo counts for a set it made."""
-        return 150 + self.bits.nbytes + (0 if self.words is None else self.words.nbytes)
-
-    def or_into(self, acc: np.ndarray) -> None:
-        """OR the set into `acc`, a packed mask (uint32 words, writable)."""
-        _scan.or_into(acc, self.bits, self.words)
+        """Bytes held (the words and the object, roughly): what a memo counts for a set it made."""
+        words = self.packed_words
+        return 100 + len(self.packed_bits) + (0 if words is None else len(words))
 
     def ids(self) -> np.ndarray:
         """The token ids, sorted (for tests and reports)."""
@@ -93,9 +96,3 @@ class TokenSet:
             words, bits = self.words, self.bits
         out = [w * 32 + b for w, word in zip(words.tolist(), bits.tolist()) for b in range(32) if word >> b & 1]
         return np.array(out, dtype=np.int64)
-
-
-def read_only(array: np.ndarray) -> np.ndarray:
-    """`array`, made read-only (shared sets and arrays are never written)."""
-    array.flags.writeable = False
-    return array
