@@ -36,7 +36,7 @@ from grammarc.tokens import _scan, kin, memo
 from grammarc.tokens.memo import Memo
 from grammarc.tokens.rows import TokenBytes, joined, token_bytes
 from grammarc.tokens.scan_cache import AFTER_FIRST_BYTE, FROM_START, Scan, TerminalScans, terminal_scans
-from grammarc.tokens.suffixes import Suffixes, byte_bits, shared
+from grammarc.tokens.suffixes import Suffixes, shared
 from grammarc.tokens.token_set import TokenSet
 from grammarc.tokens.vocabulary import Vocabulary
 
@@ -359,7 +359,7 @@ class TokenIndex:
         # terminal -> the terminals that may follow it, ascending (`follows`)
         self._follow_lists = [tuple(_members(s)) for s in _follow_bits(compiled.bnf)]
         self._openers = _openers(compiled.terminals)
-        self._opening_bits = [byte_bits(row) for row in self._openers]  # terminal -> its first bytes, as an int
+        self._opening_bits = _byte_sets(self._openers)  # terminal -> its first bytes, as an int
         self._tables: list[_scan.Table | None] = [None] * len(compiled.terminals)  # `walk_table`s, read once
         self._suffix_keys: dict[tuple[int, int], str] = {}  # (t, q) -> suffix_key, for the shared store
         self._starting_memo: dict[tuple[int, int], frozenset[int]] = {}  # (previous, next bytes) -> `_starting`
@@ -845,9 +845,15 @@ def _openers(terminals) -> np.ndarray:
     out = np.zeros((len(terminals), 256), dtype=bool)
     for u, terminal in enumerate(terminals):
         if not terminal.any_token:
-            out[u] = np.asarray(terminal.dfa.trans[0]) >= 0
+            np.greater_equal(terminal.dfa.trans[0], 0, out=out[u])
     out.flags.writeable = False
     return out
+
+
+def _byte_sets(flags: np.ndarray) -> list[int]:
+    """Each row of bool [n, 256] as a set of byte values (`suffixes.byte_bits`), packed in one call."""
+    packed = np.packbits(flags, axis=1, bitorder="little").tobytes()
+    return [int.from_bytes(packed[i:i + 32], "little") for i in range(0, len(packed), 32)]
 
 
 _indexes: "weakref.WeakKeyDictionary[CompiledGrammar, dict[str, TokenIndex]]" = weakref.WeakKeyDictionary()
