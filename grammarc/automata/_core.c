@@ -341,10 +341,15 @@ static PyMethodDef methods[] = {
      "bytes of int64 [n, k], bool [n], int64 [256], or None when more than `cap` states are needed. "
      "The NFA is given as nfa._NFA holds it: per state lists of (lo, hi, target) and of epsilon "
      "targets, dicts {state: targets} of ^ and $ edges, (first, past) ranges of states whose edge "
-     "targets are relative to `first`; `absorbing` an iterable of states."},
+     "targets are relative to `first` (disjoint), or (first, past, ptr, runs): an embedded DFA's "
+     "run_arrays, whose runs (targets relative to `first`) are those states' edges (their lists "
+     "empty); `absorbing` an iterable of states."},
     {"runs", py_runs, METH_VARARGS,
      "runs(trans) -> list of [(lo, hi, target), ...] per state: the maximal byte runs with one live "
      "target of an int32 [n, 256] byte table."},
+    {"run_arrays", py_run_arrays, METH_VARARGS,
+     "run_arrays(trans) -> (ptr, runs): the runs of `runs` as bytes of int64 ptr [n + 1] and int32 runs "
+     "[m, 3] (lo, hi, target), state q's runs[ptr[q]:ptr[q + 1]]."},
     {"suffix_code", py_suffix_code, METH_VARARGS,
      "suffix_code(runs, accept, state) -> bytes: the canonical code (breadth-first numbering, runs "
      "in byte order) of the automaton reachable from `state`, given DFA._runs (or the int32 [n, 256] "

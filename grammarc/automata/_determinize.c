@@ -382,7 +382,11 @@ PyObject *py_determinize(PyObject *self, PyObject *args)
     Py_ssize_t start, final, cap;
     Csr ep = {0}, bp = {0}, lp = {0};
     i64 *edge_ptr = NULL, *lo = NULL, *hi = NULL, *dst = NULL, *b2c = NULL, *shift = NULL;
-    uint8_t *cut = NULL;
+    uint8_t *cut = NULL, *owned = NULL;  /* owned: a state in an embedded range */
+    const i32 **runs_of = NULL;  /* a state of embedded run arrays: its first run there, else NULL */
+    i64 *runs_n = NULL;          /* and how many runs it has */
+    Py_buffer *views = NULL;     /* the embedded run arrays, held until they are read */
+    Py_ssize_t n_views = 0;
     Out out = {0};
     if (!PyArg_ParseTuple(args, "O!O!O!O!O!Onnn", &PyList_Type, &edges, &PyList_Type, &eps, &PyDict_Type, &bol,
                           &PyDict_Type, &eol, &PyList_Type, &embedded, &absorbing, &start, &final, &cap))
@@ -397,19 +401,53 @@ PyObject *py_determinize(PyObject *self, PyObject *args)
     edge_ptr = calloc((size_t)n + 1, sizeof(i64));
     b2c = malloc(257 * sizeof(i64));
     shift = calloc((size_t)n, sizeof(i64));
-    if (!edge_ptr || !b2c || !shift) { PyErr_NoMemory(); goto fail; }
-    /* embedded DFAs: their states' targets are relative to the first one */
+    runs_of = calloc((size_t)n, sizeof *runs_of);
+    runs_n = calloc((size_t)n, sizeof *runs_n);
+    views = calloc(2 * (size_t)PyList_GET_SIZE(embedded) + 1, sizeof *views);
+    owned = calloc((size_t)n, 1);
+    if (!edge_ptr || !b2c || !shift || !runs_of || !runs_n || !views || !owned) { PyErr_NoMemory(); goto fail; }
+    /* embedded DFAs: their states' targets are relative to the first one; a DFA given by its
+     * run arrays (DFA._run_arrays: int64 ptr [past - first + 1], int32 runs [m, 3] of lo, hi,
+     * target) has its states' edges read from those, not from Python lists */
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(embedded); i++) {
         PyObject *range = PyList_GET_ITEM(embedded, i);
         i64 first, past;
-        if (!PyTuple_Check(range) || PyTuple_GET_SIZE(range) != 2) {
-            PyErr_SetString(PyExc_TypeError, "determinize: an embedded range must be a tuple (first, past)");
+        if (!PyTuple_Check(range) || (PyTuple_GET_SIZE(range) != 2 && PyTuple_GET_SIZE(range) != 4)) {
+            PyErr_SetString(PyExc_TypeError, "determinize: an embedded range must be a tuple (first, past) or "
+                                             "(first, past, ptr, runs)");
             goto fail;
         }
         if (read_int(PyTuple_GET_ITEM(range, 0), 0, (long)n, &first) < 0
             || read_int(PyTuple_GET_ITEM(range, 1), (long)first, (long)n, &past) < 0)
             goto fail;
-        for (i64 q = first; q < past; q++) shift[q] = first;
+        for (i64 q = first; q < past; q++) {
+            if (owned[q]) {
+                PyErr_SetString(PyExc_ValueError, "determinize: embedded ranges overlap");
+                goto fail;
+            }
+            owned[q] = 1;
+            shift[q] = first;
+        }
+        if (PyTuple_GET_SIZE(range) == 2)
+            continue;
+        if (get_buf(PyTuple_GET_ITEM(range, 2), &views[n_views], 8, 0, "determinize: embedded ptr") < 0)
+            goto fail;
+        const i64 *ptr = views[n_views++].buf;
+        if (get_buf(PyTuple_GET_ITEM(range, 3), &views[n_views], 4, 0, "determinize: embedded runs") < 0)
+            goto fail;
+        const i32 *runs = views[n_views++].buf;
+        i64 m = buf_len(&views[n_views - 1]) / 3, bad = buf_len(&views[n_views - 2]) != past - first + 1
+            || buf_len(&views[n_views - 1]) != 3 * m || ptr[0] != 0 || ptr[past - first] != m;
+        for (i64 q = first; q < past && !bad; q++) {
+            bad = ptr[q - first + 1] < ptr[q - first];
+            runs_of[q] = runs + 3 * ptr[q - first];
+            runs_n[q] = ptr[q - first + 1] - ptr[q - first];
+        }
+        if (bad) {
+            PyErr_SetString(PyExc_ValueError, "determinize: embedded runs must be int64 ptr [past - first + 1], "
+                                              "ascending from 0 to m, and int32 runs [m, 3]");
+            goto fail;
+        }
     }
     for (Py_ssize_t s = 0; s < n; s++) {
         PyObject *row = PyList_GET_ITEM(edges, s);
@@ -417,7 +455,15 @@ PyObject *py_determinize(PyObject *self, PyObject *args)
             PyErr_SetString(PyExc_TypeError, "determinize: edges of a state must be a list");
             goto fail;
         }
-        edge_ptr[s + 1] = edge_ptr[s] + PyList_GET_SIZE(row);
+        i64 count = PyList_GET_SIZE(row);
+        if (runs_of[s]) {
+            if (count) {
+                PyErr_SetString(PyExc_ValueError, "determinize: a state with embedded runs has edges of its own");
+                goto fail;
+            }
+            count = runs_n[s];
+        }
+        edge_ptr[s + 1] = edge_ptr[s] + count;
     }
     size_t ne = (size_t)edge_ptr[n];
     lo = malloc((ne + 1) * sizeof(i64)); hi = malloc((ne + 1) * sizeof(i64)); dst = malloc((ne + 1) * sizeof(i64));
@@ -425,6 +471,20 @@ PyObject *py_determinize(PyObject *self, PyObject *args)
     memset(b2c, 0, 257 * sizeof(i64));
     b2c[0] = 1;
     for (Py_ssize_t s = 0; s < n; s++) {
+        if (runs_of[s]) {
+            const i32 *r = runs_of[s];
+            for (i64 e = edge_ptr[s]; e < edge_ptr[s + 1]; e++, r += 3) {
+                if (r[0] < 0 || r[0] > r[1] || r[1] > 255 || r[2] < 0 || r[2] > n - 1 - shift[s]) {
+                    PyErr_Format(PyExc_ValueError, "determinize: malformed NFA (an embedded run (%ld, %ld, %ld): not "
+                                 "bytes lo <= hi to a target in 0..%ld)", (long)r[0], (long)r[1], (long)r[2],
+                                 (long)(n - 1 - shift[s]));
+                    goto fail;
+                }
+                lo[e] = r[0]; hi[e] = r[1]; dst[e] = r[2] + shift[s];
+                b2c[r[0]] = b2c[r[1] + 1] = 1;
+            }
+            continue;
+        }
         PyObject *row = PyList_GET_ITEM(edges, s);
         for (i64 e = edge_ptr[s]; e < edge_ptr[s + 1]; e++) {
             PyObject *edge = PyList_GET_ITEM(row, e - edge_ptr[s]);
@@ -480,6 +540,8 @@ PyObject *py_determinize(PyObject *self, PyObject *args)
     }
 fail:
     free(out.rows); free(out.acc);
+    for (Py_ssize_t i = 0; i < n_views; i++) PyBuffer_Release(&views[i]);
+    free(views); free(runs_of); free(runs_n); free(owned);
     free(edge_ptr); free(lo); free(hi); free(dst); free(b2c); free(cut); free(shift);
     free(ep.ptr); free(ep.dst); free(bp.ptr); free(bp.dst); free(lp.ptr); free(lp.dst);
     return result;
