@@ -1,7 +1,8 @@
 """The Python walks of grammarc.ir.check that the compiled core (``grammarc/ir/_walk.c``)
 replaces: the test oracle. `check_depth` raises as `check.check_depth` does; `passing_refs`
-answers as `check._passing_refs` does (a `Checked`, or None when a node may fail a check).
-tests/test_grammar_errors.py compares them on generated grammars.
+answers as `check._passing_refs` does (a `Checked`, or None when a node may fail a check);
+`references` as `grammarc.ir.nodes.references`. tests/test_grammar_errors.py compares them
+on generated grammars.
 """
 
 from __future__ import annotations
@@ -103,3 +104,23 @@ def passing_refs(grammar: Grammar, rules: dict[str, Expr]) -> Checked | None:
 
 
 _UP = object()  # below a node's children on `_passing_refs`'s stack: their depth ends there
+
+
+def references(expr: Expr) -> list[str]:
+    """The rule names `expr` refers to, once per reference, in stack order."""
+    out = []
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        if kind is Ref:
+            out.append(node.name)
+        elif kind is Seq or kind is Alt:
+            stack.extend(node.items)
+        elif kind is Repeat or kind is Except:
+            stack.append(node.item)
+        elif kind not in _LEAVES:  # a subclass
+            if isinstance(node, Ref):
+                out.append(node.name)
+            stack.extend(children(node))
+    return out

@@ -6,6 +6,8 @@
  * passing  - each rule's references in order of first use (depth first, left to right) and the
  *            rules holding any! themselves, when every node passes every check of
  *            check._check_rule; None when one may not (check._passing_refs).
+ * references - the names one expression refers to (grammarc.ir.nodes.references: the front
+ *            ends' passes ask it of every rule).
  *
  * Nodes are read by their exact class (the IR's ten classes, given in this order: Seq, Alt,
  * Repeat, Except, Literal, Substrings, Ref, Regex, JsonStringExcept, AnyToken); a node of a
@@ -257,6 +259,63 @@ done:
     return result;
 }
 
+/* references(expr, classes, children) -> the names `expr` refers to, once per reference, in
+ * the order of a stack walk that pushes a node's items first to last (the Python oracle's,
+ * tests/check_reference.py). A node of another class is opened by `children`, and is a
+ * reference itself when it is an instance of Ref. */
+static PyObject *references(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *expr, *classes, *children, *keep = NULL, *out = NULL;
+    if (!PyArg_ParseTuple(args, "OO!O", &expr, &PyTuple_Type, &classes, &children))
+        return NULL;
+    if (PyTuple_GET_SIZE(classes) != N_CLASSES) {
+        PyErr_SetString(PyExc_ValueError, "references: the IR's ten classes are needed");
+        return NULL;
+    }
+    PyObject *const *cls = &PyTuple_GET_ITEM(classes, 0);
+    Stack s = {0};
+    /* keep: every node's children, alive until the walk ends (a children callable may run
+     * Python code that replaces another node's fields) */
+    if (!(out = PyList_New(0)) || !(keep = PyList_New(0)) || stack_push(&s, expr, 0) < 0) goto fail;
+    while (s.n) {
+        PyObject *node = s.node[--s.n], *below;
+        int kind = kind_of(node, cls);
+        if (kind == REF || (kind < 0 && PyObject_IsInstance(node, cls[REF]) > 0)) {
+            PyObject *name = PyObject_GetAttr(node, s_name);
+            int bad = !name || PyList_Append(out, name) < 0;
+            Py_XDECREF(name);
+            if (bad) goto fail;
+        }
+        if (PyErr_Occurred()) goto fail;  /* from PyObject_IsInstance */
+        if (kind == SEQ || kind == ALT) below = PyObject_GetAttr(node, s_items);
+        else if (kind == REPEAT || kind == EXCEPT) below = PyObject_GetAttr(node, s_item);
+        else if (kind < 0) below = PyObject_CallOneArg(children, node);
+        else continue;  /* a leaf */
+        if (below && PyList_Check(below)) Py_SETREF(below, PyList_AsTuple(below));  /* a copy no code can change */
+        if (!below) goto fail;
+        int bad = PyList_Append(keep, below) < 0;
+        if (!bad && (kind == REPEAT || kind == EXCEPT)) {
+            bad = stack_push(&s, below, 0) < 0;
+        } else if (!bad && !PyTuple_Check(below)) {
+            PyErr_SetString(PyExc_TypeError, "references: an IR node's children are not a tuple");
+            bad = 1;
+        } else if (!bad) {
+            for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(below) && !bad; i++)
+                bad = stack_push(&s, PyTuple_GET_ITEM(below, i), 0) < 0;
+        }
+        Py_DECREF(below);
+        if (bad) goto fail;
+    }
+    free(s.node); free(s.depth);
+    Py_DECREF(keep);
+    return out;
+fail:
+    free(s.node); free(s.depth);
+    Py_XDECREF(keep); Py_XDECREF(out);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"too_deep", too_deep, METH_VARARGS,
      "too_deep(rules, classes, children, max_depth) -> the index of the first rule nesting expressions deeper "
@@ -266,6 +325,9 @@ static PyMethodDef methods[] = {
      "passing(rules, classes, modes, defined, max_depth) -> (refs, token_level) | None: each rule's references "
      "in order of first use and the rules holding any!, when every node passes check._check_rule's checks; None "
      "when one may not."},
+    {"references", references, METH_VARARGS,
+     "references(expr, classes, children) -> list of the names `expr` refers to, once per reference (classes: the "
+     "IR's ten, see the module's comment; children: opens a node of any other class)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, fields
 from typing import Iterator, Literal as TypingLiteral, Mapping, Union
 
 from grammarc.allocation import slot_init
+from grammarc.ir import _walk
 from grammarc.errors import Span
 
 RegexMode = TypingLiteral["match", "early", "complement"]
@@ -171,6 +172,8 @@ class Except(_Node):
 Expr = Union[Literal, Regex, Substrings, JsonStringExcept, Ref, Seq, Alt, Repeat, AnyToken, Except]
 EXPR_TYPES = (Literal, Regex, Substrings, JsonStringExcept, Ref, Seq, Alt, Repeat, AnyToken, Except)
 _LEAVES = frozenset((Literal, Regex, Substrings, JsonStringExcept, Ref, AnyToken))
+# the IR's classes in the order the compiled walks read them (grammarc/ir/_walk.c)
+_CLASSES = (Seq, Alt, Repeat, Except, Literal, Substrings, Ref, Regex, JsonStringExcept, AnyToken)
 
 
 def children(expr: Expr) -> tuple[Expr, ...]:
@@ -205,24 +208,10 @@ def walk(expr: Expr) -> Iterator[Expr]:
 
 
 def references(expr: Expr) -> list[str]:
-    """The rule names `expr` refers to, once per reference, in no particular order (a loop
-    of its own: front ends and checks ask it of every rule, some of them more than once)."""
-    out = []
-    stack = [expr]
-    while stack:
-        node = stack.pop()
-        kind = type(node)
-        if kind is Ref:
-            out.append(node.name)
-        elif kind is Seq or kind is Alt:
-            stack.extend(node.items)
-        elif kind is Repeat or kind is Except:
-            stack.append(node.item)
-        elif kind not in _LEAVES:  # a subclass
-            if isinstance(node, Ref):
-                out.append(node.name)
-            stack.extend(children(node))
-    return out
+    """The rule names `expr` refers to, once per reference, in no particular order (a walk
+    of its own, in the compiled core: front ends and checks ask it of every rule, some of
+    them more than once; its oracle is tests/check_reference.py's `references`)."""
+    return _walk.references(expr, _CLASSES, children)
 
 
 @dataclass(frozen=True, eq=False)
