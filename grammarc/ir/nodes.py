@@ -214,6 +214,21 @@ def references(expr: Expr) -> list[str]:
     return _walk.references(expr, _CLASSES, children)
 
 
+def shape(expr: Expr, table: dict, used: list[str], opaque: set[str], terminals: list[Expr]) -> object:
+    """The shape of `expr`: equal shapes exactly for trees equal up to the names their
+    references carry (the JSON Schema front end merges rules by it, sharing._Shapes). A
+    leaf's shape is its class and fields, a repetition's its class, its item's shape and its
+    bounds, a reference's -1; a sequence's, an alternation's and an ``except!`` of a
+    reference's a number: its class and its parts' shapes looked up in `table` (hash-consing),
+    so a shape hashes and compares in about constant time. The walk appends the names
+    referred to to `used` in walk order (depth first, left to right) and the Regex and
+    ``json_string_except!`` terminals to `terminals` in order; any other node (a class of its
+    own, an ``except!`` of something but a reference) is *opaque*: its shape is ``(None,
+    node)``, its references added to `opaque`. In the compiled core (``_walk.shape``); its
+    oracle is tests/check_reference.py's `shape`."""
+    return _walk.shape(expr, _CLASSES, table, used, opaque, terminals, references, -1)
+
+
 @dataclass(frozen=True, eq=False)
 class Grammar:
     """An ordered set of rules and the name of the start rule: the data every front-end builds.
