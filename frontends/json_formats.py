@@ -29,7 +29,7 @@ from grammarc.errors import RegexError, StateBudgetExceeded
 
 __all__ = [
     "CharDFA", "FORMATS", "Hard", "PatternError", "UNIT", "char_label", "char_regex", "class_regex",
-    "format_plain_regex", "format_regex", "format_tree", "lengths", "literal_regex", "match_regex_unanchored",
+    "format_plain_regex", "format_regex", "format_tree", "lengths", "literal_regex",
     "parse_pattern", "python_class_regex", "render_tree", "restrict_length", "search_regex",
     "search_tree", "string_automaton", "string_dfa", "string_regex",
 ]
@@ -467,25 +467,6 @@ def format_plain_regex(name: str) -> str | None:
     if name not in FORMATS:
         return None
     return "(?:" + FORMATS[name] + ")"
-
-
-def match_regex_unanchored(pattern: str) -> str | None:
-    """Python/grammarc regex of the (decoded) texts `pattern` matches, when it has no anchors.
-
-    Used to build "contains no match" complements; None when the pattern is anchored.
-    """
-    tree = parse_pattern(pattern)
-    parts = []
-    for branch in _branches(tree):
-        start, body, end = _strip_anchors(branch)
-        if start or end:
-            return None
-        rendered = _render(body, escapes=False, plain=True)
-        if rendered is not None:
-            parts.append(rendered)
-    if not parts:
-        return ""  # matches nothing: no constraint on other keys
-    return "(?:" + "|".join(parts) + ")"
 
 
 def literal_regex(text: str) -> str:

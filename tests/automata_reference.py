@@ -200,20 +200,25 @@ def determinize(
     trailing ``.*`` of a search): a set that contains one is cut down to them, since the
     other members cannot add anything. This keeps e.g. a search for ``x{0,1000}`` linear instead of quadratic.
     """
+    shift = [0] * len(nfa.edges)  # embedded DFAs' targets are relative to their first state
+    all_edges = list(nfa.edges)
+    for first, past, *arrays in nfa.embedded:
+        shift[first:past] = [first] * (past - first)
+        if arrays:  # the states' edges: their runs in the DFA's run arrays
+            ptr, runs = (np.asarray(a).tolist() for a in arrays)
+            for q in range(past - first):
+                all_edges[first + q] = [tuple(run) for run in runs[ptr[q]:ptr[q + 1]]]
     marks = np.zeros(257, dtype=bool)
     marks[0] = True
-    for edges in nfa.edges:
+    for edges in all_edges:
         for lo, hi, _ in edges:
             marks[lo] = True
             marks[hi + 1] = True
     b2c = np.cumsum(marks[:256]) - 1
     k = int(b2c[-1]) + 1
     b2c_list = b2c.tolist()
-    shift = [0] * len(nfa.edges)  # embedded DFAs' targets are relative to their first state
-    for first, past in nfa.embedded:
-        shift[first:past] = [first] * (past - first)
     moves: list[list[tuple[int, int]]] = []
-    for edges, base in zip(nfa.edges, shift):
+    for edges, base in zip(all_edges, shift):
         mv = []
         for lo, hi, t in edges:
             for c in range(b2c_list[lo], b2c_list[hi] + 1):

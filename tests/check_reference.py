@@ -1,7 +1,8 @@
 """The Python walks of grammarc.ir.check that the compiled core (``grammarc/ir/_walk.c``)
 replaces: the test oracle. `check_depth` raises as `check.check_depth` does; `passing_refs`
-answers as `check._passing_refs` does (a `Checked`, or None when a node may fail a check).
-tests/test_grammar_errors.py compares them on generated grammars.
+answers as `check._passing_refs` does (a `Checked`, or None when a node may fail a check);
+`references` and `shape` as `grammarc.ir.nodes` does. tests/test_grammar_errors.py compares them
+on generated grammars.
 """
 
 from __future__ import annotations
@@ -103,3 +104,74 @@ def passing_refs(grammar: Grammar, rules: dict[str, Expr]) -> Checked | None:
 
 
 _UP = object()  # below a node's children on `_passing_refs`'s stack: their depth ends there
+
+
+def references(expr: Expr) -> list[str]:
+    """The rule names `expr` refers to, once per reference, in stack order."""
+    out = []
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        if kind is Ref:
+            out.append(node.name)
+        elif kind is Seq or kind is Alt:
+            stack.extend(node.items)
+        elif kind is Repeat or kind is Except:
+            stack.append(node.item)
+        elif kind not in _LEAVES:  # a subclass
+            if isinstance(node, Ref):
+                out.append(node.name)
+            stack.extend(children(node))
+    return out
+
+
+_REF = -1  # the shape of every reference (numbered shapes count from 0)
+
+
+def shape(expr: Expr, table: dict, used: list[str], opaque: set[str], terminals: list[Expr]) -> object:
+    """`grammarc.ir.nodes.shape` (frontends/jsonschema/sharing.py's walk before it moved to the core)."""
+    kind = type(expr)
+    if kind is Seq or kind is Alt:
+        parts: list = [kind]
+        for item in expr.items:  # the common leaves inline: a call per node is most of the walk
+            sub = type(item)
+            if sub is Ref:
+                used.append(item.name)
+                parts.append(_REF)
+            elif sub is Literal:
+                parts.append((Literal, item.text))
+            elif sub is Regex:
+                terminals.append(item)
+                parts.append((Regex, item.pattern, item.mode))
+            elif sub is Repeat and type(item.item) is Ref:  # optional whitespace: everywhere
+                used.append(item.item.name)
+                parts.append((Repeat, _REF, item.min, item.max))
+            else:
+                parts.append(shape(item, table, used, opaque, terminals))
+        key: tuple = tuple(parts)
+    elif kind is Repeat:  # a tuple as leaves are (not numbered): most repeat a leaf
+        return (kind, shape(expr.item, table, used, opaque, terminals), expr.min, expr.max)
+    elif kind is Except and type(expr.item) is Ref:
+        used.append(expr.item.name)
+        key = (kind, _REF, expr.limit)
+    elif kind is Ref:
+        used.append(expr.name)
+        return _REF
+    elif kind is Literal or kind is Substrings:
+        return (kind, expr.text)
+    elif kind is Regex:
+        terminals.append(expr)
+        return (kind, expr.pattern, expr.mode)
+    elif kind is JsonStringExcept:
+        terminals.append(expr)
+        return (kind, expr.words)
+    elif kind is AnyToken:
+        return (kind,)
+    else:
+        opaque.update(references(expr))
+        return (None, expr)
+    found = table.get(key)
+    if found is None:
+        found = table[key] = len(table)
+    return found

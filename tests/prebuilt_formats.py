@@ -10,9 +10,14 @@ from grammarc.automata import DEFAULT_MAX_STATES, DFA, nfa, prebuilt
 from grammarc.frontends.jsonschema import formats
 
 
+def names() -> list[str]:
+    """The string formats, in name order."""
+    return sorted(formats.JSON_FORMATS | set(formats.STRING_PATTERNS))
+
+
 def patterns() -> list[str]:
-    """The formats' regexes, in name order."""
-    return [formats.string_regex(name) for name in sorted(formats.JSON_FORMATS | set(formats.STRING_PATTERNS))]
+    """The formats' regexes, in name order, rendered from scratch (the store not consulted)."""
+    return [formats.rendered_regex(name) for name in names()]
 
 
 def built(pattern: str) -> DFA:
@@ -21,5 +26,5 @@ def built(pattern: str) -> DFA:
 
 
 if __name__ == "__main__":
-    prebuilt.save({pattern: built(pattern) for pattern in patterns()})
+    prebuilt.save({pattern: built(pattern) for pattern in patterns()}, names())
     print(f"{prebuilt.PATH}: {len(patterns())} automata")

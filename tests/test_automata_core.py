@@ -211,15 +211,29 @@ def test_determinize_equals_the_oracle_on_regexes(monkeypatch_module, pattern, s
 
 @st.composite
 def nfas(draw):
-    """Any NFA: byte-range, epsilon, ^ and $ edges between a few states, absorbing states."""
+    """Any NFA: byte-range, epsilon, ^ and $ edges between a few states, absorbing states;
+    two embedded ranges, each given by its edge lists or by run arrays (as DFA._run_arrays)."""
     n = draw(st.integers(1, 8))
     state = st.integers(0, n - 1)
     bounds = st.sampled_from([0, 9, 97, 98, 99, 200, 255])
     nfa = _NFA(n, "random NFA")
     a, b, c, d = sorted(draw(st.lists(st.integers(0, n), min_size=4, max_size=4)))
-    nfa.embedded.extend([(a, b), (c, d)])  # targets relative to a and c there
+    arrays = set()
+    for first, past in ((a, b), (c, d)):  # targets relative to a and c there
+        if not draw(st.booleans()):
+            nfa.embedded.append((first, past))
+            continue
+        ptr, runs = [0], []  # runs of any bytes, overlapping too (an NFA's edges may)
+        for _ in range(first, past):
+            runs += [(min(x, y), max(x, y), t)
+                     for x, y, t in draw(st.lists(st.tuples(bounds, bounds, st.integers(0, n - 1 - first)), max_size=3))]
+            ptr.append(len(runs))
+        nfa.embedded.append((first, past, np.array(ptr, dtype=np.int64), np.array(runs, dtype=np.int32).reshape(-1, 3)))
+        arrays.update(range(first, past))
     for q in range(n):
         nfa.new()
+        if q in arrays:
+            continue  # its edges are its runs there
         base = a if a <= q < b else c if c <= q < d else 0
         ranges = draw(st.lists(st.tuples(bounds, bounds, st.integers(-base, n - 1 - base)), max_size=3))
         nfa.edges[-1].extend((min(x, y), max(x, y), t) for x, y, t in ranges)
@@ -272,6 +286,11 @@ def test_determinize_refuses_malformed_nfas():
     # state 1 embedded: its self-loop's target 0 is relative to 1
     trans, accept, b2c, k = _core.determinize([[(0, 255, 1)], [(0, 255, 0)]], [[], []], {}, {}, [(1, 2)], (), 0, 1, 8)
     assert np.frombuffer(trans, dtype=np.int64).tolist() == [1, 1] and list(accept) == [0, 1]
+    # the same, state 1's edges given by run arrays: bytes 0-99 to 0 (relative), none after
+    ptr, runs = np.array([0, 1], dtype=np.int64), np.array([[0, 99, 0]], dtype=np.int32)
+    trans, accept, b2c, k = _core.determinize([[(0, 255, 1)], []], [[], []], {}, {}, [(1, 2, ptr, runs)], (), 0, 1, 8)
+    assert k == 2 and np.frombuffer(trans, dtype=np.int64).tolist() == [1, 1, 1, -1] and list(accept) == [0, 1]
+    assert np.frombuffer(b2c, dtype=np.int64).tolist() == [0] * 100 + [1] * 156
     cases = [
         (([[(0, 255, 2)], []], [[], []], {}, {}, [], (), 0, 1, 8), ValueError, r"2 is not in 0\.\.1"),
         (([[(9, 3, 1)], []], [[], []], {}, {}, [], (), 0, 1, 8), ValueError, r"3 is not in 9\.\.255"),
@@ -287,10 +306,37 @@ def test_determinize_refuses_malformed_nfas():
         (([[], [(0, 255, 1)]], [[], []], {}, {}, [(1, 2)], (), 0, 1, 8), ValueError, r"1 is not in -1\.\.0"),
         (([[], []], [[], []], {}, {}, [(1, 3)], (), 0, 1, 8), ValueError, r"3 is not in 1\.\.2"),
         (([[], []], [[], []], {}, {}, [(1,)], (), 0, 1, 8), TypeError, r"\(first, past\)"),
+        (([[], []], [[], []], {}, {}, [(0, 2), (1, 2)], (), 0, 1, 8), ValueError, "overlap"),
+        (([[], []], [[], []], {}, {}, [(0, 1, None)], (), 0, 1, 8), TypeError, r"\(first, past, ptr, runs\)"),
+        (([[], []], [[], []], {}, {}, [(1, 2, _I64([0]), _I32([]))], (), 0, 1, 8), ValueError, "ascending from 0 to m"),
+        (([[], []], [[], []], {}, {}, [(1, 2, _I64([0, 2]), _I32([0, 1, 0]))], (), 0, 1, 8), ValueError, "from 0 to m"),
+        (([[], []], [[], []], {}, {}, [(1, 2, _I64([1, 1]), _I32([0, 1, 0]))], (), 0, 1, 8), ValueError, "from 0 to m"),
+        (([[], []], [[], []], {}, {}, [(1, 2, _I64([0, 1]), _I32([0, 1]))], (), 0, 1, 8), ValueError, "from 0 to m"),
+        (([[], []], [[], []], {}, {}, [(0, 2, _I64([0, 2, 1]), _I32([0] * 6))], (), 0, 1, 8), ValueError,
+         "from 0 to m"),
+        (([[], []], [[], []], {}, {}, [(1, 2, _I64([0, 1]), np.zeros(3, np.int64))], (), 0, 1, 8), TypeError, "4 bytes"),
+        (([[], []], [[], []], {}, {}, [(1, 2, "ptr", _I32([0, 1, 0]))], (), 0, 1, 8), TypeError, "bytes-like"),
+        (([[], []], [[], []], {}, {}, [(1, 2, _I64([0, 1]), _I32([0, 1, -1]))], (), 0, 1, 8), ValueError,
+         r"embedded run \(0, 1, -1\): not bytes lo <= hi to a target in 0\.\.0"),
+        (([[], []], [[], []], {}, {}, [(1, 2, _I64([0, 1]), _I32([0, 1, 1]))], (), 0, 1, 8), ValueError,
+         r"\(0, 1, 1\): not bytes"),
+        (([[], []], [[], []], {}, {}, [(1, 2, _I64([0, 1]), _I32([2, 1, 0]))], (), 0, 1, 8), ValueError, "not bytes"),
+        (([[], []], [[], []], {}, {}, [(1, 2, _I64([0, 1]), _I32([0, 256, 0]))], (), 0, 1, 8), ValueError, "not bytes"),
+        (([[], []], [[], []], {}, {}, [(1, 2, _I64([0, 1]), _I32([-1, 0, 0]))], (), 0, 1, 8), ValueError, "not bytes"),
+        (([[], [(0, 255, 0)]], [[], []], {}, {}, [(1, 2, _I64([0, 1]), _I32([0, 1, 0]))], (), 0, 1, 8), ValueError,
+         "edges of its own"),
     ]
     for args, error, message in cases:
         with pytest.raises(error, match=message):
             _core.determinize(*args)
+
+
+def _I64(values):
+    return np.array(values, dtype=np.int64)
+
+
+def _I32(values):
+    return np.array(values, dtype=np.int32)
 
 
 def _runs_oracle(trans: np.ndarray) -> list[list[tuple[int, int, int]]]:
@@ -318,6 +364,8 @@ def test_runs_equals_the_oracle(seed, n, dead):
     trans = np.sort(trans, axis=1)  # long runs of one target, dead bytes first
     assert _core.runs(trans) == _runs_oracle(trans)
     assert DFA(trans, np.ones(n, dtype=bool))._runs == _runs_oracle(trans)
+    ptr, runs = DFA(trans, np.ones(n, dtype=bool))._run_arrays
+    assert [[tuple(run) for run in runs[ptr[q]:ptr[q + 1]].tolist()] for q in range(n)] == _runs_oracle(trans)
 
 
 def test_runs_refuses_malformed_tables():
@@ -327,6 +375,12 @@ def test_runs_refuses_malformed_tables():
         _core.runs(np.full((1, 256), 1, dtype=np.int32))
     with pytest.raises(TypeError, match="items of 4 bytes"):
         _core.runs(np.zeros((1, 256), dtype=np.int64))
+    with pytest.raises(ValueError, match=r"run_arrays: the table is not \[n, 256\]"):
+        _core.run_arrays(np.zeros(255, dtype=np.int32))
+    with pytest.raises(ValueError, match="run_arrays: a target out of range"):
+        _core.run_arrays(np.full((1, 256), 1, dtype=np.int32))
+    ptr, runs = _core.run_arrays(np.full((2, 256), -1, dtype=np.int32))  # no runs at all
+    assert np.frombuffer(ptr, dtype=np.int64).tolist() == [0, 0, 0] and runs == b""
 
 
 # ------------------------------------------------------------------ byte_classes

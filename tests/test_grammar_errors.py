@@ -4,6 +4,7 @@ shows the line with a caret. Each case asserts the full rendered text."""
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 
 import pytest
 from hypothesis import given, settings
@@ -14,7 +15,8 @@ from grammarc.ir import Alt, AnyToken, Except, JsonStringExcept, Literal, Ref, R
 import check_reference
 from grammarc.ir import Substrings
 from grammarc.ir.check import MAX_DEPTH, _check_rule, _passing_refs, check_depth, check_grammar
-from grammarc.ir.nodes import children, walk
+from grammarc.ir import _walk
+from grammarc.ir.nodes import children, references, walk
 from strategies import grammars
 
 CASES = [
@@ -720,3 +722,37 @@ def test_the_core_walks_answer_as_the_python_ones_on_edges(bad):
         rules = dict(grammar.rules)
         assert _passing_refs(grammar, rules) == _first_uses(check_reference.passing_refs(grammar, rules))
         assert _outcome(check_depth, grammar) == _outcome(check_reference.check_depth, grammar)
+
+
+@settings(max_examples=300, deadline=None)
+@given(grammars(any_token=True, token_level=True))
+def test_references_in_the_core_are_the_python_walks(grammar):
+    """`nodes.references` (`_walk.references`, C) against its Python oracle, in the same order."""
+    for _, expr in grammar.rules:
+        assert references(expr) == check_reference.references(expr)
+        wrapped = Seq((expr, Repeat(Ref("x")), expr))
+        assert references(wrapped) == check_reference.references(wrapped)
+
+
+@dataclass(frozen=True)
+class _NamedSeq(Seq):
+    """A node of a class of its own (opened by `children`)."""
+
+
+@dataclass(frozen=True)
+class _Call(Ref):
+    """A reference of a class of its own."""
+
+
+@pytest.mark.parametrize("bad", [*_BAD_NODES, Seq([Ref("a"), Alt([Ref("b")])]), _NamedSeq((Ref("a"), _Call("b"))),
+                                 Repeat(_NamedSeq((_Call("c"), Except(Ref("d"))))), Seq(()), AnyToken()], ids=repr)
+def test_references_in_the_core_are_the_python_walks_on_edges(bad):
+    for expr in (bad, Seq((Ref("x"), bad, Ref("y"))), Alt((Repeat(bad), Ref("z")))):
+        assert references(expr) == check_reference.references(expr)
+
+
+def test_references_refuses_what_is_no_node_precisely():
+    with pytest.raises(TypeError, match="children are not a tuple"):
+        references(Seq("ab"))
+    with pytest.raises(ValueError, match="ten classes"):
+        _walk.references(Ref("a"), (Seq,), children)

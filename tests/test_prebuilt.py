@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from grammarc.automata import DEFAULT_MAX_STATES, from_regex, nfa, prebuilt
-from prebuilt_formats import built, patterns
+from grammarc.frontends.jsonschema import formats
+from prebuilt_formats import built, names, patterns
 
 
 @pytest.mark.parametrize("pattern", patterns(), ids=lambda p: p[:24])
@@ -19,6 +20,15 @@ def test_a_stored_automaton_is_the_one_built_from_scratch(pattern):
     fresh = built(pattern)
     assert np.array_equal(stored.trans, fresh.trans) and np.array_equal(stored.accept, fresh.accept)
     assert stored.key == fresh.key
+
+
+@pytest.mark.parametrize("name", names())
+def test_a_stored_regex_is_the_one_the_front_end_renders(name):
+    stored = prebuilt.named(name)
+    assert stored is not None, "a format is missing: regenerate with python tests/prebuilt_formats.py"
+    assert stored == formats.rendered_regex(name) == formats.string_regex(name)
+    assert prebuilt.find(stored) is not None
+    assert prebuilt.named("no format at all") is None
 
 
 def test_from_regex_takes_the_stored_automaton_only_where_a_build_could_not_fail():

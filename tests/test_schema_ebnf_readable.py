@@ -24,9 +24,11 @@ from grammarc.frontends.jsonschema import builder as builder_module
 from grammarc.frontends.jsonschema import sharing
 from grammarc.ir import (Alt, AnyToken, Except, Expr, JsonStringExcept, Literal, Ref, Regex, Repeat, Seq, Substrings,
                          references)
+from grammarc.ir.nodes import shape
 from grammarc.ir.printer import quote
 from grammarc.runtime.recognizer import Recognizer
 
+import check_reference
 import oracle  # noqa: E402  (tests/ is on sys.path)
 import strategies
 
@@ -352,6 +354,43 @@ def test_shapes_tell_apart_what_only_a_field_or_a_class_tells_apart():
         Seq((Ref("y"), Ref("x"))), Seq((Ref("x"), Ref("x"))), Alt((Seq((Ref("x"),)), Regex("a"))),
         Alt((Seq((Ref("y"),)), Regex("a"))), Alt((Seq((Ref("y"),)), Regex("a", "early"))), Seq(()), Alt(()),
     ])
+
+
+_EDGE_BODIES = [  # opaque nodes (an except! of a literal, classes of their own) and the leaves
+    Except(Literal("x")), Seq((Except(Alt((Ref("a"), Ref("b")))), Ref("c"))), Except(Ref("x"), 2), AnyToken(),
+    Substrings("ab"), JsonStringExcept(("k",)), Seq(()), Alt((Repeat(Except(Ref("y")), 0, 3), Regex("a", "early"))),
+]
+
+
+def _same_shapes_as_the_oracle(bodies: list[Expr]) -> None:
+    """`nodes.shape` (the core) and its oracle: the same shapes, numbered alike in their
+    tables, the same references in order, opaque names and terminals (the same objects)."""
+    got_table: dict = {}
+    want_table: dict = {}
+    for body in bodies:
+        got, want = ([], set(), []), ([], set(), [])
+        assert shape(body, got_table, *got) == check_reference.shape(body, want_table, *want)
+        assert got[:2] == want[:2] and list(map(id, got[2])) == list(map(id, want[2]))
+    assert got_table == want_table
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_shapes_in_the_core_are_the_python_walks(data):
+    grammar = data.draw(strategies.grammars("ab", any_token=True, token_level=True), label="grammar")
+    bodies = [body for _, body in grammar.rules]
+    _same_shapes_as_the_oracle(bodies + [Seq((body, Ref("z"), body)) for body in bodies] + _EDGE_BODIES + bodies)
+
+
+def test_shapes_in_the_core_refuse_what_is_no_node_precisely():
+    _same_shapes_as_the_oracle(_EDGE_BODIES)
+    with pytest.raises(TypeError, match="items are not a tuple"):
+        shape(Seq("ab"), {}, [], set(), [])
+    deep = Literal("a")
+    for _ in range(100_000):
+        deep = Repeat(deep)
+    with pytest.raises(RecursionError):  # as the Python walk did: the front ends nest far less
+        shape(deep, {}, [], set(), [])
 
 
 @given(st.text(st.sampled_from("aZ09_-. é\u00b2\u0660"), max_size=12) | st.text(max_size=8))

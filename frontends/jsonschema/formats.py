@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from grammarc.automata import prebuilt
 from grammarc.frontends import json_formats as jf
 
 POLICIES = ("known", "strict", "ignore")
@@ -57,7 +58,15 @@ def is_string_format(name: str) -> bool:
 
 @lru_cache(maxsize=None)  # one entry per asserted format
 def string_regex(name: str) -> str:
-    """Regex of the complete JSON string (quotes included) of an asserted string format."""
+    """Regex of the complete JSON string (quotes included) of an asserted string format: the
+    one stored with its automaton (grammarc.automata.prebuilt), else `rendered_regex`."""
+    stored = prebuilt.named(name)
+    return stored if stored is not None else rendered_regex(name)
+
+
+def rendered_regex(name: str) -> str:
+    """`string_regex` rendered from the format's definition (json_formats): what the store
+    holds (tests/test_prebuilt.py)."""
     if name in JSON_FORMATS:
         return jf.format_regex(name)
     return '"' + jf.search_regex("^(?:" + STRING_PATTERNS[name] + ")$", escapes=False) + '"'

@@ -24,8 +24,8 @@ import re
 from functools import lru_cache
 from typing import Callable, Iterable, Mapping
 
-from grammarc.ir import (Alt, AnyToken, Except, Expr, JsonStringExcept, Literal, Ref, Regex, Repeat, Seq, Substrings,
-                         references, walk)
+from grammarc.ir import Alt, Except, Expr, JsonStringExcept, Literal, Ref, Regex, Repeat, Seq, references, walk
+from grammarc.ir.nodes import shape
 
 __all__ = ["share", "hoist_terminals", "merge_equal_rules", "identifier", "ReferenceCache", "shorten", "unique"]
 
@@ -208,7 +208,9 @@ class _Shapes:
     rewritten bodies had to be rebuilt and hashed node by node each round. The walk enters
     what `_substituted` enters; any other node (a subclass, an ``except!`` of something but a
     reference) is *opaque*: compared as it is, its references kept apart. The walk lists the
-    terminals it passes too, in order (what `_terminals` finds: hoisting needs no walk of its own)."""
+    terminals it passes too, in order (what `_terminals` finds: hoisting needs no walk of its own).
+    The walk is `grammarc.ir.nodes.shape`, in the compiled core (a Python call per node was
+    most of this pass)."""
 
     def __init__(self) -> None:
         self._table: dict[tuple, int] = {}
@@ -217,57 +219,7 @@ class _Shapes:
         used: list[str] = []
         opaque: set[str] = set()
         terminals: list[Expr] = []
-        return self._shape(body, used, opaque, terminals), used, frozenset(opaque), terminals
-
-    def _shape(self, expr: Expr, used: list[str], opaque: set[str], terminals: list[Expr]) -> object:
-        kind = type(expr)
-        if kind is Seq or kind is Alt:
-            parts: list = [kind]
-            for item in expr.items:  # the common leaves inline: a call per node is most of the walk
-                sub = type(item)
-                if sub is Ref:
-                    used.append(item.name)
-                    parts.append(_REF)
-                elif sub is Literal:
-                    parts.append((Literal, item.text))
-                elif sub is Regex:
-                    terminals.append(item)
-                    parts.append((Regex, item.pattern, item.mode))
-                elif sub is Repeat and type(item.item) is Ref:  # optional whitespace: everywhere
-                    used.append(item.item.name)
-                    parts.append((Repeat, _REF, item.min, item.max))
-                else:
-                    parts.append(self._shape(item, used, opaque, terminals))
-            key: tuple = tuple(parts)
-        elif kind is Repeat:  # a tuple as leaves are (not numbered): most repeat a leaf
-            return (kind, self._shape(expr.item, used, opaque, terminals), expr.min, expr.max)
-        elif kind is Except and type(expr.item) is Ref:
-            used.append(expr.item.name)
-            key = (kind, _REF, expr.limit)
-        elif kind is Ref:
-            used.append(expr.name)
-            return _REF
-        elif kind is Literal or kind is Substrings:
-            return (kind, expr.text)
-        elif kind is Regex:
-            terminals.append(expr)
-            return (kind, expr.pattern, expr.mode)
-        elif kind is JsonStringExcept:
-            terminals.append(expr)
-            return (kind, expr.words)
-        elif kind is AnyToken:
-            return (kind,)
-        else:
-            opaque.update(references(expr))
-            return (None, expr)
-        table = self._table
-        found = table.get(key)
-        if found is None:
-            found = table[key] = len(table)
-        return found
-
-
-_REF = -1  # the shape of every reference (numbered shapes count from 0)
+        return shape(body, self._table, used, opaque, terminals), used, frozenset(opaque), terminals
 
 
 class _Classes:

@@ -1,5 +1,6 @@
-/* grammarc.automata._core: what its C files share (the buffer helpers) and the functions
- * _views.c gives to the module table in _core.c. */
+/* grammarc.automata._core: what its C files share (the buffer and array helpers, the byte
+ * rows and canonical codes) and the functions the other files give to the module table in
+ * _core.c. */
 
 #ifndef GRAMMARC_CORE_H
 #define GRAMMARC_CORE_H
@@ -35,6 +36,40 @@ static inline int get_buf(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, i
 }
 
 static inline Py_ssize_t buf_len(const Py_buffer *view) { return view->len / view->itemsize; }
+
+/* What a construction returns: done, out of memory (no exception set yet: the loops run
+ * without the GIL), or past its state budget. */
+enum { OK = 0, NOMEM = -1, BUDGET = -2 };
+
+/* Growable arrays: room for `need` items of `item` bytes at *v (capacity *cap, doubled from
+ * 64), or -1 (nothing changed) when the memory is not there or the size would overflow. */
+static inline int grow(void **v, size_t *cap, size_t need, size_t item)
+{
+    size_t c = *cap ? *cap : 64;
+    while (c < need) {
+        if (c > SIZE_MAX / 2) return -1;
+        c *= 2;
+    }
+    if (c > SIZE_MAX / item) return -1;
+    void *more = realloc(*v, c * item);
+    if (!more) return -1;
+    *v = more; *cap = c;
+    return 0;
+}
+
+/* Arrays of i32 (Vec) and i64 (Vec64) that grow: room for `extra` more items, or -1. */
+typedef struct { i32 *v; size_t n, cap; } Vec;
+typedef struct { i64 *v; size_t n, cap; } Vec64;
+
+static inline int vec_reserve(Vec *a, size_t extra)
+{
+    return a->n + extra <= a->cap ? 0 : grow((void **)&a->v, &a->cap, a->n + extra, sizeof *a->v);
+}
+
+static inline int vec64_reserve(Vec64 *a, size_t extra)
+{
+    return a->n + extra <= a->cap ? 0 : grow((void **)&a->v, &a->cap, a->n + extra, sizeof *a->v);
+}
 
 /* ------------------------------------------------------------------ byte rows */
 
@@ -79,10 +114,12 @@ static inline unsigned char *code_run(unsigned char *c, int lo, int hi, i32 targ
 }
 
 PyObject *py_runs(PyObject *self, PyObject *args);
+PyObject *py_run_arrays(PyObject *self, PyObject *args);
 PyObject *py_suffix_code(PyObject *self, PyObject *args);
 PyObject *py_byte_classes(PyObject *self, PyObject *args);
 PyObject *py_json_string(PyObject *self, PyObject *args);
 PyObject *py_except_runs(PyObject *self, PyObject *args); /* _keys.c */
+PyObject *py_determinize(PyObject *self, PyObject *args); /* _determinize.c */
 extern PyTypeObject WalkerType; /* _views.c */
 
 #endif

@@ -19,17 +19,14 @@
 #define MAX_CODE_POINT 0x10FFFF
 
 typedef struct { i32 ch, first, last, next; uint8_t end; } Node;  /* ch: the character leading to it */
-typedef struct { Node *at; i64 n, cap; } Trie;
+typedef struct { Node *at; i64 n; size_t cap; } Trie;
 
 /* A new node, the last child of `parent` (none for the root); -1 with an exception set. */
 static i32 trie_node(Trie *t, i32 parent, i32 ch)
 {
-    if (t->n == t->cap) {
-        i64 cap = t->cap ? 2 * t->cap : 256;
-        Node *more = realloc(t->at, (size_t)cap * sizeof(Node));
-        if (!more) { PyErr_NoMemory(); return -1; }
-        t->at = more;
-        t->cap = cap;
+    if ((size_t)t->n == t->cap && grow((void **)&t->at, &t->cap, (size_t)t->n + 1, sizeof(Node)) < 0) {
+        PyErr_NoMemory();
+        return -1;
     }
     i32 q = (i32)t->n++;
     t->at[q] = (Node){ch, -1, -1, -1, 0};
@@ -62,7 +59,8 @@ static int trie_words(Trie *t, PyObject *words)
     Py_ssize_t count = PySequence_Fast_GET_SIZE(words);
     PyObject **items = PySequence_Fast_ITEMS(words), *prev = NULL;
     i32 *path = NULL;  /* path[i]: the node after the previous word's first i characters */
-    Py_ssize_t path_cap = 0, depth = 0;
+    size_t path_cap = 0;
+    Py_ssize_t depth = 0;
     if (trie_node(t, -1, -1) < 0) return -1;
     for (Py_ssize_t w = 0; w < count; w++) {
         PyObject *word = items[w];
@@ -83,11 +81,9 @@ static int trie_words(Trie *t, PyObject *words)
                 goto fail;
             }
         }
-        if (n + 1 > path_cap) {
-            path_cap = 2 * (n + 1);
-            i32 *more = realloc(path, (size_t)path_cap * sizeof(i32));
-            if (!more) { PyErr_NoMemory(); goto fail; }
-            path = more;
+        if ((size_t)n + 1 > path_cap && grow((void **)&path, &path_cap, (size_t)n + 1, sizeof(i32)) < 0) {
+            PyErr_NoMemory();
+            goto fail;
         }
         path[0] = 0;
         for (Py_ssize_t i = common; i < n; i++)

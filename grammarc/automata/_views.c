@@ -1,6 +1,7 @@
 /* grammarc.automata._core, part 2: read-only views of a finished DFA for Python.
  *
- * runs        - a DFA's transitions as byte runs per state (grammarc.automata.dfa.DFA._runs);
+ * runs        - a DFA's transitions as byte runs per state (grammarc.automata.dfa.DFA._runs),
+ *               as lists or as arrays (run_arrays: DFA._run_arrays);
  * suffix_code - the canonical code of the language accepted from one state
  *               (grammarc.automata.suffix.suffix_key);
  * byte_classes - a byte table's columns merged into classes (grammarc.automata.dfa.byte_classes);
@@ -77,6 +78,39 @@ PyObject *py_runs(PyObject *self, PyObject *args)
     }
 done:
     free(r);
+    PyBuffer_Release(&trans);
+    return out;
+}
+
+/* The same runs as arrays: (ptr, runs), bytes of int64 [n + 1] and int32 [m, 3] (lo, hi,
+ * target), state q's runs runs[ptr[q]:ptr[q + 1]] (DFA._run_arrays: what nfa._NFA.embed
+ * gives determinize, read there without a Python object per run). */
+PyObject *py_run_arrays(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *o_trans, *out = NULL;
+    Py_buffer trans = {0};
+    Runs *r = NULL;
+    Vec runs = {0};
+    i64 *ptr = NULL;
+    if (!PyArg_ParseTuple(args, "O", &o_trans))
+        return NULL;
+    Py_ssize_t n = get_byte_table(o_trans, &trans, "run_arrays");
+    if (n < 0) return NULL;
+    if (!(r = malloc(sizeof *r)) || !(ptr = malloc(((size_t)n + 1) * sizeof *ptr))) { PyErr_NoMemory(); goto done; }
+    ptr[0] = 0;
+    for (Py_ssize_t q = 0; q < n; q++) {
+        if (runs_of_row((const i32 *)trans.buf + q * 256, n, r, "run_arrays") < 0) goto done;
+        if (vec_reserve(&runs, 3 * (size_t)r->m) < 0) { PyErr_NoMemory(); goto done; }
+        for (int j = 0; j < r->m; j++) {
+            runs.v[runs.n++] = r->lo[j]; runs.v[runs.n++] = r->hi[j]; runs.v[runs.n++] = r->target[j];
+        }
+        ptr[q + 1] = (i64)runs.n / 3;
+    }
+    out = Py_BuildValue("(y#y#)", (const char *)ptr, (Py_ssize_t)(n + 1) * 8, runs.v ? (const char *)runs.v : "",
+                        (Py_ssize_t)runs.n * 4);
+done:
+    free(r); free(ptr); free(runs.v);
     PyBuffer_Release(&trans);
     return out;
 }

@@ -171,6 +171,13 @@ class DFA:
         return np.cumsum(cut).astype(np.uint8).tobytes()
 
     @cached_property
+    def _run_arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """`_runs` of a dense table as arrays (ptr int64 [n + 1], runs int32 [m, 3] of lo, hi,
+        target; state q's runs[ptr[q]:ptr[q + 1]]): what an NFA embeds it with (nfa._NFA)."""
+        ptr, runs = _core.run_arrays(self.dense_table)
+        return np.frombuffer(ptr, dtype=np.int64), np.frombuffer(runs, dtype=np.int32).reshape(-1, 3)
+
+    @cached_property
     def _runs(self) -> list[list[tuple[int, int, int]]]:
         """Per state, maximal byte runs (lo, hi, target) with the same live target."""
         if isinstance(self.trans, np.ndarray) and self.trans.dtype == np.int32:

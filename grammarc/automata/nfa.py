@@ -27,12 +27,18 @@ __all__ = ["from_regex", "from_ast"]
 # ---------------------------------------------------------------------------- NFA
 
 
+_NO_EDGES: list = []  # the edge list of an embedded table's states (see _NFA)
+
+
 class _NFA:
     """Thompson-style NFA over byte ranges, with assertion edges for ^ and $.
 
-    An embedded DFA's states (`embed`) share the DFA's own edge lists, whose targets are
-    its state numbers: for a state in one of the ``embedded`` ranges (first, past), a
-    target t means state ``first + t``. Those lists are never appended to.
+    An embedded DFA's states (`embed`) are given by the DFA's run arrays (`DFA._run_arrays`,
+    made once per DFA, read in C without a Python object per run): for a state q in one of
+    the ``embedded`` ranges (first, past, ptr, runs), its edges are runs[ptr[q - first]:
+    ptr[q - first + 1]], where a target t means state ``first + t``, and its edge list is
+    the shared empty `_NO_EDGES` (never appended to). A DFA with a compact table shares its
+    own edge lists instead (`DFA._runs`, targets relative too), the range (first, past).
     """
 
     __slots__ = ("edges", "eps", "bol", "eol", "embedded", "limit", "what")
@@ -42,7 +48,7 @@ class _NFA:
         self.eps: list[list[int]] = []
         self.bol: dict[int, list[int]] = {}
         self.eol: dict[int, list[int]] = {}
-        self.embedded: list[tuple[int, int]] = []
+        self.embedded: list[tuple] = []
         self.limit = limit
         self.what = what
 
@@ -137,9 +143,13 @@ class _NFA:
             raise StateBudgetExceeded(
                 f"{self.what} is too large: its NFA needs more than {self.limit} states"
             )
-        self.edges.extend(d._runs)  # shared, not copied: targets are relative to base
+        if d.dense_table is not None:  # its runs as arrays, shared: read by the core as they are
+            self.edges.extend([_NO_EDGES] * d.n_states)
+            self.embedded.append((base, base + d.n_states, *d._run_arrays))
+        else:  # a compact table: its runs' lists, shared, not copied
+            self.edges.extend(d._runs)
+            self.embedded.append((base, base + d.n_states))
         self.eps.extend([[] for _ in range(d.n_states)])
-        self.embedded.append((base, base + d.n_states))
         e = self.new()
         for q in d.accepting:
             self.eps[base + q].append(e)

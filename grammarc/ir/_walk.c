@@ -6,6 +6,11 @@
  * passing  - each rule's references in order of first use (depth first, left to right) and the
  *            rules holding any! themselves, when every node passes every check of
  *            check._check_rule; None when one may not (check._passing_refs).
+ * references - the names one expression refers to (grammarc.ir.nodes.references: the front
+ *            ends' passes ask it of every rule).
+ * shape    - an expression's shape: equal exactly for trees equal up to the names their
+ *            references carry (the JSON Schema front end's sharing._Shapes, which compares
+ *            rule bodies by it).
  *
  * Nodes are read by their exact class (the IR's ten classes, given in this order: Seq, Alt,
  * Repeat, Except, Literal, Substrings, Ref, Regex, JsonStringExcept, AnyToken); a node of a
@@ -19,7 +24,7 @@
 
 enum { SEQ, ALT, REPEAT, EXCEPT, LITERAL, SUBSTRINGS, REF, REGEX, JSON_EXCEPT, ANY_TOKEN, N_CLASSES };
 
-static PyObject *s_items, *s_item, *s_text, *s_name, *s_min, *s_max, *s_mode, *s_pattern, *s_words;
+static PyObject *s_items, *s_item, *s_text, *s_name, *s_min, *s_max, *s_mode, *s_pattern, *s_words, *s_limit;
 
 static int kind_of(PyObject *node, PyObject *const *classes)
 {
@@ -257,6 +262,208 @@ done:
     return result;
 }
 
+/* references(expr, classes, children) -> the names `expr` refers to, once per reference, in
+ * the order of a stack walk that pushes a node's items first to last (the Python oracle's,
+ * tests/check_reference.py). A node of another class is opened by `children`, and is a
+ * reference itself when it is an instance of Ref. */
+static PyObject *references(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *expr, *classes, *children, *keep = NULL, *out = NULL;
+    if (!PyArg_ParseTuple(args, "OO!O", &expr, &PyTuple_Type, &classes, &children))
+        return NULL;
+    if (PyTuple_GET_SIZE(classes) != N_CLASSES) {
+        PyErr_SetString(PyExc_ValueError, "references: the IR's ten classes are needed");
+        return NULL;
+    }
+    PyObject *const *cls = &PyTuple_GET_ITEM(classes, 0);
+    Stack s = {0};
+    /* keep: every node's children, alive until the walk ends (a children callable may run
+     * Python code that replaces another node's fields) */
+    if (!(out = PyList_New(0)) || !(keep = PyList_New(0)) || stack_push(&s, expr, 0) < 0) goto fail;
+    while (s.n) {
+        PyObject *node = s.node[--s.n], *below;
+        int kind = kind_of(node, cls);
+        if (kind == REF || (kind < 0 && PyObject_IsInstance(node, cls[REF]) > 0)) {
+            PyObject *name = PyObject_GetAttr(node, s_name);
+            int bad = !name || PyList_Append(out, name) < 0;
+            Py_XDECREF(name);
+            if (bad) goto fail;
+        }
+        if (PyErr_Occurred()) goto fail;  /* from PyObject_IsInstance */
+        if (kind == SEQ || kind == ALT) below = PyObject_GetAttr(node, s_items);
+        else if (kind == REPEAT || kind == EXCEPT) below = PyObject_GetAttr(node, s_item);
+        else if (kind < 0) below = PyObject_CallOneArg(children, node);
+        else continue;  /* a leaf */
+        if (below && PyList_Check(below)) Py_SETREF(below, PyList_AsTuple(below));  /* a copy no code can change */
+        if (!below) goto fail;
+        int bad = PyList_Append(keep, below) < 0;
+        if (!bad && (kind == REPEAT || kind == EXCEPT)) {
+            bad = stack_push(&s, below, 0) < 0;
+        } else if (!bad && !PyTuple_Check(below)) {
+            PyErr_SetString(PyExc_TypeError, "references: an IR node's children are not a tuple");
+            bad = 1;
+        } else if (!bad) {
+            for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(below) && !bad; i++)
+                bad = stack_push(&s, PyTuple_GET_ITEM(below, i), 0) < 0;
+        }
+        Py_DECREF(below);
+        if (bad) goto fail;
+    }
+    free(s.node); free(s.depth);
+    Py_DECREF(keep);
+    return out;
+fail:
+    free(s.node); free(s.depth);
+    Py_XDECREF(keep); Py_XDECREF(out);
+    return NULL;
+}
+
+/* What a shape walk fills: the table numbering composite shapes, the references in walk
+ * order (`used`), the names inside opaque nodes (a set), the terminals in order; `refs`
+ * gives an opaque node's references. */
+typedef struct { PyObject *const *cls; PyObject *table, *used, *opaque, *terminals, *refs, *ref; } Shaper;
+
+/* A new tuple of `n` new references (each NULL-checked: a NULL fails the whole, the others released). */
+static PyObject *pack_new(Py_ssize_t n, PyObject **parts)
+{
+    PyObject *t = NULL;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (!parts[i]) goto fail;
+    if (!(t = PyTuple_New(n))) goto fail;
+    for (Py_ssize_t i = 0; i < n; i++) PyTuple_SET_ITEM(t, i, parts[i]);
+    return t;
+fail:
+    for (Py_ssize_t i = 0; i < n; i++) Py_XDECREF(parts[i]);
+    return NULL;
+}
+
+static int append_attr(PyObject *list, PyObject *node, PyObject *attr)
+{
+    PyObject *value = PyObject_GetAttr(node, attr);
+    int rc = value ? PyList_Append(list, value) : -1;
+    Py_XDECREF(value);
+    return rc;
+}
+
+static PyObject *shape_of(Shaper *x, PyObject *expr);
+
+/* The number of a composite shape's `key` (stolen) in the table: the one it has, or the next. */
+static PyObject *numbered(Shaper *x, PyObject *key)
+{
+    if (!key) return NULL;
+    PyObject *found = PyDict_GetItemWithError(x->table, key);
+    if (found) { Py_DECREF(key); return Py_NewRef(found); }
+    if (PyErr_Occurred() || !(found = PyLong_FromSsize_t(PyDict_GET_SIZE(x->table)))
+        || PyDict_SetItem(x->table, key, found) < 0) {
+        Py_DECREF(key); Py_XDECREF(found);
+        return NULL;
+    }
+    Py_DECREF(key);
+    return found;
+}
+
+static PyObject *shape_body(Shaper *x, PyObject *expr)
+{
+    PyObject *const *cls = x->cls;
+    int kind = kind_of(expr, cls);
+    switch (kind) {
+    case SEQ: case ALT: {  /* (class, the items' shapes...), numbered */
+        PyObject *items = PyObject_GetAttr(expr, s_items), *key = NULL;
+        if (!items) return NULL;
+        if (!PyTuple_Check(items)) {
+            PyErr_SetString(PyExc_TypeError, "shape: an IR node's items are not a tuple");
+        } else if ((key = PyTuple_New(PyTuple_GET_SIZE(items) + 1))) {
+            PyTuple_SET_ITEM(key, 0, Py_NewRef(cls[kind]));
+            for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(items); i++) {
+                PyObject *part = shape_of(x, PyTuple_GET_ITEM(items, i));
+                if (!part) { Py_CLEAR(key); break; }
+                PyTuple_SET_ITEM(key, i + 1, part);
+            }
+        }
+        Py_DECREF(items);
+        return numbered(x, key);
+    }
+    case REPEAT: {  /* (Repeat, the item's shape, min, max): not numbered */
+        PyObject *item = PyObject_GetAttr(expr, s_item);
+        PyObject *parts[4] = {Py_NewRef(cls[REPEAT]), item ? shape_of(x, item) : NULL, NULL, NULL};
+        Py_XDECREF(item);
+        if (parts[1] && (parts[2] = PyObject_GetAttr(expr, s_min)))
+            parts[3] = PyObject_GetAttr(expr, s_max);
+        return pack_new(4, parts);
+    }
+    case EXCEPT: {  /* of a reference: (Except, -1, limit), numbered; of anything else: opaque */
+        PyObject *item = PyObject_GetAttr(expr, s_item);
+        if (!item) return NULL;
+        int of_ref = kind_of(item, cls) == REF;
+        int bad = of_ref && append_attr(x->used, item, s_name) < 0;
+        Py_DECREF(item);
+        if (bad) return NULL;
+        if (!of_ref) break;
+        PyObject *parts[3] = {Py_NewRef(cls[EXCEPT]), Py_NewRef(x->ref), PyObject_GetAttr(expr, s_limit)};
+        return numbered(x, pack_new(3, parts));
+    }
+    case REF:
+        return append_attr(x->used, expr, s_name) < 0 ? NULL : Py_NewRef(x->ref);
+    case LITERAL: case SUBSTRINGS: {
+        PyObject *parts[2] = {Py_NewRef(cls[kind]), PyObject_GetAttr(expr, s_text)};
+        return pack_new(2, parts);
+    }
+    case REGEX: {
+        if (PyList_Append(x->terminals, expr) < 0) return NULL;
+        PyObject *parts[3] = {Py_NewRef(cls[REGEX]), PyObject_GetAttr(expr, s_pattern), NULL};
+        if (parts[1]) parts[2] = PyObject_GetAttr(expr, s_mode);
+        return pack_new(3, parts);
+    }
+    case JSON_EXCEPT: {
+        if (PyList_Append(x->terminals, expr) < 0) return NULL;
+        PyObject *parts[2] = {Py_NewRef(cls[JSON_EXCEPT]), PyObject_GetAttr(expr, s_words)};
+        return pack_new(2, parts);
+    }
+    case ANY_TOKEN:
+        return PyTuple_Pack(1, cls[ANY_TOKEN]);
+    default:
+        break;
+    }
+    /* opaque (a class of its own, an except! of something but a reference): (None, expr),
+     * its references kept apart */
+    PyObject *names = PyObject_CallOneArg(x->refs, expr), *it = names ? PyObject_GetIter(names) : NULL, *name;
+    Py_XDECREF(names);
+    if (!it) return NULL;
+    while ((name = PyIter_Next(it))) {
+        int bad = PySet_Add(x->opaque, name) < 0;
+        Py_DECREF(name);
+        if (bad) break;
+    }
+    Py_DECREF(it);
+    return PyErr_Occurred() ? NULL : PyTuple_Pack(2, Py_None, expr);
+}
+
+static PyObject *shape_of(Shaper *x, PyObject *expr)
+{
+    if (Py_EnterRecursiveCall(" while reading a rule's shape")) return NULL;
+    PyObject *shape = shape_body(x, expr);
+    Py_LeaveRecursiveCall();
+    return shape;
+}
+
+/* shape(expr, classes, table, used, opaque, terminals, references, ref) -> the shape of `expr` */
+static PyObject *shape(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *expr, *classes;
+    Shaper x;
+    if (!PyArg_ParseTuple(args, "OO!O!O!O!O!OO", &expr, &PyTuple_Type, &classes, &PyDict_Type, &x.table,
+                          &PyList_Type, &x.used, &PySet_Type, &x.opaque, &PyList_Type, &x.terminals, &x.refs, &x.ref))
+        return NULL;
+    if (PyTuple_GET_SIZE(classes) != N_CLASSES) {
+        PyErr_SetString(PyExc_ValueError, "shape: the IR's ten classes are needed");
+        return NULL;
+    }
+    x.cls = &PyTuple_GET_ITEM(classes, 0);
+    return shape_of(&x, expr);
+}
+
 static PyMethodDef methods[] = {
     {"too_deep", too_deep, METH_VARARGS,
      "too_deep(rules, classes, children, max_depth) -> the index of the first rule nesting expressions deeper "
@@ -266,6 +473,14 @@ static PyMethodDef methods[] = {
      "passing(rules, classes, modes, defined, max_depth) -> (refs, token_level) | None: each rule's references "
      "in order of first use and the rules holding any!, when every node passes check._check_rule's checks; None "
      "when one may not."},
+    {"references", references, METH_VARARGS,
+     "references(expr, classes, children) -> list of the names `expr` refers to, once per reference (classes: the "
+     "IR's ten, see the module's comment; children: opens a node of any other class)."},
+    {"shape", shape, METH_VARARGS,
+     "shape(expr, classes, table, used, opaque, terminals, references, ref) -> the shape of `expr` (see "
+     "frontends/jsonschema/sharing.py's _Shapes): composite shapes numbered in `table` (a dict), references "
+     "appended to `used` in walk order (each shaped as `ref`), an opaque node's `references(node)` added to the "
+     "set `opaque`, Regex and JsonStringExcept terminals appended to `terminals` in order."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -276,9 +491,10 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__walk(void)
 {
-    static const char *names[] = {"items", "item", "text", "name", "min", "max", "mode", "pattern", "words"};
-    PyObject **slots[] = {&s_items, &s_item, &s_text, &s_name, &s_min, &s_max, &s_mode, &s_pattern, &s_words};
-    for (int i = 0; i < 9; i++)
+    static const char *names[] = {"items", "item", "text", "name", "min", "max", "mode", "pattern", "words", "limit"};
+    PyObject **slots[] = {&s_items, &s_item, &s_text, &s_name, &s_min, &s_max, &s_mode, &s_pattern, &s_words,
+                          &s_limit};
+    for (int i = 0; i < 10; i++)
         if (!*slots[i] && !(*slots[i] = PyUnicode_InternFromString(names[i]))) return NULL;
     return PyModule_Create(&module);
 }

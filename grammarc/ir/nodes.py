@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, fields
 from typing import Iterator, Literal as TypingLiteral, Mapping, Union
 
 from grammarc.allocation import slot_init
+from grammarc.ir import _walk
 from grammarc.errors import Span
 
 RegexMode = TypingLiteral["match", "early", "complement"]
@@ -171,6 +172,8 @@ class Except(_Node):
 Expr = Union[Literal, Regex, Substrings, JsonStringExcept, Ref, Seq, Alt, Repeat, AnyToken, Except]
 EXPR_TYPES = (Literal, Regex, Substrings, JsonStringExcept, Ref, Seq, Alt, Repeat, AnyToken, Except)
 _LEAVES = frozenset((Literal, Regex, Substrings, JsonStringExcept, Ref, AnyToken))
+# the IR's classes in the order the compiled walks read them (grammarc/ir/_walk.c)
+_CLASSES = (Seq, Alt, Repeat, Except, Literal, Substrings, Ref, Regex, JsonStringExcept, AnyToken)
 
 
 def children(expr: Expr) -> tuple[Expr, ...]:
@@ -205,24 +208,25 @@ def walk(expr: Expr) -> Iterator[Expr]:
 
 
 def references(expr: Expr) -> list[str]:
-    """The rule names `expr` refers to, once per reference, in no particular order (a loop
-    of its own: front ends and checks ask it of every rule, some of them more than once)."""
-    out = []
-    stack = [expr]
-    while stack:
-        node = stack.pop()
-        kind = type(node)
-        if kind is Ref:
-            out.append(node.name)
-        elif kind is Seq or kind is Alt:
-            stack.extend(node.items)
-        elif kind is Repeat or kind is Except:
-            stack.append(node.item)
-        elif kind not in _LEAVES:  # a subclass
-            if isinstance(node, Ref):
-                out.append(node.name)
-            stack.extend(children(node))
-    return out
+    """The rule names `expr` refers to, once per reference, in no particular order (a walk
+    of its own, in the compiled core: front ends and checks ask it of every rule, some of
+    them more than once; its oracle is tests/check_reference.py's `references`)."""
+    return _walk.references(expr, _CLASSES, children)
+
+
+def shape(expr: Expr, table: dict, used: list[str], opaque: set[str], terminals: list[Expr]) -> object:
+    """The shape of `expr`: equal shapes exactly for trees equal up to the names their
+    references carry (the JSON Schema front end merges rules by it, sharing._Shapes). A
+    leaf's shape is its class and fields, a repetition's its class, its item's shape and its
+    bounds, a reference's -1; a sequence's, an alternation's and an ``except!`` of a
+    reference's a number: its class and its parts' shapes looked up in `table` (hash-consing),
+    so a shape hashes and compares in about constant time. The walk appends the names
+    referred to to `used` in walk order (depth first, left to right) and the Regex and
+    ``json_string_except!`` terminals to `terminals` in order; any other node (a class of its
+    own, an ``except!`` of something but a reference) is *opaque*: its shape is ``(None,
+    node)``, its references added to `opaque`. In the compiled core (``_walk.shape``); its
+    oracle is tests/check_reference.py's `shape`."""
+    return _walk.shape(expr, _CLASSES, table, used, opaque, terminals, references, -1)
 
 
 @dataclass(frozen=True, eq=False)
