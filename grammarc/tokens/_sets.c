@@ -176,9 +176,11 @@ static int or_set(uint32_t *a, Py_ssize_t n_acc, const SetObject *set, const cha
 /* PackedSet(bits, words, count): the storage of a TokenSet (grammarc/tokens/token_set.py,
  * its subclass): `bits` the uint32 words of the set (every word: dense; or only its
  * non-zero ones), `words` None (dense) or the intp numbers of those words, both as bytes
- * (any buffer is copied into bytes), `count` its tokens. Immutable, and not tracked by the
- * garbage collector: it holds bytes only, so it is in no cycle, and a new schema's walks
- * keep thousands. Sizes are checked where the set is used (`or_into`, `union_sets`). */
+ * (any buffer is copied into bytes), `count` its tokens. Immutable; it holds bytes only, so
+ * it is in no cycle and needs no part in garbage collection (TokenSet, a class defined in
+ * Python, is tracked all the same, as every instance of such a class is). Made and OR-ed
+ * without NumPy: a new schema's walks make thousands. Sizes are checked where the set is
+ * used (`or_into`, `union_sets`). */
 static PyObject *as_bytes(PyObject *value, const char *what) {
     if (PyBytes_CheckExact(value)) return Py_NewRef(value);
     PyObject *out = PyBytes_FromObject(value);

@@ -17,12 +17,13 @@ class TokenSet(_scan.PackedSet):
     Dense sets keep every word (`words` is None); sparse ones keep only their non-zero
     words, so OR-ing a handful of tokens touches a handful of words, not the vocabulary.
     The words are kept as bytes in the compiled core's `PackedSet` (`packed_bits`,
-    `packed_words`): immutable, compared by identity, and not tracked by the garbage
-    collector (a new schema's walks keep thousands of sets). ``TokenSet(bits, words,
-    count)``: any buffers, copied into bytes unless they are bytes.
+    `packed_words`): immutable, compared by identity, made and OR-ed without NumPy (a new
+    schema's walks make thousands of sets; `bits` and `words` are views for tests and
+    reports). ``TokenSet(bits, words, count)``: any buffers, copied into bytes unless they
+    are bytes.
     """
 
-    __slots__ = ()  # nothing of its own: instances stay out of the garbage collector's sight
+    __slots__ = ()  # no __dict__: everything is in the PackedSet
 
     @property
     def bits(self) -> np.ndarray:
