@@ -17,7 +17,7 @@
  *
  * Counts and lengths are 8 bytes little-endian. `repr` of the same value (what the key used to
  * hash) cost ~0.34 ms for a MaskBench schema's grammar, ~13% of compiling it; this is one pass
- * in C. The Python version of the code is the test oracle (tests/test_compiled_cache.py).
+ * in C. The Python version of the code is the test oracle (tests/test_grammar_key.py).
  * Nodes nest at most MAX_NESTING deep (check_depth refuses grammars past 200 first). */
 
 #define PY_SSIZE_T_CLEAN
