@@ -13,7 +13,10 @@ counting, memos dropped past the limit without changing an answer, precise error
 from __future__ import annotations
 
 import gc
+import random
+import sys
 import weakref
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -170,6 +173,34 @@ def test_forgetting_the_memos_changes_no_answer(monkeypatch):
         items, ref_items = _step_both(compiled, core, oracle, items, ref_items, bytes([b]), None)
         assert core._memo_sizes["levels"] <= 4
     assert core._memo_sizes["vertices"] < oracle.work["vertices"]
+
+
+def test_threads_share_one_core():
+    """Threads stepping one grammar's shared core agree with the oracle read alone, with
+    collections forced often (a collection may run Python code and let another thread in
+    between the core's allocations)."""
+    grammar = Grammar.from_ebnf(r"start ::= e start 'a' | e 'b' start | 'b'; e ::= '' | 'a';")
+    compiled = grammar.compile()
+    rng = random.Random(7)
+    texts = ["".join(rng.choice("ab") for _ in range(rng.randrange(1, 24))) for _ in range(60)]
+    oracle = ref.ParserCore(compiled)
+    expected = []
+    for text in texts:
+        items = ref.initial(oracle)
+        for b in text.encode():
+            items = ref.step(oracle, compiled.terminals, items, bytes([b]))
+        expected.append(bool(items) and ref.complete(oracle, compiled.terminals, items))
+    interval, thresholds = sys.getswitchinterval(), gc.get_threshold()
+    sys.setswitchinterval(1e-6)
+    gc.set_threshold(5, 1, 1)
+    try:
+        with ThreadPoolExecutor(8) as pool:
+            for _ in range(3):
+                gss.parser_core(compiled)._forget()
+                assert list(pool.map(lambda t: Recognizer(compiled).accepts(t), texts)) == expected
+    finally:
+        sys.setswitchinterval(interval)
+        gc.set_threshold(*thresholds)
 
 
 def test_errors_are_precise():

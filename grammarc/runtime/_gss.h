@@ -62,6 +62,8 @@ typedef struct {
 
 typedef struct {
     PyObject *walker; /* terminal.dfa._walker, or NULL until read */
+    char *accept;     /* terminal.dfa.accept, a byte per DFA state (owned) */
+    Py_ssize_t n_accept;
     long limit;       /* token_limit, -1: none */
     char any_token, loaded;
 } TermInfo;
@@ -104,7 +106,9 @@ PyObject *core_openings(Core *c, Level *level);         /* borrowed (kept on the
 int core_shift_of(Core *c, int state, int t);           /* -1: none */
 
 /* _step.c */
-PyObject *py_step(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *py_step(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
 PyObject *py_initial(PyObject *self, PyObject *arg);
+PyObject *py_complete(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+void free_term_info(TermInfo *info, Py_ssize_t n);
 
 #endif

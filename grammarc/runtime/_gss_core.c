@@ -347,7 +347,10 @@ static int core_clear(Core *c) {
     Py_CLEAR(c->pure);
     Py_CLEAR(c->shiftable);
     Py_CLEAR(c->terms_seq);
-    for (Py_ssize_t i = 0; i < c->n_info; i++) Py_CLEAR(c->info[i].walker);
+    TermInfo *info = c->info;
+    Py_ssize_t n = c->n_info;
+    c->info = NULL, c->n_info = 0;
+    free_term_info(info, n);
     return 0;
 }
 
@@ -358,7 +361,6 @@ static void core_dealloc(Core *c) {
     table_clear(&c->by_vertices);
     Py_CLEAR(c->root_level);
     Py_CLEAR(c->root);
-    PyMem_Free(c->info);
     PyMem_Free(c->shift_off), PyMem_Free(c->shift), PyMem_Free(c->goto_off), PyMem_Free(c->gotos);
     PyMem_Free(c->red_off), PyMem_Free(c->red), PyMem_Free(c->las), PyMem_Free(c->own_off), PyMem_Free(c->own);
     PyMem_Free(c->has_reduce);
@@ -380,9 +382,11 @@ PyTypeObject CoreType = {
 };
 
 static PyMethodDef module_methods[] = {
-    {"step", (PyCFunction)(void (*)(void))py_step, METH_VARARGS | METH_KEYWORDS,
+    {"step", (PyCFunction)(void (*)(void))py_step, METH_FASTCALL | METH_KEYWORDS,
      "step(core, terminals, items, data, *, tokens=None): the items after data (see stepping.py)."},
     {"initial", (PyCFunction)py_initial, METH_O, "initial(core): the items before any text (see stepping.py)."},
+    {"complete", (PyCFunction)(void (*)(void))py_complete, METH_FASTCALL,
+     "complete(core, terminals, items): whether the text of items is complete (see stepping.py)."},
     {NULL},
 };
 

@@ -5,43 +5,81 @@
 #include "_gss.h"
 #include <string.h>
 
-/* the terminal's walker, any! flag and token limit, read once per core and terminals */
-static TermInfo *term_info(Core *c, PyObject *terminals, int t) {
-    if (c->terms_seq != terminals) {
+/* The terminals' walkers, any! flags and token limits, read on first use into `info`: the
+ * core's own array for the terminals it first stepped with (compiled.terminals, kept until the
+ * core goes: never reallocated, so no pointer into it goes stale when another thread steps
+ * meanwhile), or a call's own array for any other sequence. */
+static int term_infos(Core *c, PyObject *terminals, TermInfo **info, Py_ssize_t *n_info) {
+    if (!c->terms_seq) {
         Py_ssize_t n = PySequence_Length(terminals);
-        if (n < 0) return NULL;
-        TermInfo *info = PyMem_Calloc((size_t)(n ? n : 1), sizeof(TermInfo));
-        if (!info) { PyErr_NoMemory(); return NULL; }
-        for (Py_ssize_t i = 0; i < c->n_info; i++) Py_XDECREF(c->info[i].walker);
-        PyMem_Free(c->info);
-        c->info = info, c->n_info = n;
-        Py_XSETREF(c->terms_seq, Py_NewRef(terminals));
+        if (n < 0) return -1;
+        TermInfo *made = PyMem_Calloc((size_t)(n ? n : 1), sizeof(TermInfo));
+        if (!made) { PyErr_NoMemory(); return -1; }
+        c->info = made, c->n_info = n, c->terms_seq = Py_NewRef(terminals);
     }
-    if (t < 0 || t >= c->n_info) { PyErr_Format(PyExc_IndexError, "no terminal %d", t); return NULL; }
-    TermInfo *ti = &c->info[t];
+    if (c->terms_seq == terminals) {
+        *info = c->info, *n_info = c->n_info;
+        return 0;
+    }
+    Py_ssize_t n = PySequence_Length(terminals);
+    if (n < 0) return -1;
+    if (!(*info = PyMem_Calloc((size_t)(n ? n : 1), sizeof(TermInfo)))) { PyErr_NoMemory(); return -1; }
+    *n_info = n;
+    return 0;
+}
+
+void free_term_info(TermInfo *info, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; info && i < n; i++) Py_XDECREF(info[i].walker), PyMem_Free(info[i].accept);
+    PyMem_Free(info);
+}
+
+static void free_infos(Core *c, TermInfo *info, Py_ssize_t n) {
+    if (info != c->info) free_term_info(info, n);
+}
+
+/* a copy of a DFA's accepting flags (one byte each: NumPy bool) */
+static char *read_accept(PyObject *dfa, Py_ssize_t *n) {
+    PyObject *accept = PyObject_GetAttrString(dfa, "accept");
+    if (!accept) return NULL;
+    Py_buffer view;
+    char *out = NULL;
+    if (PyObject_GetBuffer(accept, &view, PyBUF_C_CONTIGUOUS) == 0) {
+        if (view.itemsize != 1) PyErr_SetString(PyExc_TypeError, "a DFA's accept must hold one byte per state");
+        else if ((out = PyMem_Malloc((size_t)(view.len ? view.len : 1)))) memcpy(out, view.buf, (size_t)view.len);
+        else PyErr_NoMemory();
+        *n = view.len;
+        PyBuffer_Release(&view);
+    }
+    Py_DECREF(accept);
+    return out;
+}
+
+static TermInfo *term_info(PyObject *terminals, TermInfo *info, Py_ssize_t n_info, int t) {
+    if (t < 0 || t >= n_info) { PyErr_Format(PyExc_IndexError, "no terminal %d", t); return NULL; }
+    TermInfo *ti = &info[t];
     if (ti->loaded) return ti;
     PyObject *term = PySequence_GetItem(terminals, t);
     if (!term) return NULL;
     PyObject *any = PyObject_GetAttrString(term, "any_token");
     PyObject *limit = any ? PyObject_GetAttrString(term, "token_limit") : NULL;
     PyObject *dfa = limit ? PyObject_GetAttrString(term, "dfa") : NULL;
-    PyObject *walker = dfa ? PyObject_GetAttrString(dfa, "_walker") : NULL;
+    PyObject *walker = dfa ? PyObject_GetAttrString(dfa, "_walker") : NULL; /* may run Python code */
+    Py_ssize_t n_accept = 0;
+    char *accept = walker ? read_accept(dfa, &n_accept) : NULL;
     Py_DECREF(term);
-    int ok = walker != NULL;
+    int ok = accept != NULL;
     if (ok) {
         int a = PyObject_IsTrue(any);
         long l = limit == Py_None ? -1 : PyLong_AsLong(limit);
         if (a < 0 || (l == -1 && PyErr_Occurred())) ok = 0;
-        else if (c->terms_seq == terminals && c->n_info > t && !c->info[t].loaded) { /* may have changed meanwhile */
-            ti = &c->info[t];
+        else if (!ti->loaded) { /* else another thread read it meanwhile */
             ti->walker = Py_NewRef(walker), ti->any_token = (char)a, ti->limit = l, ti->loaded = 1;
-        } else {
-            ok = 0;
-            PyErr_SetString(PyExc_RuntimeError, "the terminals changed while being read");
+            ti->accept = accept, ti->n_accept = n_accept, accept = NULL;
         }
     }
+    PyMem_Free(accept);
     Py_XDECREF(any), Py_XDECREF(limit), Py_XDECREF(dfa), Py_XDECREF(walker);
-    return ok ? &c->info[t] : NULL;
+    return ok ? ti : NULL;
 }
 
 typedef struct {
@@ -101,18 +139,27 @@ static int parse_item(PyObject *item, BItem *out) {
     return PyErr_Occurred() ? -1 : 0;
 }
 
-PyObject *py_step(PyObject *self, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"core", "terminals", "items", "data", "tokens", NULL};
+PyObject *py_step(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    /* step(core, terminals, items, data, *, tokens=None), parsed by hand: a call per token */
     PyObject *core, *terminals, *items, *data, *tokens = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!OOO|$O", kwlist, &CoreType, &core, &terminals, &items, &data,
-                                     &tokens))
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    if (nargs != 4 || nkw > 1 || (nkw && !PyUnicode_Check(PyTuple_GET_ITEM(kwnames, 0))) ||
+        (nkw && PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, 0), "tokens"))) {
+        PyErr_SetString(PyExc_TypeError, "step(core, terminals, items, data, *, tokens=None)");
         return NULL;
+    }
+    core = args[0], terminals = args[1], items = args[2], data = args[3];
+    if (nkw) tokens = args[4];
+    if (!PyObject_TypeCheck(core, &CoreType)) {
+        PyErr_SetString(PyExc_TypeError, "step takes a parser core");
+        return NULL;
+    }
     if (!PyBytes_Check(data)) { /* a bytearray or memoryview: read as bytes */
         PyObject *copy = PyBytes_FromObject(data);
         if (!copy) return NULL;
-        PyObject *again = Py_BuildValue("(OOON)", core, terminals, items, copy);
-        PyObject *out = again ? py_step(self, again, kw) : NULL;
-        Py_XDECREF(again);
+        PyObject *again[5] = {core, terminals, items, copy, tokens};
+        PyObject *out = py_step(self, again, 4, kwnames);
+        Py_DECREF(copy);
         return out;
     }
     Core *c = (Core *)core;
@@ -123,12 +170,14 @@ PyObject *py_step(PyObject *self, PyObject *args, PyObject *kw) {
     PyObject **ended = NULL;
     Level *level = NULL;
     BItem *batch = NULL;
-    Py_ssize_t nb = 0, cb = 0;
+    Py_ssize_t nb = 0, cb = 0, n_info = 0;
+    TermInfo *info = NULL;
+    if (term_infos(c, terminals, &info, &n_info)) return NULL;
     if (!(out = PyFrozenSet_New(NULL)) || !(after_any = PySet_New(NULL)) || !(any_ended = PyFrozenSet_New(NULL)))
         goto done;
-    /* a set is read in place (it holds its items); anything else through a list */
-    if (!PyAnySet_Check(items) && !(fast = PySequence_Fast(items, "items must be iterable"))) goto done;
-    Py_ssize_t ni = fast ? PySequence_Fast_GET_SIZE(fast) : PySet_GET_SIZE(items), set_pos = 0;
+    /* a set is read in place (it holds its items); anything else through a tuple */
+    if (!PyAnySet_Check(items) && !(fast = PySequence_Tuple(items))) goto done;
+    Py_ssize_t ni = fast ? PyTuple_GET_SIZE(fast) : PySet_GET_SIZE(items), set_pos = 0;
     if (!(batch = PyMem_Malloc((size_t)(ni ? ni : 1) * sizeof(BItem)))) { PyErr_NoMemory(); goto done; }
     cb = ni ? ni : 1;
     /* any! takes a whole token, so what follows it starts after the token: its items go
@@ -137,11 +186,11 @@ PyObject *py_step(PyObject *self, PyObject *args, PyObject *kw) {
         BItem it;
         PyObject *item;
         Py_hash_t item_hash;
-        if (fast) item = PySequence_Fast_GET_ITEM(fast, i);
+        if (fast) item = PyTuple_GET_ITEM(fast, i);
         else if (!_PySet_NextEntry(items, &set_pos, &item, &item_hash)) break;
         if (parse_item(item, &it)) goto done;
         if (toks) {
-            TermInfo *ti = term_info(c, terminals, it.t);
+            TermInfo *ti = term_info(terminals, info, n_info, it.t);
             if (!ti) goto done;
             if (ti->any_token) {
                 if (whole && it.q == 0 && len) {
@@ -176,7 +225,7 @@ PyObject *py_step(PyObject *self, PyObject *args, PyObject *kw) {
                 if (add_new(out, make_item(it->node, it->t, it->q, it->k))) goto done;
                 continue;
             }
-            TermInfo *ti = term_info(c, terminals, it->t);
+            TermInfo *ti = term_info(terminals, info, n_info, it->t);
             if (!ti) goto done;
             if (toks && ti->any_token) continue; /* opened inside this token: any! starts only at a token boundary */
             long k = it->k;
@@ -235,6 +284,7 @@ done:
         for (Py_ssize_t p = 0; p <= len; p++) Py_XDECREF(ended[p]);
     PyMem_Free(ended);
     PyMem_Free(batch);
+    free_infos(c, info, n_info);
     Py_XDECREF(level);
     Py_XDECREF(fast), Py_XDECREF(out), Py_XDECREF(after_any), Py_XDECREF(any_ended);
     return result;
@@ -255,4 +305,48 @@ PyObject *py_initial(PyObject *self, PyObject *core) {
             Py_CLEAR(out);
     }
     return out;
+}
+
+/* complete(core, terminals, items): whether some item's terminal can end here and leave the
+ * parser accepting (stepping.complete) */
+PyObject *py_complete(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3 || !PyObject_TypeCheck(args[0], &CoreType) || !((Core *)args[0])->ready) {
+        PyErr_SetString(PyExc_TypeError, "complete(core, terminals, items) takes a set-up parser core");
+        return NULL;
+    }
+    Core *c = (Core *)args[0];
+    PyObject *terminals = args[1], *items = args[2], *fast = NULL, *ended = NULL, *result = NULL;
+    TermInfo *info = NULL;
+    Py_ssize_t n_info = 0;
+    if (term_infos(c, terminals, &info, &n_info)) return NULL;
+    if (!PyAnySet_Check(items) && !(fast = PySequence_Tuple(items))) goto done;
+    if (!(ended = PyFrozenSet_New(NULL))) goto done;
+    Py_ssize_t ni = fast ? PyTuple_GET_SIZE(fast) : PySet_GET_SIZE(items), set_pos = 0;
+    for (Py_ssize_t i = 0; i < ni; i++) {
+        PyObject *item;
+        Py_hash_t item_hash;
+        BItem it;
+        if (fast) item = PyTuple_GET_ITEM(fast, i);
+        else if (!_PySet_NextEntry(items, &set_pos, &item, &item_hash)) break;
+        if (parse_item(item, &it)) goto done;
+        TermInfo *ti = term_info(terminals, info, n_info, it.t);
+        if (!ti) goto done;
+        if (it.q < 0 || it.q >= ti->n_accept) {
+            PyErr_Format(PyExc_IndexError, "no state %ld in terminal %d's DFA", it.q, it.t);
+            goto done;
+        }
+        if (ti->accept[it.q] && add_new(ended, Py_BuildValue("(Oi)", it.node, it.t))) goto done;
+    }
+    if (!PySet_GET_SIZE(ended)) {
+        result = Py_NewRef(Py_False);
+        goto done;
+    }
+    Level *level = core_level(c, ended);
+    if (!level) goto done;
+    result = PyBool_FromLong(level->accepting);
+    Py_DECREF(level);
+done:
+    free_infos(c, info, n_info);
+    Py_XDECREF(fast), Py_XDECREF(ended);
+    return result;
 }

@@ -24,7 +24,7 @@ import numpy as np
 
 from grammarc.lowering.compiler import Terminal
 from grammarc.runtime import _gss
-from grammarc.runtime.gss import Node, ParserCore
+from grammarc.runtime.gss import Node
 
 __all__ = ["Item", "complete", "expected", "initial", "next_bytes", "step"]
 
@@ -43,17 +43,13 @@ Item = tuple[Node, int, int, int]  # (vertex, terminal, dfa state, tokens spent)
 # after the token: its items go straight to the result and never see the token's bytes; one
 # opened inside a token is dropped (any! starts only at a token boundary).
 #
-# Both run in the compiled core (grammarc.runtime._step.c); their Python oracle is
+# These three run in the compiled core (grammarc.runtime._step.c); their Python oracle is
 # tests/gss_reference.py.
 initial = _gss.initial
 step = _gss.step
-
-
-def complete(core: ParserCore, terminals: Sequence[Terminal], items: frozenset[Item]) -> bool:
-    """Whether some item's terminal can end here and leave the parser accepting. (The empty
-    text is the caller's question: it has no item that ended.)"""
-    ended = frozenset((node, t) for node, t, q, _ in items if terminals[t].dfa.accept[q])
-    return bool(ended) and core.level(ended).accepting
+# complete(core, terminals, items) -> bool: whether some item's terminal can end here and leave
+# the parser accepting. (The empty text is the caller's question: it has no item that ended.)
+complete = _gss.complete
 
 
 def next_bytes(terminals: Sequence[Terminal], items: frozenset[Item], *, tokens: bool = False) -> set[int]:
