@@ -16,12 +16,7 @@
 
 /* ---- small vectors and pointer sets ------------------------------------------------------ */
 
-typedef struct {
-    void **p;
-    Py_ssize_t n, cap;
-} Vec;
-
-static int vec_push(Vec *v, void *x) {
+int vec_push(Vec *v, void *x) {
     if (v->n == v->cap) {
         Py_ssize_t cap = v->cap ? 2 * v->cap : 16;
         void **p = PyMem_Realloc(v->p, (size_t)cap * sizeof(void *));
@@ -671,7 +666,7 @@ void forget(Core *c) {
 }
 
 /* completions: an iterable of (Node, int) */
-static int read_completions(PyObject *completions, Vec *nodes, int **terms) {
+int read_completions(PyObject *completions, Vec *nodes, int **terms) {
     PyObject *fast = PySequence_Fast(completions, "completions must be iterable");
     if (!fast) return -1;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);

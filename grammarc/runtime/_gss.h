@@ -94,7 +94,14 @@ typedef struct {
 
 extern PyTypeObject NodeType, LevelType, CoreType;
 
+typedef struct {
+    void **p;
+    Py_ssize_t n, cap;
+} Vec;
+
 /* _gss.c */
+int vec_push(Vec *v, void *x);
+int read_completions(PyObject *completions, Vec *nodes, int **terms); /* nodes: new references */
 void cl_decref(Closure *c);
 Node *node_new(int state, PyObject *parents, char kept);
 void table_clear(Table *t);

@@ -174,17 +174,11 @@ static PyObject *core_openings_m(Core *c, PyObject *level) {
     return Py_XNewRef(out);
 }
 
-static PyObject *core_shift_m(Core *c, PyObject *const *args, Py_ssize_t nargs) {
-    READY(c, NULL);
-    int t;
-    if (nargs != 3 || !PyObject_TypeCheck(args[0], &LevelType)) {
-        PyErr_SetString(PyExc_TypeError, "shift(level, terminal, upcoming)");
-        return NULL;
-    }
-    if (as_int(args[1], &t)) return NULL;
+/* terminals (an iterable of ints) as a byte per terminal + 1 (EOF is -1) */
+static char *upcoming_bitmap(Core *c, PyObject *terminals) {
     char *upcoming = PyMem_Calloc((size_t)c->n_terms + 1, 1);
-    if (!upcoming) return PyErr_NoMemory();
-    PyObject *it = PyObject_GetIter(args[2]), *key;
+    if (!upcoming) return (char *)PyErr_NoMemory();
+    PyObject *it = PyObject_GetIter(terminals), *key;
     if (!it) { PyMem_Free(upcoming); return NULL; }
     while ((key = PyIter_Next(it))) {
         long u = PyLong_AsLong(key);
@@ -194,6 +188,41 @@ static PyObject *core_shift_m(Core *c, PyObject *const *args, Py_ssize_t nargs) 
     }
     Py_DECREF(it);
     if (PyErr_Occurred()) { PyMem_Free(upcoming); return NULL; }
+    return upcoming;
+}
+
+/* _build(completions, *, keep=True, upcoming=None): gss_reference's `_build`, for tests that
+ * walk with every reduction (a level of `completions` neither memoized nor, unless `keep`,
+ * hash-consed) */
+static PyObject *core_build_m(Core *c, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"completions", "keep", "upcoming", NULL};
+    PyObject *completions, *terms_up = Py_None;
+    int keep = 1;
+    READY(c, NULL);
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|$pO", kwlist, &completions, &keep, &terms_up)) return NULL;
+    char *upcoming = terms_up == Py_None ? NULL : upcoming_bitmap(c, terms_up);
+    if (terms_up != Py_None && !upcoming) return NULL;
+    Vec nodes = {0};
+    int *terms = NULL;
+    PyObject *out = NULL;
+    if (!read_completions(completions, &nodes, &terms)) {
+        out = (PyObject *)build(c, (PyObject **)nodes.p, terms, nodes.n, keep, upcoming);
+        for (Py_ssize_t i = 0; i < nodes.n; i++) Py_DECREF(nodes.p[i]);
+    }
+    PyMem_Free(nodes.p), PyMem_Free(terms), PyMem_Free(upcoming);
+    return out;
+}
+
+static PyObject *core_shift_m(Core *c, PyObject *const *args, Py_ssize_t nargs) {
+    READY(c, NULL);
+    int t;
+    if (nargs != 3 || !PyObject_TypeCheck(args[0], &LevelType)) {
+        PyErr_SetString(PyExc_TypeError, "shift(level, terminal, upcoming)");
+        return NULL;
+    }
+    if (as_int(args[1], &t)) return NULL;
+    char *upcoming = upcoming_bitmap(c, args[2]);
+    if (!upcoming) return NULL;
     Level *level = (Level *)args[0];
     Py_INCREF(level); /* keeps its vertices alive */
     Py_ssize_t nv = PyTuple_GET_SIZE(level->vertices), n = 0;
@@ -316,6 +345,8 @@ static PyMethodDef core_methods[] = {
      "The LR states after shifting t from states when no reduction can follow; None otherwise."},
     {"shiftable", (PyCFunction)core_shiftable_m, METH_O, "The terminals some state of states can shift."},
     {"openings", (PyCFunction)core_openings_m, METH_O, "Every (vertex, terminal) pair a new terminal may start from."},
+    {"_build", (PyCFunction)(void (*)(void))core_build_m, METH_VARARGS | METH_KEYWORDS,
+     "_build(completions, *, keep=True, upcoming=None): a level, not memoized (tests walk with it)."},
     {"_forget", (PyCFunction)core_forget_m, METH_NOARGS, "Drop the memos of levels and vertices (bounded memory)."},
     {NULL},
 };
