@@ -17,9 +17,10 @@ Reductions follow the LR(0) automaton (every completed item), each tagged with i
 lookaheads: a reduced vertex joins the level only under a lookahead it can shift (or
 accept). That is exact for GLR, and the grammar is ε-free and free of unit cycles
 (compiler.py), so every reduction pops at least one vertex and each level is finite.
-Each reduction makes a vertex of its own over its base, whose reductions are memoized
-(`ParserCore._closure`): a deep stack is reduced once, not again at every position, so
-deterministic grammars parse in linear time whichever way they recurse.
+Each reduction makes a vertex of its own over its base, whose reductions are memoized on it
+(its closure; _gss.c `closure`, each vertex reduced once per walk): a deep stack is reduced
+once, not again at every position, so deterministic grammars parse in linear time whichever
+way they recurse.
 
 Vertices are hash-consed: a vertex *is* its LR state and its set of parent vertices, so two
 positions whose stacks hold the same LR states share one vertex, one level and, in the
