@@ -15,8 +15,8 @@ The file name is a BLAKE2b hash of the format version, the grammarc version, a f
 of grammarc's own code (another build may lower differently), the options and the IR's
 canonical bytes (`grammarc.ir._canon`: the start rule and the rules, each node's class and
 the fields grammar equality compares, in one pass in C; deterministic across processes and
-hash seeds, and source spans are left out of both). A file holds everything `CompiledGrammar` has besides the grammar, as flat
-integer arrays, never pickled:
+hash seeds, and source spans are left out of both). A file holds everything
+`CompiledGrammar` has besides the grammar, as flat integer arrays, never pickled:
 
 * each terminal's DFA: dense tables as a table over byte classes (columns with the same
   targets share one) plus the byte -> class map, `CombTable`s as their own three arrays,

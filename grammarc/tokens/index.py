@@ -474,8 +474,8 @@ class TokenIndex:
             tree = Tree()
         else:
             narrow = self._narrow_walk(t, q)
-            if narrow is not None and len(narrow[1]) < 4 * BUCKETED_ROWS:
-                inside, rows, pos = narrow  # most states: no Scan, the walk's buffers make a small tree
+            if narrow is not None and len(narrow[1]) // 4 < BUCKETED_ROWS:  # int32 splits: a small tree
+                inside, rows, pos = narrow  # most states: no Scan, the walk's buffers go to the tree
                 tree = self._child(t, rows, pos, None) or Tree()
             else:
                 scan = self._wide_scan(t, q) if narrow is None else _narrow_scan(*narrow)
