@@ -173,3 +173,13 @@ def test_recursive_closures_are_unbound_after_use():
     # what they leave must go by reference counting (tests/test_garbage.py checks the result)
     left = [hit for m, p in MODULES.items() if p.suffix == ".py" for hit in _recursive_closures_left_bound(p)]
     assert left == []
+
+
+def test_the_sdist_carries_every_compiled_source():
+    """pip builds the extensions from an sdist as well: every C source and header of the
+    package must be listed in MANIFEST.in (one left out builds from a checkout, where CI
+    installs, and fails from the sdist)."""
+    listed = {line.split(None, 1)[1].strip() for line in (ROOT / "MANIFEST.in").read_text().splitlines()
+              if line.startswith("include ")}
+    sources = {p.relative_to(ROOT).as_posix() for pattern in ("*.c", "*.h") for p in (ROOT / "grammarc").rglob(pattern)}
+    assert sources and not sources - listed, sorted(sources - listed)
