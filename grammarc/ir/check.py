@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from grammarc.errors import GrammarError, GrammarWarning, Span
 from grammarc.ir import _walk
 from grammarc.ir.nodes import (
-    EXPR_TYPES, Alt, AnyToken, Except, Expr, Grammar, JsonStringExcept, Literal, Ref, Regex, Repeat, Seq, Substrings,
-    children, references, walk,
+    EXPR_TYPES, WALK_CLASSES, Alt, AnyToken, Except, Expr, Grammar, JsonStringExcept, Literal, Ref, Regex, Repeat,
+    Seq, Substrings, children, references, walk,
 )
 
 __all__ = ["MAX_DEPTH", "Checked", "check_depth", "check_grammar", "literal_alternatives"]
@@ -74,7 +74,7 @@ def check_depth(grammar: Grammar) -> None:
     Iterative (in the compiled core, `_walk.too_deep`), and safe to call before anything
     else touches (hashes, prints) the grammar.
     """
-    found = _walk.too_deep(grammar.rules, _CLASSES, children, MAX_DEPTH)
+    found = _walk.too_deep(grammar.rules, WALK_CLASSES, children, MAX_DEPTH)
     if found >= 0:
         name, expr = grammar.rules[found]
         raise _too_deep(name, _deepest(expr), grammar)
@@ -166,12 +166,9 @@ def _passing_refs(grammar: Grammar, rules: dict[str, Expr]) -> Checked | None:
     every grammar passes: this walk (in the compiled core, `_walk.passing`) proves it for
     the price of a dispatch per node, and leaves the failures, and nodes of a class of its
     own, to `_check_rule`, which names the first error in source order."""
-    found = _walk.passing(grammar.rules, _CLASSES, _MODES, rules, MAX_DEPTH)
+    found = _walk.passing(grammar.rules, WALK_CLASSES, _MODES, rules, MAX_DEPTH)
     return None if found is None else Checked(found[0], frozenset(found[1]))
 
-
-# the IR's classes in the order the compiled walks read them (grammarc/ir/_walk.c)
-_CLASSES = (Seq, Alt, Repeat, Except, Literal, Substrings, Ref, Regex, JsonStringExcept, AnyToken)
 
 
 def _short_repr(value: object) -> str:

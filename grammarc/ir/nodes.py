@@ -173,7 +173,7 @@ Expr = Union[Literal, Regex, Substrings, JsonStringExcept, Ref, Seq, Alt, Repeat
 EXPR_TYPES = (Literal, Regex, Substrings, JsonStringExcept, Ref, Seq, Alt, Repeat, AnyToken, Except)
 _LEAVES = frozenset((Literal, Regex, Substrings, JsonStringExcept, Ref, AnyToken))
 # the IR's classes in the order the compiled walks read them (grammarc/ir/_walk.c)
-_CLASSES = (Seq, Alt, Repeat, Except, Literal, Substrings, Ref, Regex, JsonStringExcept, AnyToken)
+WALK_CLASSES = (Seq, Alt, Repeat, Except, Literal, Substrings, Ref, Regex, JsonStringExcept, AnyToken)
 
 
 def children(expr: Expr) -> tuple[Expr, ...]:
@@ -211,7 +211,7 @@ def references(expr: Expr) -> list[str]:
     """The rule names `expr` refers to, once per reference, in no particular order (a walk
     of its own, in the compiled core: front ends and checks ask it of every rule, some of
     them more than once; its oracle is tests/check_reference.py's `references`)."""
-    return _walk.references(expr, _CLASSES, children)
+    return _walk.references(expr, WALK_CLASSES, children)
 
 
 def shape(expr: Expr, table: dict, used: list[str], opaque: set[str], terminals: list[Expr]) -> object:
@@ -226,7 +226,7 @@ def shape(expr: Expr, table: dict, used: list[str], opaque: set[str], terminals:
     own, an ``except!`` of something but a reference) is *opaque*: its shape is ``(None,
     node)``, its references added to `opaque`. In the compiled core (``_walk.shape``); its
     oracle is tests/check_reference.py's `shape`."""
-    return _walk.shape(expr, _CLASSES, table, used, opaque, terminals, references, -1)
+    return _walk.shape(expr, WALK_CLASSES, table, used, opaque, terminals, references, -1)
 
 
 @dataclass(frozen=True, eq=False)
