@@ -33,19 +33,6 @@ def test_or_into_sets_exactly_the_ids_bits(n_words, data):
     assert tokens.count == len(set(ids))
 
 
-@settings(max_examples=300, deadline=None)
-@given(n_words=st.integers(1, 40), data=st.data())
-def test_an_edited_set_holds_its_ids_but_the_removed_then_the_added(n_words, data):
-    """`TokenSet.edited` (a scan read off another's: its walked rows' flags replaced)."""
-    some = st.lists(st.integers(0, n_words * 32 - 1), max_size=n_words * 40)
-    base, removed, added = (data.draw(some) for _ in range(3))
-    edited = TokenSet.of(np.array(base, dtype=np.int64), n_words).edited(
-        np.array(removed, dtype=np.int64), np.array(added, dtype=np.int64), n_words)
-    expected = (set(base) - set(removed)) | set(added)
-    assert edited.ids().tolist() == sorted(expected) and edited.count == len(expected)
-    assert (edited.words is None) == (TokenSet.of(np.array(sorted(expected), dtype=np.int64), n_words).words is None)
-
-
 def test_forms():
     sparse = TokenSet.of(np.array([3, 35, 36, 4000]), 200)
     assert sparse.words.tolist() == [0, 1, 125] and sparse.bits.tolist() == [1 << 3, (1 << 3) | (1 << 4), 1]

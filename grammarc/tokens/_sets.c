@@ -115,7 +115,7 @@ done:
 /* The (bits, words, count) of a TokenSet whose packed mask is `dense` (n_words words): its
  * non-zero words and their numbers when they are at most an eighth of all (sparse), else
  * every word and None (dense). */
-static PyObject *set_of_dense(const uint32_t *dense, Py_ssize_t n_words) {
+PyObject *set_of_dense(const uint32_t *dense, Py_ssize_t n_words) {
     Py_ssize_t k = 0, count = 0;
     for (Py_ssize_t w = 0; w < n_words; w++)
         if (dense[w]) k++, count += __builtin_popcount(dense[w]);
@@ -148,7 +148,7 @@ PyObject *pack_words(PyObject *self, PyObject *args) {
 /* acc[words[j]] |= bits[j] for each j (words: intp, as a sparse set keeps them), or
  * acc[j] |= bits[j] for every word when words is NULL (dense); 0, or -1 with an error set
  * (`who` names the caller). */
-static int or_set(uint32_t *a, Py_ssize_t n_acc, const SetObject *set, const char *who) {
+int or_set(uint32_t *a, Py_ssize_t n_acc, const SetObject *set, const char *who) {
     const uint32_t *b = (const uint32_t *)PyBytes_AS_STRING(set->bits);
     Py_ssize_t n = PyBytes_GET_SIZE(set->bits) / 4;
     if (!set->words) {

@@ -565,20 +565,15 @@ class TokenIndex:
                     break
         if walked is None or len(walked) > most:
             return None
-        end_rows, _, split_rows, split_pos = self._scan(t, walked, np.zeros(len(walked), dtype=np.int32), q)
-        inside = base.inside.copy()
-        inside[walked] = False
-        inside[end_rows] = True
-        read_off = np.ones(len(inside), dtype=bool)
-        read_off[walked] = False
-        kept = read_off[base.split_rows]  # the splits of the rows read off `p`'s scan
-        split_rows, split_pos = _by_row([base.split_rows[kept], split_rows], [base.split_pos[kept], split_pos])
-        if (np.array_equal(inside[walked], base.inside[walked]) and np.array_equal(split_rows, base.split_rows)
-                and np.array_equal(split_pos, base.split_pos)):
+        found = _scan.read_off(self._table(t), tokens.native, q, np.ascontiguousarray(walked, dtype=np.int32),
+                               base.inside.view(np.uint8), base.split_rows, base.split_pos,
+                               _inside_set(base, tokens, self.n_words), self.n_words)
+        if found is None:
             return base  # the walked tokens too scan alike: share the scan and what is made from it
-        scan = Scan(inside, split_rows, split_pos)
-        ids = tokens.ids
-        edited = _inside_set(base, tokens, self.n_words).edited(ids[walked], ids[end_rows], self.n_words)
+        inside, split_rows, split_pos, packed = found
+        scan = Scan(np.frombuffer(inside, dtype=bool), np.frombuffer(split_rows, np.int32),
+                    np.frombuffer(split_pos, np.int32))
+        edited = TokenSet._of_packed(packed) or TokenSet.empty()
         with _weak_lock:
             _inside_sets[scan] = edited  # `_inside_set` finds it
         return scan

@@ -64,20 +64,6 @@ class TokenSet(_scan.PackedSet):
         it is empty."""
         return TokenSet._of_packed(_scan.pack_words(acc))
 
-    def edited(self, removed: np.ndarray, added: np.ndarray, n_words: int) -> "TokenSet":
-        """This set without the ids `removed`, then with the ids `added`: a scan read off
-        another's differs in a few walked rows, and packing those costs a fraction of
-        packing every row's flag again."""
-        acc = np.zeros(n_words, dtype=np.uint32)
-        self.or_into(acc)
-        if len(removed):
-            gone = np.zeros(n_words, dtype=np.uint32)
-            TokenSet.of(removed, n_words).or_into(gone)
-            acc &= ~gone
-        if len(added):
-            TokenSet.of(added, n_words).or_into(acc)
-        return TokenSet.from_words(acc) or TokenSet.empty()
-
     @staticmethod
     def _of_packed(packed: tuple[bytes, bytes | None, int]) -> "TokenSet | None":
         bits, words, count = packed
