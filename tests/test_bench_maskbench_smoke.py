@@ -190,6 +190,40 @@ def test_isolated_workers_report_errors_hangs_and_deaths(mb):
     assert outcomes["died"].kind == "died" and outcomes["died"].error == "killed by SIGKILL"
 
 
+def _shared_pages() -> int:
+    """Pages of this process's private writable mappings still shared with another (present,
+    not exclusively mapped: /proc/self/pagemap bits 63 and 56)."""
+    import numpy as np
+
+    page, count = os.sysconf("SC_PAGE_SIZE"), 0
+    with open("/proc/self/maps") as maps, open("/proc/self/pagemap", "rb", buffering=0) as pagemap:
+        for line in maps.read().splitlines():
+            span, perms = line.split()[:2]
+            if perms.startswith("rw") and perms[3] == "p":
+                lo, hi = (int(x, 16) for x in span.split("-"))
+                pagemap.seek(lo // page * 8)
+                entries = np.frombuffer(pagemap.read((hi - lo) // page * 8), dtype=np.uint64)
+                count += int(((entries >> np.uint64(63)) & ~(entries >> np.uint64(56)) & np.uint64(1)).sum())
+    return count
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/pagemap"), reason="needs Linux's /proc/self/pagemap")
+def test_a_cold_fork_copies_the_pages_it_shares_before_answering(mb):
+    """`unshare`: a response in a fork meets no copy-on-write page (a server's never does)."""
+    warm = bytearray(b"x" * (8 << 20))  # 2,048 pages of the parent's, shared by each fork
+
+    def task(copy: bool) -> tuple[int, int, int]:
+        before = _shared_pages()
+        copied = mb.unshare_memory() if copy else 0
+        return before, copied, _shared_pages()
+
+    outcomes = dict(mb.run_isolated([("copied", lambda: task(True)), ("kept", lambda: task(False))]))
+    before, copied, after = outcomes["copied"].value
+    assert before >= 2048 and copied >= 2048 and after == 0
+    assert outcomes["kept"].value[2] >= 2048  # without it, the parent's pages stay shared
+    assert len(warm) == 8 << 20
+
+
 def test_schema_order_follows_refs_branches_and_items(mb):
     schema = {"$defs": {"P": {"properties": {"y": {"type": "integer"}, "x": {"type": "integer"}}}},
               "properties": {"b": {"$ref": "#/$defs/P"}, "a": {"type": "array", "items": {"$ref": "#/$defs/P"}}},
