@@ -16,7 +16,7 @@ from typing import Iterator, Literal as TypingLiteral, Mapping, Union
 
 from grammarc.allocation import slot_init
 from grammarc.ir import _walk
-from grammarc.errors import Span
+from grammarc.errors import GrammarError, Span
 
 RegexMode = TypingLiteral["match", "early", "complement"]
 
@@ -174,6 +174,7 @@ EXPR_TYPES = (Literal, Regex, Substrings, JsonStringExcept, Ref, Seq, Alt, Repea
 _LEAVES = frozenset((Literal, Regex, Substrings, JsonStringExcept, Ref, AnyToken))
 # the IR's classes in the order the compiled walks read them (grammarc/ir/_walk.c)
 WALK_CLASSES = (Seq, Alt, Repeat, Except, Literal, Substrings, Ref, Regex, JsonStringExcept, AnyToken)
+MAX_SHAPE_DEPTH = 10_000  # nested Seq, Alt and Repeat nodes `shape` reads (a GrammarError past it)
 
 
 def children(expr: Expr) -> tuple[Expr, ...]:
@@ -224,9 +225,11 @@ def shape(expr: Expr, table: dict, used: list[str], opaque: set[str], terminals:
     referred to to `used` in walk order (depth first, left to right) and the Regex and
     ``json_string_except!`` terminals to `terminals` in order; any other node (a class of its
     own, an ``except!`` of something but a reference) is *opaque*: its shape is ``(None,
-    node)``, its references added to `opaque`. In the compiled core (``_walk.shape``); its
-    oracle is tests/check_reference.py's `shape`."""
-    return _walk.shape(expr, WALK_CLASSES, table, used, opaque, terminals, references, -1)
+    node)``, its references added to `opaque`. In the compiled core (``_walk.shape``, with a
+    stack of its own); its oracle is tests/check_reference.py's `shape`. A tree nesting
+    deeper than `MAX_SHAPE_DEPTH` is a `GrammarError` (its shape would nest as deep, and
+    hashing it recurses in C); the front ends nest far less."""
+    return _walk.shape(expr, WALK_CLASSES, table, used, opaque, terminals, references, -1, GrammarError, MAX_SHAPE_DEPTH)
 
 
 @dataclass(frozen=True, eq=False)
