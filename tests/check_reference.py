@@ -175,3 +175,60 @@ def shape(expr: Expr, table: dict, used: list[str], opaque: set[str], terminals:
     if found is None:
         found = table[key] = len(table)
     return found
+
+
+_KEPT_LEAVES = frozenset((Literal, Regex, JsonStringExcept, Substrings, AnyToken))  # what inlining never changes
+
+
+def inline_rules(rules: dict, inline: set, max_nesting: int) -> dict:
+    """`grammarc.ir.nodes.inline_rules` (the JSON Schema front end's builder._inline_single_use
+    walk before it moved to the core)."""
+    cut: list[str] = []  # helpers where a chain was cut (or that subst does not enter)
+
+    def subst(expr, level: int):
+        kind = type(expr)
+        if kind is Ref and expr.name in inline:
+            if level < max_nesting:
+                return subst(rules[expr.name], level + 1)
+            cut.append(expr.name)
+            return expr
+        if kind is Seq or kind is Alt:
+            items = []
+            changed = kind is Seq and len(expr.items) == 1
+            for item in expr.items:
+                sub = type(item)
+                if sub is Repeat:  # most repeat a leaf (optional whitespace: everywhere)
+                    inner = item.item
+                    sub = type(inner)
+                    if sub in _KEPT_LEAVES or (sub is Ref and inner.name not in inline):
+                        items.append(item)
+                        continue
+                elif sub in _KEPT_LEAVES or (sub is Ref and item.name not in inline):
+                    items.append(item)  # kept as it is: no call per leaf
+                    continue
+                new = subst(item, level)
+                if type(new) is kind:
+                    items.extend(new.items)
+                    changed = True
+                else:
+                    items.append(new)
+                    changed = changed or new is not item
+            if not changed:
+                return expr
+            return items[0] if kind is Seq and len(items) == 1 else kind(tuple(items))
+        if kind is Repeat:
+            item = expr.item
+            if type(item) in _KEPT_LEAVES or (type(item) is Ref and item.name not in inline):
+                return expr
+            item = subst(item, level)
+            return expr if item is expr.item else Repeat(item, expr.min, expr.max)
+        if kind is not Ref and kind not in _KEPT_LEAVES:  # except!, or a subclass: not entered
+            cut.extend(name for name in references(expr) if name in inline)
+        return expr
+
+    out = {name: subst(body, 0) for name, body in rules.items() if name not in inline}
+    while cut:  # helpers where a chain was cut: rules of their own
+        name = cut.pop()
+        if name not in out:
+            out[name] = subst(rules[name], 0)
+    return {name: out[name] for name in rules if name in out}

@@ -232,6 +232,19 @@ def shape(expr: Expr, table: dict, used: list[str], opaque: set[str], terminals:
     return _walk.shape(expr, WALK_CLASSES, table, used, opaque, terminals, references, -1, GrammarError, MAX_SHAPE_DEPTH)
 
 
+def inline_rules(rules: dict[str, Expr], inline: set[str], max_nesting: int) -> dict[str, Expr]:
+    """`rules` with each reference to a rule of `inline` replaced by that rule's body, in the
+    rules' order: a chain of such rules is inlined at most `max_nesting` levels deep, and the
+    rule where it is cut stays a rule (inlined in turn), so no expression nests deeper than
+    that however long the chain is; a reference inside a node the walk does not enter (an
+    ``except!``, a class of its own) also keeps its rule. Sequences and alternations come out
+    flat; a body with nothing to inline or flatten is kept as it is (the same object). The
+    JSON Schema front end's single-use helpers (builder._inline_single_use), in the compiled
+    core (``_walk.inline_rules``: a Python call per node was a seventh of translating a
+    schema); its oracle is tests/check_reference.py's `inline_rules`."""
+    return _walk.inline_rules(rules, inline, max_nesting, WALK_CLASSES, references)
+
+
 @dataclass(frozen=True, eq=False)
 class Grammar:
     """An ordered set of rules and the name of the start rule: the data every front-end builds.
