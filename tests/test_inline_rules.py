@@ -1,6 +1,7 @@
-"""`grammarc.ir.nodes.inline_rules` (``_walk.inline_rules``, C) against its Python oracle
-(tests/check_reference.py's `inline_rules`, the JSON Schema front end's walk before it moved):
-the same rules in the same order, equal bodies, and the same bodies kept as the same objects.
+"""`grammarc.ir.nodes.inline_rules` and `substituted` (``_walk``, C) against their Python
+oracles (tests/check_reference.py's, the JSON Schema front end's walks before they moved): the
+same rules in the same order, equal bodies, spans kept, and the same bodies kept as the same
+objects.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ import check_reference
 from grammarc import Grammar
 from grammarc.ir import Alt, AnyToken, Except, Expr, JsonStringExcept, Literal, Ref, Regex, Repeat, Seq, Substrings
 from grammarc.ir import _walk
-from grammarc.ir.nodes import WALK_CLASSES, inline_rules, references
+from grammarc.errors import Span
+from grammarc.ir.nodes import WALK_CLASSES, inline_rules, references, substituted, walk
 from strategies import grammars
 
 
@@ -102,3 +104,54 @@ def test_inlining_refuses_what_is_no_node_precisely():
     with pytest.raises(KeyError, match="'missing'"):
         inline_rules({"start": Ref("missing")}, {"missing"}, 2)
     assert len(WALK_CLASSES) == 10
+
+
+# -- substitution (sharing.py's renames and hoisted terminals) ---------------------------------
+
+def _same_substitution_as_the_oracle(expr: Expr, refs: dict, terminals: dict) -> Expr:
+    got = substituted(expr, refs, terminals)
+    want = check_reference.substituted(expr, refs, terminals)
+    assert got == want
+    assert (got is expr) == (want is expr)
+    assert _spans(got) == _spans(want)
+    return got
+
+
+def _spans(expr: Expr) -> list:
+    return [getattr(node, "span", None) for node in walk(expr)]
+
+
+_SPAN = Span(1, 2, 1, 5)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.data())
+def test_substitution_in_the_core_is_the_python_walk(data):
+    grammar: Grammar = data.draw(grammars("ab", max_rules=5, any_token=True, token_level=True), label="grammar")
+    names = sorted({name for _, body in grammar.rules for name in references(body)} | {"start", "zz"})
+    renamed = data.draw(st.sets(st.sampled_from(names)), label="renamed")
+    refs = {name: Ref(name + "_x") for name in renamed}
+    terminals = [node for _, body in grammar.rules for node in walk(body) if type(node) in (Regex, JsonStringExcept)]
+    hoisted = data.draw(st.sets(st.sampled_from(terminals)) if terminals else st.just(set()), label="hoisted")
+    hoist = {check_reference._terminal_key(t): Ref(f"t{i}") for i, t in enumerate(hoisted)}
+    for _, body in grammar.rules:
+        for expr in (body, Seq((Literal("a", _SPAN), body, Repeat(body, 1, 2, _SPAN)), _SPAN), Alt((Regex("x"), body))):
+            _same_substitution_as_the_oracle(expr, refs, hoist)
+            _same_substitution_as_the_oracle(expr, refs, {})
+            _same_substitution_as_the_oracle(expr, {}, hoist)
+
+
+def test_substitution_in_the_core_is_the_python_walk_on_edges():
+    expr = Seq((Literal("a"), Except(Ref("b"), 2, _SPAN), _NamedSeq((Ref("b"),)), Regex("r", "early"),
+                JsonStringExcept(("k",)), Repeat(Ref("b"), 0, 3, _SPAN), Except(Literal("b")), Ref("c"), AnyToken()),
+               _SPAN)
+    refs = {"b": Ref("B"), "c": Ref("C")}
+    terminals = {(Regex, "r", "early"): Ref("R"), (JsonStringExcept, ("k",)): Ref("K"), (Regex, "r", "match"): Ref("no")}
+    got = _same_substitution_as_the_oracle(expr, refs, terminals)
+    assert got == Seq((Literal("a"), Except(Ref("B"), 2), _NamedSeq((Ref("b"),)), Ref("R"), Ref("K"),
+                       Repeat(Ref("B"), 0, 3), Except(Literal("b")), Ref("C"), AnyToken()))
+    assert got.span is _SPAN and got.items[1].span is _SPAN and got.items[5].span is _SPAN
+    assert got.items[0] is expr.items[0] and got.items[2] is expr.items[2]
+    assert _same_substitution_as_the_oracle(expr, {"zz": Ref("y")}, {(Regex, "r", "match"): Ref("no")}) is expr
+    with pytest.raises(TypeError, match="items are not a tuple"):
+        substituted(Seq((Ref("b"), Seq("xy"))), refs, {})

@@ -756,6 +756,158 @@ done:
     return result;
 }
 
+/* ------------------------------------------------------------------ substitution */
+
+static PyObject *s_span;
+
+/* What a substitution replaces: references by name (`refs`, a dict name -> node; also the
+ * operand of an except!), terminals by their key (`terminals`, a dict key -> node, the key
+ * (Regex, pattern, mode) or (JsonStringExcept, words)). */
+typedef struct { PyObject *const *cls; PyObject *refs, *terminals; } Substituter;
+
+static PyObject *substituted_of(Substituter *x, PyObject *expr);
+
+/* refs.get(node.name, node) for the reference `node` (a new reference). */
+static PyObject *renamed(Substituter *x, PyObject *node)
+{
+    PyObject *name = PyObject_GetAttr(node, s_name);
+    if (!name) return NULL;
+    PyObject *found = PyDict_GetItemWithError(x->refs, name);
+    Py_DECREF(name);
+    if (!found && PyErr_Occurred()) return NULL;
+    return Py_NewRef(found ? found : node);
+}
+
+/* The node's class called with (first, the node's fields named in `names`..., its span). */
+static PyObject *rebuilt(PyObject *cls, PyObject *first, PyObject *node, PyObject *const *names, int n)
+{
+    PyObject *args[4] = {first, NULL, NULL, NULL}, *result = NULL;
+    int got = 1;
+    for (int i = 0; i < n; i++, got++)
+        if (!(args[got] = PyObject_GetAttr(node, names[i]))) goto done;
+    if (!(args[got] = PyObject_GetAttr(node, s_span))) goto done;
+    got++;
+    result = PyObject_Vectorcall(cls, args, (size_t)got, NULL);
+done:
+    for (int i = 1; i < got; i++) Py_XDECREF(args[i]);
+    return result;
+}
+
+static PyObject *substituted_body(Substituter *x, PyObject *expr)
+{
+    PyObject *const *cls = x->cls;
+    int kind = kind_of(expr, cls);
+    switch (kind) {
+    case REF:
+        return renamed(x, expr);
+    case SEQ: case ALT: {
+        PyObject *items = PyObject_GetAttr(expr, s_items), *result = NULL;
+        if (!items) return NULL;
+        if (!PyTuple_Check(items)) {
+            PyErr_SetString(PyExc_TypeError, "substituted: an IR node's items are not a tuple");
+            Py_DECREF(items);
+            return NULL;
+        }
+        Py_ssize_t n = PyTuple_GET_SIZE(items), i;
+        int plain_regex = PyDict_GET_SIZE(x->terminals) == 0;  /* no terminal to replace */
+        for (i = 0; i < n; i++) {
+            PyObject *item = PyTuple_GET_ITEM(items, i), *fresh;
+            int sub = kind_of(item, cls);
+            if (sub == LITERAL || (sub == REGEX && plain_regex)) continue;  /* most items */
+            if (!(fresh = sub == REF ? renamed(x, item) : substituted_of(x, item))) goto done;
+            if (fresh == item) { Py_DECREF(fresh); continue; }
+            /* the first item that changed: the ones before it as they are, the rest substituted */
+            PyObject *parts = PyTuple_New(n);
+            if (!parts) { Py_DECREF(fresh); goto done; }
+            for (Py_ssize_t j = 0; j < i; j++) PyTuple_SET_ITEM(parts, j, Py_NewRef(PyTuple_GET_ITEM(items, j)));
+            PyTuple_SET_ITEM(parts, i, fresh);
+            for (Py_ssize_t j = i + 1; j < n; j++) {
+                PyObject *later = substituted_of(x, PyTuple_GET_ITEM(items, j));
+                if (!later) { Py_DECREF(parts); goto done; }
+                PyTuple_SET_ITEM(parts, j, later);
+            }
+            result = rebuilt(cls[kind], parts, expr, NULL, 0);
+            Py_DECREF(parts);
+            goto done;
+        }
+        result = Py_NewRef(expr);
+    done:
+        Py_DECREF(items);
+        return result;
+    }
+    case REGEX: case JSON_EXCEPT: {
+        if (PyDict_GET_SIZE(x->terminals) == 0) return Py_NewRef(expr);
+        PyObject *parts[3] = {Py_NewRef(cls[kind]), NULL, NULL};
+        if ((parts[1] = PyObject_GetAttr(expr, kind == REGEX ? s_pattern : s_words)) && kind == REGEX)
+            parts[2] = PyObject_GetAttr(expr, s_mode);
+        PyObject *key = pack_new(kind == REGEX ? 3 : 2, parts);
+        if (!key) return NULL;
+        PyObject *found = PyDict_GetItemWithError(x->terminals, key);
+        Py_DECREF(key);
+        if (!found && PyErr_Occurred()) return NULL;
+        return Py_NewRef(found ? found : expr);
+    }
+    case REPEAT: {
+        PyObject *item = PyObject_GetAttr(expr, s_item), *fresh, *result = NULL;
+        if (!item) return NULL;
+        fresh = kind_of(item, cls) == REF ? renamed(x, item) : substituted_of(x, item);
+        Py_DECREF(item);
+        if (!fresh) return NULL;
+        if (fresh == item) {
+            result = Py_NewRef(expr);
+        } else {
+            PyObject *const names[2] = {s_min, s_max};
+            result = rebuilt(cls[REPEAT], fresh, expr, names, 2);
+        }
+        Py_DECREF(fresh);
+        return result;
+    }
+    case EXCEPT: {
+        PyObject *item = PyObject_GetAttr(expr, s_item), *found = NULL;
+        if (!item) return NULL;
+        if (kind_of(item, cls) == REF) {
+            PyObject *name = PyObject_GetAttr(item, s_name);
+            found = name ? PyDict_GetItemWithError(x->refs, name) : NULL;
+            Py_XDECREF(name);
+            if (!found && PyErr_Occurred()) { Py_DECREF(item); return NULL; }
+        }
+        Py_DECREF(item);
+        if (!found) return Py_NewRef(expr);
+        PyObject *const names[1] = {s_limit};
+        return rebuilt(cls[EXCEPT], found, expr, names, 1);
+    }
+    default:  /* the other leaves, and nodes of classes of their own: as they are */
+        return Py_NewRef(expr);
+    }
+}
+
+static PyObject *substituted_of(Substituter *x, PyObject *expr)
+{
+    if (Py_EnterRecursiveCall(" while substituting in a rule")) return NULL;  /* as deep as the Python walk went */
+    PyObject *result = substituted_body(x, expr);
+    Py_LeaveRecursiveCall();
+    return result;
+}
+
+/* substituted(expr, refs, terminals, classes) -> `expr` with references and terminals
+ * replaced (see Substituter); unchanged subtrees are the same objects. The Python version
+ * is the oracle (tests/check_reference.py's substituted). */
+static PyObject *substituted(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *expr, *classes;
+    Substituter x;
+    if (!PyArg_ParseTuple(args, "OO!O!O!", &expr, &PyDict_Type, &x.refs, &PyDict_Type, &x.terminals, &PyTuple_Type,
+                          &classes))
+        return NULL;
+    if (PyTuple_GET_SIZE(classes) != N_CLASSES) {
+        PyErr_SetString(PyExc_ValueError, "substituted: the IR's ten classes are needed");
+        return NULL;
+    }
+    x.cls = &PyTuple_GET_ITEM(classes, 0);
+    return substituted_of(&x, expr);
+}
+
 static PyMethodDef methods[] = {
     {"too_deep", too_deep, METH_VARARGS,
      "too_deep(rules, classes, children, max_depth) -> the index of the first rule nesting expressions deeper "
@@ -779,6 +931,10 @@ static PyMethodDef methods[] = {
      "inline_rules(rules, inline, max_nesting, classes, references) -> the rules (a dict, in their order) with "
      "the references to the rules of `inline` replaced by their bodies, chains at most max_nesting deep, "
      "sequences and alternations flattened (the JSON Schema front end's single-use helpers)."},
+    {"substituted", substituted, METH_VARARGS,
+     "substituted(expr, refs, terminals, classes) -> `expr` with the references `refs` (a dict name -> node) has a "
+     "replacement for (also as the operand of except!) and the terminals `terminals` (a dict (Regex, pattern, "
+     "mode) or (JsonStringExcept, words) -> node) has one for replaced; unchanged subtrees are the same objects."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -789,10 +945,11 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__walk(void)
 {
-    static const char *names[] = {"items", "item", "text", "name", "min", "max", "mode", "pattern", "words", "limit"};
+    static const char *names[] = {"items", "item", "text", "name", "min", "max", "mode", "pattern", "words", "limit",
+                                  "span"};
     PyObject **slots[] = {&s_items, &s_item, &s_text, &s_name, &s_min, &s_max, &s_mode, &s_pattern, &s_words,
-                          &s_limit};
-    for (int i = 0; i < 10; i++)
+                          &s_limit, &s_span};
+    for (int i = 0; i < 11; i++)
         if (!*slots[i] && !(*slots[i] = PyUnicode_InternFromString(names[i]))) return NULL;
     return PyModule_Create(&module);
 }

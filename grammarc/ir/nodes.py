@@ -245,6 +245,16 @@ def inline_rules(rules: dict[str, Expr], inline: set[str], max_nesting: int) -> 
     return _walk.inline_rules(rules, inline, max_nesting, WALK_CLASSES, references)
 
 
+def substituted(expr: Expr, refs: dict[str, Expr], terminals: dict[tuple, Expr]) -> Expr:
+    """`expr` with the references that `refs` has a replacement for (by name; also as the
+    operand of ``except!``) and the terminals that `terminals` has one for (keyed
+    ``(Regex, pattern, mode)`` or ``(JsonStringExcept, words)``) replaced; unchanged
+    subtrees are kept as they are (the same objects), a rebuilt node keeps its span. The JSON
+    Schema front end's renames and hoisted terminals (sharing.py), in the compiled core
+    (``_walk.substituted``); its oracle is tests/check_reference.py's `substituted`."""
+    return _walk.substituted(expr, refs, terminals, WALK_CLASSES)
+
+
 @dataclass(frozen=True, eq=False)
 class Grammar:
     """An ordered set of rules and the name of the start rule: the data every front-end builds.
