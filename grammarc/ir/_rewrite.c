@@ -198,11 +198,7 @@ PyObject *inline_rules(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "O!O!iO!O", &PyDict_Type, &x.rules, &PySet_Type, &x.inline_names, &x.max_nesting,
                           &PyTuple_Type, &classes, &x.refs))
         return NULL;
-    if (PyTuple_GET_SIZE(classes) != N_CLASSES) {
-        PyErr_SetString(PyExc_ValueError, "inline_rules: the IR's ten classes are needed");
-        return NULL;
-    }
-    x.cls = &PyTuple_GET_ITEM(classes, 0);
+    if (!(x.cls = ir_classes(classes, "inline_rules"))) return NULL;
     if (!(x.cut = PyList_New(0)) || !(out = PyDict_New())) goto done;
     Py_ssize_t pos = 0;
     while (PyDict_Next(x.rules, &pos, &name, &body)) {
@@ -387,10 +383,6 @@ PyObject *substituted(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "OO!O!O!", &expr, &PyDict_Type, &x.refs, &PyDict_Type, &x.terminals, &PyTuple_Type,
                           &classes))
         return NULL;
-    if (PyTuple_GET_SIZE(classes) != N_CLASSES) {
-        PyErr_SetString(PyExc_ValueError, "substituted: the IR's ten classes are needed");
-        return NULL;
-    }
-    x.cls = &PyTuple_GET_ITEM(classes, 0);
+    if (!(x.cls = ir_classes(classes, "substituted"))) return NULL;
     return substituted_of(&x, expr);
 }

@@ -63,11 +63,8 @@ static PyObject *too_deep(PyObject *self, PyObject *args)
     int max_depth;
     if (!PyArg_ParseTuple(args, "O!O!Oi", &PyTuple_Type, &rules, &PyTuple_Type, &classes, &children, &max_depth))
         return NULL;
-    if (PyTuple_GET_SIZE(classes) != N_CLASSES) {
-        PyErr_SetString(PyExc_ValueError, "too_deep: the IR's ten classes are needed");
-        return NULL;
-    }
-    PyObject *const *cls = &PyTuple_GET_ITEM(classes, 0);
+    PyObject *const *cls = ir_classes(classes, "too_deep");
+    if (!cls) return NULL;
     Stack s = {0};
     Py_ssize_t found = -1;
     if (!(keep = PyList_New(0))) return NULL;  /* what `children` made for nodes of other classes */
@@ -217,11 +214,8 @@ static PyObject *passing(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "O!O!OOi", &PyTuple_Type, &rules, &PyTuple_Type, &classes, &modes, &defined,
                           &max_depth))
         return NULL;
-    if (PyTuple_GET_SIZE(classes) != N_CLASSES) {
-        PyErr_SetString(PyExc_ValueError, "passing: the IR's ten classes are needed");
-        return NULL;
-    }
-    PyObject *const *cls = &PyTuple_GET_ITEM(classes, 0);
+    PyObject *const *cls = ir_classes(classes, "passing");
+    if (!cls) return NULL;
     Stack s = {0};
     int ok = 1;
     if (!(refs = PyDict_New()) || !(token_level = PyList_New(0))) goto done;
@@ -260,11 +254,8 @@ static PyObject *references(PyObject *self, PyObject *args)
     PyObject *expr, *classes, *children, *keep = NULL, *out = NULL;
     if (!PyArg_ParseTuple(args, "OO!O", &expr, &PyTuple_Type, &classes, &children))
         return NULL;
-    if (PyTuple_GET_SIZE(classes) != N_CLASSES) {
-        PyErr_SetString(PyExc_ValueError, "references: the IR's ten classes are needed");
-        return NULL;
-    }
-    PyObject *const *cls = &PyTuple_GET_ITEM(classes, 0);
+    PyObject *const *cls = ir_classes(classes, "references");
+    if (!cls) return NULL;
     Stack s = {0};
     /* keep: every node's children, alive until the walk ends (a children callable may run
      * Python code that replaces another node's fields) */
@@ -490,11 +481,7 @@ static PyObject *shape(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_TypeError, "shape: too_deep is an exception class and max_depth at least 1");
         return NULL;
     }
-    if (PyTuple_GET_SIZE(classes) != N_CLASSES) {
-        PyErr_SetString(PyExc_ValueError, "shape: the IR's ten classes are needed");
-        return NULL;
-    }
-    x.cls = &PyTuple_GET_ITEM(classes, 0);
+    if (!(x.cls = ir_classes(classes, "shape"))) return NULL;
     return shape_of(&x, expr);
 }
 

@@ -23,6 +23,17 @@ static inline int kind_of(PyObject *node, PyObject *const *classes)
     return -1;
 }
 
+/* The items of `classes` (a tuple: the IR's ten classes), or NULL with the error that
+ * names `who`. */
+static inline PyObject *const *ir_classes(PyObject *classes, const char *who)
+{
+    if (PyTuple_GET_SIZE(classes) != N_CLASSES) {
+        PyErr_Format(PyExc_ValueError, "%s: the IR's ten classes are needed", who);
+        return NULL;
+    }
+    return &PyTuple_GET_ITEM(classes, 0);
+}
+
 /* A new tuple of `n` new references (each NULL-checked: a NULL fails the whole, the others released). */
 static inline PyObject *pack_new(Py_ssize_t n, PyObject **parts)
 {
