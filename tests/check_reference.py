@@ -1,11 +1,14 @@
 """The Python walks of grammarc.ir.check that the compiled core (``grammarc/ir/_walk.c``)
 replaces: the test oracle. `check_depth` raises as `check.check_depth` does; `passing_refs`
 answers as `check._passing_refs` does (a `Checked`, or None when a node may fail a check);
-`references` and `shape` as `grammarc.ir.nodes` does. tests/test_grammar_errors.py compares them
+`references`, `shape`, `inline_rules` and `substituted` as `grammarc.ir.nodes` does.
+tests/test_grammar_errors.py, test_schema_ebnf_readable.py and test_inline_rules.py compare them
 on generated grammars.
 """
 
 from __future__ import annotations
+
+from typing import Mapping
 
 from grammarc.ir.check import MAX_DEPTH, Checked, _deepest, _too_deep
 from grammarc.ir.nodes import (
@@ -175,3 +178,95 @@ def shape(expr: Expr, table: dict, used: list[str], opaque: set[str], terminals:
     if found is None:
         found = table[key] = len(table)
     return found
+
+
+_KEPT_LEAVES = frozenset((Literal, Regex, JsonStringExcept, Substrings, AnyToken))  # what inlining never changes
+
+
+def inline_rules(rules: dict, inline: set, max_nesting: int) -> dict:
+    """`grammarc.ir.nodes.inline_rules` (the JSON Schema front end's builder._inline_single_use
+    walk before it moved to the core)."""
+    cut: list[str] = []  # helpers where a chain was cut (or that subst does not enter)
+
+    def subst(expr, level: int):
+        kind = type(expr)
+        if kind is Ref and expr.name in inline:
+            if level < max_nesting:
+                return subst(rules[expr.name], level + 1)
+            cut.append(expr.name)
+            return expr
+        if kind is Seq or kind is Alt:
+            items = []
+            changed = kind is Seq and len(expr.items) == 1
+            for item in expr.items:
+                sub = type(item)
+                if sub is Repeat:  # most repeat a leaf (optional whitespace: everywhere)
+                    inner = item.item
+                    sub = type(inner)
+                    if sub in _KEPT_LEAVES or (sub is Ref and inner.name not in inline):
+                        items.append(item)
+                        continue
+                elif sub in _KEPT_LEAVES or (sub is Ref and item.name not in inline):
+                    items.append(item)  # kept as it is: no call per leaf
+                    continue
+                new = subst(item, level)
+                if type(new) is kind:
+                    items.extend(new.items)
+                    changed = True
+                else:
+                    items.append(new)
+                    changed = changed or new is not item
+            if not changed:
+                return expr
+            return items[0] if kind is Seq and len(items) == 1 else kind(tuple(items))
+        if kind is Repeat:
+            item = expr.item
+            if type(item) in _KEPT_LEAVES or (type(item) is Ref and item.name not in inline):
+                return expr
+            item = subst(item, level)
+            return expr if item is expr.item else Repeat(item, expr.min, expr.max)
+        if kind is not Ref and kind not in _KEPT_LEAVES:  # except!, or a subclass: not entered
+            cut.extend(name for name in references(expr) if name in inline)
+        return expr
+
+    out = {name: subst(body, 0) for name, body in rules.items() if name not in inline}
+    while cut:  # helpers where a chain was cut: rules of their own
+        name = cut.pop()
+        if name not in out:
+            out[name] = subst(rules[name], 0)
+    return {name: out[name] for name in rules if name in out}
+
+
+def _terminal_key(terminal: Regex | JsonStringExcept) -> tuple:
+    return (Regex, terminal.pattern, terminal.mode) if type(terminal) is Regex else (JsonStringExcept, terminal.words)
+
+
+def substituted(expr: Expr, refs: Mapping[str, Expr], terminals: Mapping[tuple, Expr]) -> Expr:
+    """`grammarc.ir.nodes.substituted` (frontends/jsonschema/sharing.py's walk before it moved to
+    the core): `expr` with the references that `refs` has a replacement for (by name; also as the
+    operand of ``except!``) and the terminals that `terminals` has one for (by
+    `_terminal_key`) replaced; unchanged subtrees are kept as they are (the same objects)."""
+    kind = type(expr)
+    if kind is Ref:
+        return refs.get(expr.name, expr)
+    if kind is Seq or kind is Alt:
+        items = expr.items
+        for i, item in enumerate(items):
+            sub = type(item)
+            if sub is Literal or (sub is Regex and not terminals):  # most items: no call for them
+                continue
+            new = refs.get(item.name, item) if sub is Ref else substituted(item, refs, terminals)
+            if new is not item:
+                rest = tuple([substituted(later, refs, terminals) for later in items[i + 1:]])
+                return kind(items[:i] + (new,) + rest, expr.span)
+        return expr
+    if kind is Regex or kind is JsonStringExcept:
+        return terminals.get(_terminal_key(expr), expr) if terminals else expr
+    if kind is Repeat:
+        item = expr.item
+        new = refs.get(item.name, item) if type(item) is Ref else substituted(item, refs, terminals)
+        return expr if new is item else Repeat(new, expr.min, expr.max, expr.span)
+    if kind is Except and type(expr.item) is Ref:
+        item = refs.get(expr.item.name)
+        return expr if item is None else Except(item, expr.limit, expr.span)
+    return expr

@@ -18,13 +18,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from grammarc import Grammar
-from grammarc.errors import GrammarcError
+from grammarc.errors import GrammarcError, GrammarError
 from grammarc.frontends import json_formats as jf
 from grammarc.frontends.jsonschema import builder as builder_module
 from grammarc.frontends.jsonschema import sharing
 from grammarc.ir import (Alt, AnyToken, Except, Expr, JsonStringExcept, Literal, Ref, Regex, Repeat, Seq, Substrings,
                          references)
-from grammarc.ir.nodes import shape
+from grammarc.ir.nodes import MAX_SHAPE_DEPTH, shape
 from grammarc.ir.printer import quote
 from grammarc.runtime.recognizer import Recognizer
 
@@ -387,10 +387,49 @@ def test_shapes_in_the_core_refuse_what_is_no_node_precisely():
     with pytest.raises(TypeError, match="items are not a tuple"):
         shape(Seq("ab"), {}, [], set(), [])
     deep = Literal("a")
-    for _ in range(100_000):
+    for _ in range(1_000_000):  # hashing its shape recursed in C past the stack (a segfault)
         deep = Repeat(deep)
-    with pytest.raises(RecursionError):  # as the Python walk did: the front ends nest far less
-        shape(deep, {}, [], set(), [])
+    message = f"an expression nests deeper than {MAX_SHAPE_DEPTH} levels"
+    with pytest.raises(GrammarError) as caught:  # never a RecursionError: the walk has a stack of its own
+        shape(Seq((deep,)), {}, [], set(), [])
+    assert str(caught.value) == message
+
+
+def _chain(depth: int, leaf: Expr) -> Expr:
+    """`depth` nested Seq, Repeat and Alt nodes (in turn) around `leaf`, with a reference
+    and a terminal beside each level (the order of `used` and `terminals`)."""
+    expr = leaf
+    for i in range(depth):
+        kind = i % 3
+        if kind == 0:
+            expr = Seq((Ref(f"r{i}"), expr, Regex(f"t{i}")))
+        elif kind == 1:
+            expr = Repeat(expr, i % 2, None if i % 4 else i)
+        else:
+            expr = Alt((expr, Literal(f"l{i}"), Ref(f"r{i}")))
+    return expr
+
+
+def test_deep_shapes_in_the_core_are_the_python_walks():
+    """The core's own stack against the oracle's recursion, as deep as the oracle goes."""
+    _same_shapes_as_the_oracle([_chain(depth, leaf) for depth in (1, 2, 3, 50, 301)
+                                for leaf in (Literal("a"), Ref("z"), Except(Literal("x")))])
+
+
+def test_shapes_in_the_core_go_exactly_as_deep_as_the_limit():
+    table: dict = {}
+    used: list = []
+    terminals: list = []
+    top = shape(_chain(MAX_SHAPE_DEPTH, Ref("z")), table, used, set(), terminals)
+    seqs, alts = (MAX_SHAPE_DEPTH + 2) // 3, (MAX_SHAPE_DEPTH + 0) // 3
+    assert (top, len(table)) == (seqs + alts - 1, seqs + alts)
+    assert used == [f"r{i}" for i in reversed(range(MAX_SHAPE_DEPTH)) if i % 3 == 0] + ["z"] + \
+        [f"r{i}" for i in range(MAX_SHAPE_DEPTH) if i % 3 == 2]
+    assert [t.pattern for t in terminals] == [f"t{i}" for i in range(MAX_SHAPE_DEPTH) if i % 3 == 0]
+    for expr in (_chain(MAX_SHAPE_DEPTH + 1, Ref("z")), Seq((_chain(MAX_SHAPE_DEPTH, Ref("z")),))):
+        with pytest.raises(GrammarError) as caught:
+            shape(expr, {}, [], set(), [])
+        assert str(caught.value) == f"an expression nests deeper than {MAX_SHAPE_DEPTH} levels"
 
 
 @given(st.text(st.sampled_from("aZ09_-. é\u00b2\u0660"), max_size=12) | st.text(max_size=8))

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import re
 import warnings
+from collections import Counter
+from itertools import chain
 from functools import lru_cache
 from typing import Callable
 from urllib.parse import unquote
 
 from grammarc.errors import SchemaError, UnsupportedSchemaError
-from grammarc.ir import (Alt, AnyToken, Expr, Grammar, JsonStringExcept, Literal, Ref, Regex, Repeat, Seq, Substrings,
-                         references)
+from grammarc.ir import Alt, Expr, Grammar, JsonStringExcept, Literal, Ref, Regex, Seq, references
+from grammarc.ir.nodes import inline_rules
 from grammarc.frontends import json_formats as jf
 
 from .arrays import Arrays
@@ -510,9 +512,6 @@ def _title_hint(schema, hint: str) -> str:
     return name if len(name) <= 32 else hint
 
 
-_KEPT_LEAVES = frozenset((Literal, Regex, JsonStringExcept, Substrings, AnyToken))  # what inlining never changes
-
-
 def _inline_single_use(rules: dict, internal: set, start: str, max_nesting: int = 6,
                        refs_of: Callable[[Expr], list[str]] = references) -> dict:
     """Inline internal helper rules referenced exactly once (keeps the .ebnf readable).
@@ -521,64 +520,11 @@ def _inline_single_use(rules: dict, internal: set, start: str, max_nesting: int 
     `max_nesting` levels deep; the rule where it is cut stays a rule, so no expression ever
     nests deeper than that however long the chain is. Sequences and alternations come out
     flat; rules with nothing to inline or flatten are kept as they are (the same objects).
+    The walk is `grammarc.ir.nodes.inline_rules`, in the compiled core.
     """
     refs = {name: refs_of(body) for name, body in rules.items()}
-    counts: dict[str, int] = {}
-    for names in refs.values():
-        for name in names:
-            counts[name] = counts.get(name, 0) + 1
+    counts = Counter(chain.from_iterable(refs.values()))
     inline = {n for n in internal if counts.get(n) == 1 and n in rules and n not in refs[n]}
     if not inline:
         return rules
-
-    cut: list[str] = []  # helpers where a chain was cut (or that subst does not enter)
-
-    def subst(expr, level: int):
-        kind = type(expr)
-        if kind is Ref and expr.name in inline:
-            if level < max_nesting:
-                return subst(rules[expr.name], level + 1)
-            cut.append(expr.name)
-            return expr
-        if kind is Seq or kind is Alt:
-            items = []
-            changed = kind is Seq and len(expr.items) == 1
-            for item in expr.items:
-                sub = type(item)
-                if sub is Repeat:  # most repeat a leaf (optional whitespace: everywhere)
-                    inner = item.item
-                    sub = type(inner)
-                    if sub in _KEPT_LEAVES or (sub is Ref and inner.name not in inline):
-                        items.append(item)
-                        continue
-                elif sub in _KEPT_LEAVES or (sub is Ref and item.name not in inline):
-                    items.append(item)  # kept as it is: no call per leaf
-                    continue
-                new = subst(item, level)
-                if type(new) is kind:
-                    items.extend(new.items)
-                    changed = True
-                else:
-                    items.append(new)
-                    changed = changed or new is not item
-            if not changed:
-                return expr
-            return items[0] if kind is Seq and len(items) == 1 else kind(tuple(items))
-        if kind is Repeat:
-            item = expr.item
-            if type(item) in _KEPT_LEAVES or (type(item) is Ref and item.name not in inline):
-                return expr
-            item = subst(item, level)
-            return expr if item is expr.item else Repeat(item, expr.min, expr.max)
-        if kind is not Ref and kind not in _KEPT_LEAVES:  # except!, or a subclass: not entered
-            cut.extend(name for name in references(expr) if name in inline)
-        return expr
-
-    # a body with nothing to inline or flatten comes back as it is (the same object)
-    out = {name: subst(body, 0) for name, body in rules.items() if name not in inline}
-    while cut:  # helpers where a chain was cut: rules of their own
-        name = cut.pop()
-        if name not in out:
-            out[name] = subst(rules[name], 0)
-    del subst  # a recursive closure is a reference cycle (holding `rules`): unbound, refcounting frees it
-    return {name: out[name] for name in rules if name in out}
+    return inline_rules(rules, inline, max_nesting)

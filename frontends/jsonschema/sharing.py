@@ -24,8 +24,8 @@ import re
 from functools import lru_cache
 from typing import Callable, Iterable, Mapping
 
-from grammarc.ir import Alt, Except, Expr, JsonStringExcept, Literal, Ref, Regex, Repeat, Seq, references, walk
-from grammarc.ir.nodes import shape
+from grammarc.ir import Alt, Expr, JsonStringExcept, Ref, Regex, Repeat, Seq, references, walk
+from grammarc.ir.nodes import shape, substituted
 
 __all__ = ["share", "hoist_terminals", "merge_equal_rules", "identifier", "ReferenceCache", "shorten", "unique"]
 
@@ -398,31 +398,9 @@ def unique(base: str, taken: set[str]) -> str:
 
 # -- rewriting ------------------------------------------------------------------------------
 
-def _substituted(expr: Expr, refs: Mapping[str, Expr], terminals: Mapping[tuple, Expr]) -> Expr:
+def _substituted(expr: Expr, refs: dict[str, Expr], terminals: dict[tuple, Expr]) -> Expr:
     """`expr` with the references that `refs` has a replacement for (by name; also as the
     operand of ``except!``) and the terminals that `terminals` has one for (by
-    `_terminal_key`) replaced; unchanged subtrees are kept as they are (the same objects)."""
-    kind = type(expr)
-    if kind is Ref:
-        return refs.get(expr.name, expr)
-    if kind is Seq or kind is Alt:
-        items = expr.items
-        for i, item in enumerate(items):
-            sub = type(item)
-            if sub is Literal or (sub is Regex and not terminals):  # most items: no call for them
-                continue
-            new = refs.get(item.name, item) if sub is Ref else _substituted(item, refs, terminals)
-            if new is not item:
-                rest = tuple([_substituted(later, refs, terminals) for later in items[i + 1:]])
-                return kind(items[:i] + (new,) + rest, expr.span)
-        return expr
-    if kind is Regex or kind is JsonStringExcept:
-        return terminals.get(_terminal_key(expr), expr) if terminals else expr
-    if kind is Repeat:
-        item = expr.item
-        new = refs.get(item.name, item) if type(item) is Ref else _substituted(item, refs, terminals)
-        return expr if new is item else Repeat(new, expr.min, expr.max, expr.span)
-    if kind is Except and type(expr.item) is Ref:
-        item = refs.get(expr.item.name)
-        return expr if item is None else Except(item, expr.limit, expr.span)
-    return expr
+    `_terminal_key`) replaced; unchanged subtrees are kept as they are (the same objects).
+    In the compiled core (`grammarc.ir.nodes.substituted`)."""
+    return substituted(expr, refs, terminals)

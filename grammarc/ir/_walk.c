@@ -12,27 +12,15 @@
  *            references carry (the JSON Schema front end's sharing._Shapes, which compares
  *            rule bodies by it).
  *
+ * inline_rules, substituted - the JSON Schema front end's rewriting walks (_rewrite.c).
+ *
  * Nodes are read by their exact class (the IR's ten classes, given in this order: Seq, Alt,
  * Repeat, Except, Literal, Substrings, Ref, Regex, JsonStringExcept, AnyToken); a node of a
  * class of its own is `too_deep`'s `children` callable's to open, and makes `passing` answer
  * None. The Python versions are the oracle (tests/check_reference.py, tests/test_grammar_errors.py).
  */
 
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-#include <stdlib.h>
-
-enum { SEQ, ALT, REPEAT, EXCEPT, LITERAL, SUBSTRINGS, REF, REGEX, JSON_EXCEPT, ANY_TOKEN, N_CLASSES };
-
-static PyObject *s_items, *s_item, *s_text, *s_name, *s_min, *s_max, *s_mode, *s_pattern, *s_words, *s_limit;
-
-static int kind_of(PyObject *node, PyObject *const *classes)
-{
-    PyTypeObject *type = Py_TYPE(node);
-    for (int k = 0; k < N_CLASSES; k++)
-        if ((PyObject *)type == classes[k]) return k;
-    return -1;
-}
+#include "_walk.h"
 
 /* A stack of (node, depth): borrowed nodes (the rule's tree holds them, or `keep` does). */
 typedef struct { PyObject **node; int *depth; Py_ssize_t n, cap; } Stack;
@@ -75,11 +63,8 @@ static PyObject *too_deep(PyObject *self, PyObject *args)
     int max_depth;
     if (!PyArg_ParseTuple(args, "O!O!Oi", &PyTuple_Type, &rules, &PyTuple_Type, &classes, &children, &max_depth))
         return NULL;
-    if (PyTuple_GET_SIZE(classes) != N_CLASSES) {
-        PyErr_SetString(PyExc_ValueError, "too_deep: the IR's ten classes are needed");
-        return NULL;
-    }
-    PyObject *const *cls = &PyTuple_GET_ITEM(classes, 0);
+    PyObject *const *cls = ir_classes(classes, "too_deep");
+    if (!cls) return NULL;
     Stack s = {0};
     Py_ssize_t found = -1;
     if (!(keep = PyList_New(0))) return NULL;  /* what `children` made for nodes of other classes */
@@ -229,11 +214,8 @@ static PyObject *passing(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "O!O!OOi", &PyTuple_Type, &rules, &PyTuple_Type, &classes, &modes, &defined,
                           &max_depth))
         return NULL;
-    if (PyTuple_GET_SIZE(classes) != N_CLASSES) {
-        PyErr_SetString(PyExc_ValueError, "passing: the IR's ten classes are needed");
-        return NULL;
-    }
-    PyObject *const *cls = &PyTuple_GET_ITEM(classes, 0);
+    PyObject *const *cls = ir_classes(classes, "passing");
+    if (!cls) return NULL;
     Stack s = {0};
     int ok = 1;
     if (!(refs = PyDict_New()) || !(token_level = PyList_New(0))) goto done;
@@ -272,11 +254,8 @@ static PyObject *references(PyObject *self, PyObject *args)
     PyObject *expr, *classes, *children, *keep = NULL, *out = NULL;
     if (!PyArg_ParseTuple(args, "OO!O", &expr, &PyTuple_Type, &classes, &children))
         return NULL;
-    if (PyTuple_GET_SIZE(classes) != N_CLASSES) {
-        PyErr_SetString(PyExc_ValueError, "references: the IR's ten classes are needed");
-        return NULL;
-    }
-    PyObject *const *cls = &PyTuple_GET_ITEM(classes, 0);
+    PyObject *const *cls = ir_classes(classes, "references");
+    if (!cls) return NULL;
     Stack s = {0};
     /* keep: every node's children, alive until the walk ends (a children callable may run
      * Python code that replaces another node's fields) */
@@ -321,22 +300,13 @@ fail:
 
 /* What a shape walk fills: the table numbering composite shapes, the references in walk
  * order (`used`), the names inside opaque nodes (a set), the terminals in order; `refs`
- * gives an opaque node's references. */
-typedef struct { PyObject *const *cls; PyObject *table, *used, *opaque, *terminals, *refs, *ref; } Shaper;
-
-/* A new tuple of `n` new references (each NULL-checked: a NULL fails the whole, the others released). */
-static PyObject *pack_new(Py_ssize_t n, PyObject **parts)
-{
-    PyObject *t = NULL;
-    for (Py_ssize_t i = 0; i < n; i++)
-        if (!parts[i]) goto fail;
-    if (!(t = PyTuple_New(n))) goto fail;
-    for (Py_ssize_t i = 0; i < n; i++) PyTuple_SET_ITEM(t, i, parts[i]);
-    return t;
-fail:
-    for (Py_ssize_t i = 0; i < n; i++) Py_XDECREF(parts[i]);
-    return NULL;
-}
+ * gives an opaque node's references; `too_deep` (an exception class) is raised past
+ * `max_depth` nested Seq, Alt and Repeat nodes. */
+typedef struct {
+    PyObject *const *cls;
+    PyObject *table, *used, *opaque, *terminals, *refs, *ref, *too_deep;
+    int max_depth;
+} Shaper;
 
 static int append_attr(PyObject *list, PyObject *node, PyObject *attr)
 {
@@ -345,8 +315,6 @@ static int append_attr(PyObject *list, PyObject *node, PyObject *attr)
     Py_XDECREF(value);
     return rc;
 }
-
-static PyObject *shape_of(Shaper *x, PyObject *expr);
 
 /* The number of a composite shape's `key` (stolen) in the table: the one it has, or the next. */
 static PyObject *numbered(Shaper *x, PyObject *key)
@@ -363,35 +331,11 @@ static PyObject *numbered(Shaper *x, PyObject *key)
     return found;
 }
 
-static PyObject *shape_body(Shaper *x, PyObject *expr)
+/* The shape of a node that holds no node to walk (every class but Seq, Alt and Repeat). */
+static PyObject *shape_leaf(Shaper *x, PyObject *expr, int kind)
 {
     PyObject *const *cls = x->cls;
-    int kind = kind_of(expr, cls);
     switch (kind) {
-    case SEQ: case ALT: {  /* (class, the items' shapes...), numbered */
-        PyObject *items = PyObject_GetAttr(expr, s_items), *key = NULL;
-        if (!items) return NULL;
-        if (!PyTuple_Check(items)) {
-            PyErr_SetString(PyExc_TypeError, "shape: an IR node's items are not a tuple");
-        } else if ((key = PyTuple_New(PyTuple_GET_SIZE(items) + 1))) {
-            PyTuple_SET_ITEM(key, 0, Py_NewRef(cls[kind]));
-            for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(items); i++) {
-                PyObject *part = shape_of(x, PyTuple_GET_ITEM(items, i));
-                if (!part) { Py_CLEAR(key); break; }
-                PyTuple_SET_ITEM(key, i + 1, part);
-            }
-        }
-        Py_DECREF(items);
-        return numbered(x, key);
-    }
-    case REPEAT: {  /* (Repeat, the item's shape, min, max): not numbered */
-        PyObject *item = PyObject_GetAttr(expr, s_item);
-        PyObject *parts[4] = {Py_NewRef(cls[REPEAT]), item ? shape_of(x, item) : NULL, NULL, NULL};
-        Py_XDECREF(item);
-        if (parts[1] && (parts[2] = PyObject_GetAttr(expr, s_min)))
-            parts[3] = PyObject_GetAttr(expr, s_max);
-        return pack_new(4, parts);
-    }
     case EXCEPT: {  /* of a reference: (Except, -1, limit), numbered; of anything else: opaque */
         PyObject *item = PyObject_GetAttr(expr, s_item);
         if (!item) return NULL;
@@ -439,28 +383,105 @@ static PyObject *shape_body(Shaper *x, PyObject *expr)
     return PyErr_Occurred() ? NULL : PyTuple_Pack(2, Py_None, expr);
 }
 
-static PyObject *shape_of(Shaper *x, PyObject *expr)
+/* A Seq, Alt or Repeat whose parts are being shaped: `below` its items (a Repeat's: its
+ * item), `key` the shape being filled (Seq, Alt: (class, the items' shapes...); Repeat:
+ * (Repeat, the item's shape, min, max)), `done` the parts shaped so far. */
+typedef struct { PyObject *node, *below, *key; Py_ssize_t done; int kind; } Frame;
+typedef struct { Frame *v; size_t n, cap; } Frames;
+
+/* Start shaping `expr`: a Seq, Alt or Repeat becomes a frame on `st`; any other node is
+ * shaped at once, into *out. -1 on error. */
+static int shape_open(Shaper *x, Frames *st, PyObject *expr, PyObject **out)
 {
-    if (Py_EnterRecursiveCall(" while reading a rule's shape")) return NULL;
-    PyObject *shape = shape_body(x, expr);
-    Py_LeaveRecursiveCall();
-    return shape;
+    int kind = kind_of(expr, x->cls);
+    if (kind != SEQ && kind != ALT && kind != REPEAT) {
+        *out = shape_leaf(x, expr, kind);
+        return *out ? 0 : -1;
+    }
+    if (st->n >= (size_t)x->max_depth) {  /* a shape nests its tuples as deep: hashing one recurses in C */
+        PyErr_Format(x->too_deep, "an expression nests deeper than %d levels", x->max_depth);
+        return -1;
+    }
+    if (st->n == st->cap) {  /* doubled from 64 */
+        size_t cap = st->cap ? 2 * st->cap : 64;
+        Frame *more = cap <= SIZE_MAX / sizeof(Frame) ? realloc(st->v, cap * sizeof(Frame)) : NULL;
+        if (!more) { PyErr_NoMemory(); return -1; }
+        st->v = more; st->cap = cap;
+    }
+    PyObject *below = PyObject_GetAttr(expr, kind == REPEAT ? s_item : s_items), *key;
+    if (!below) return -1;
+    if (kind != REPEAT && !PyTuple_Check(below)) {
+        PyErr_SetString(PyExc_TypeError, "shape: an IR node's items are not a tuple");
+        Py_DECREF(below);
+        return -1;
+    }
+    if (!(key = PyTuple_New(kind == REPEAT ? 4 : PyTuple_GET_SIZE(below) + 1))) { Py_DECREF(below); return -1; }
+    PyTuple_SET_ITEM(key, 0, Py_NewRef(x->cls[kind]));
+    st->v[st->n++] = (Frame){expr, below, key, 0, kind};
+    return 0;
 }
 
-/* shape(expr, classes, table, used, opaque, terminals, references, ref) -> the shape of `expr` */
+/* The shape of `expr`, depth first and left to right (the order of `used`, `terminals` and
+ * of the table's numbers), with a stack of its own: never a RecursionError, and past
+ * `max_depth` levels the precise error. */
+static PyObject *shape_of(Shaper *x, PyObject *expr)
+{
+    Frames st = {0};
+    PyObject *result = NULL;
+    if (shape_open(x, &st, expr, &result) < 0) goto fail;
+    while (st.n) {
+        Frame *f = &st.v[st.n - 1];
+        if (result) {  /* a part's shape, finished: into its place in the key */
+            PyTuple_SET_ITEM(f->key, ++f->done, result);
+            result = NULL;
+        }
+        Py_ssize_t parts = f->kind == REPEAT ? 1 : PyTuple_GET_SIZE(f->below);
+        if (f->done < parts) {
+            PyObject *next = f->kind == REPEAT ? f->below : PyTuple_GET_ITEM(f->below, f->done);
+            if (shape_open(x, &st, next, &result) < 0) goto fail;
+            continue;
+        }
+        PyObject *key = f->key, *node = f->node;
+        int kind = f->kind;
+        Py_DECREF(f->below);
+        st.n--;
+        if (kind == REPEAT) {  /* not numbered: a tuple as a leaf's is */
+            PyObject *low = PyObject_GetAttr(node, s_min), *high = low ? PyObject_GetAttr(node, s_max) : NULL;
+            if (!high) { Py_XDECREF(low); Py_DECREF(key); goto fail; }
+            PyTuple_SET_ITEM(key, 2, low);
+            PyTuple_SET_ITEM(key, 3, high);
+            result = key;
+        } else if (!(result = numbered(x, key))) {
+            goto fail;
+        }
+    }
+    free(st.v);
+    return result;
+fail:
+    Py_XDECREF(result);
+    for (size_t i = 0; i < st.n; i++) {  /* a key's unfilled slots are NULL: its dealloc skips them */
+        Py_DECREF(st.v[i].below);
+        Py_DECREF(st.v[i].key);
+    }
+    free(st.v);
+    return NULL;
+}
+
+/* shape(expr, classes, table, used, opaque, terminals, references, ref, too_deep, max_depth) -> the shape of `expr` */
 static PyObject *shape(PyObject *self, PyObject *args)
 {
     (void)self;
     PyObject *expr, *classes;
     Shaper x;
-    if (!PyArg_ParseTuple(args, "OO!O!O!O!O!OO", &expr, &PyTuple_Type, &classes, &PyDict_Type, &x.table,
-                          &PyList_Type, &x.used, &PySet_Type, &x.opaque, &PyList_Type, &x.terminals, &x.refs, &x.ref))
+    if (!PyArg_ParseTuple(args, "OO!O!O!O!O!OOOi", &expr, &PyTuple_Type, &classes, &PyDict_Type, &x.table,
+                          &PyList_Type, &x.used, &PySet_Type, &x.opaque, &PyList_Type, &x.terminals, &x.refs, &x.ref,
+                          &x.too_deep, &x.max_depth))
         return NULL;
-    if (PyTuple_GET_SIZE(classes) != N_CLASSES) {
-        PyErr_SetString(PyExc_ValueError, "shape: the IR's ten classes are needed");
+    if (!PyExceptionClass_Check(x.too_deep) || x.max_depth < 1) {
+        PyErr_SetString(PyExc_TypeError, "shape: too_deep is an exception class and max_depth at least 1");
         return NULL;
     }
-    x.cls = &PyTuple_GET_ITEM(classes, 0);
+    if (!(x.cls = ir_classes(classes, "shape"))) return NULL;
     return shape_of(&x, expr);
 }
 
@@ -477,10 +498,20 @@ static PyMethodDef methods[] = {
      "references(expr, classes, children) -> list of the names `expr` refers to, once per reference (classes: the "
      "IR's ten, see the module's comment; children: opens a node of any other class)."},
     {"shape", shape, METH_VARARGS,
-     "shape(expr, classes, table, used, opaque, terminals, references, ref) -> the shape of `expr` (see "
+     "shape(expr, classes, table, used, opaque, terminals, references, ref, too_deep, max_depth) -> the shape of "
+     "`expr` (see "
      "frontends/jsonschema/sharing.py's _Shapes): composite shapes numbered in `table` (a dict), references "
      "appended to `used` in walk order (each shaped as `ref`), an opaque node's `references(node)` added to the "
-     "set `opaque`, Regex and JsonStringExcept terminals appended to `terminals` in order."},
+     "set `opaque`, Regex and JsonStringExcept terminals appended to `terminals` in order; too_deep(message) raised "
+     "past max_depth nested Seq, Alt and Repeat nodes."},
+    {"inline_rules", inline_rules, METH_VARARGS,
+     "inline_rules(rules, inline, max_nesting, classes, references) -> the rules (a dict, in their order) with "
+     "the references to the rules of `inline` replaced by their bodies, chains at most max_nesting deep, "
+     "sequences and alternations flattened (the JSON Schema front end's single-use helpers)."},
+    {"substituted", substituted, METH_VARARGS,
+     "substituted(expr, refs, terminals, classes) -> `expr` with the references `refs` (a dict name -> node) has a "
+     "replacement for (also as the operand of except!) and the terminals `terminals` (a dict (Regex, pattern, "
+     "mode) or (JsonStringExcept, words) -> node) has one for replaced; unchanged subtrees are the same objects."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -489,12 +520,15 @@ static struct PyModuleDef module = {
     methods,
 };
 
+PyObject *s_items, *s_item, *s_text, *s_name, *s_min, *s_max, *s_mode, *s_pattern, *s_words, *s_limit, *s_span;
+
 PyMODINIT_FUNC PyInit__walk(void)
 {
-    static const char *names[] = {"items", "item", "text", "name", "min", "max", "mode", "pattern", "words", "limit"};
+    static const char *names[] = {"items", "item", "text", "name", "min", "max", "mode", "pattern", "words", "limit",
+                                  "span"};
     PyObject **slots[] = {&s_items, &s_item, &s_text, &s_name, &s_min, &s_max, &s_mode, &s_pattern, &s_words,
-                          &s_limit};
-    for (int i = 0; i < 10; i++)
+                          &s_limit, &s_span};
+    for (int i = 0; i < 11; i++)
         if (!*slots[i] && !(*slots[i] = PyUnicode_InternFromString(names[i]))) return NULL;
     return PyModule_Create(&module);
 }

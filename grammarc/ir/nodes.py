@@ -16,7 +16,7 @@ from typing import Iterator, Literal as TypingLiteral, Mapping, Union
 
 from grammarc.allocation import slot_init
 from grammarc.ir import _walk
-from grammarc.errors import Span
+from grammarc.errors import GrammarError, Span
 
 RegexMode = TypingLiteral["match", "early", "complement"]
 
@@ -174,6 +174,7 @@ EXPR_TYPES = (Literal, Regex, Substrings, JsonStringExcept, Ref, Seq, Alt, Repea
 _LEAVES = frozenset((Literal, Regex, Substrings, JsonStringExcept, Ref, AnyToken))
 # the IR's classes in the order the compiled walks read them (grammarc/ir/_walk.c)
 WALK_CLASSES = (Seq, Alt, Repeat, Except, Literal, Substrings, Ref, Regex, JsonStringExcept, AnyToken)
+MAX_SHAPE_DEPTH = 10_000  # nested Seq, Alt and Repeat nodes `shape` reads (a GrammarError past it)
 
 
 def children(expr: Expr) -> tuple[Expr, ...]:
@@ -224,9 +225,34 @@ def shape(expr: Expr, table: dict, used: list[str], opaque: set[str], terminals:
     referred to to `used` in walk order (depth first, left to right) and the Regex and
     ``json_string_except!`` terminals to `terminals` in order; any other node (a class of its
     own, an ``except!`` of something but a reference) is *opaque*: its shape is ``(None,
-    node)``, its references added to `opaque`. In the compiled core (``_walk.shape``); its
-    oracle is tests/check_reference.py's `shape`."""
-    return _walk.shape(expr, WALK_CLASSES, table, used, opaque, terminals, references, -1)
+    node)``, its references added to `opaque`. In the compiled core (``_walk.shape``, with a
+    stack of its own); its oracle is tests/check_reference.py's `shape`. A tree nesting
+    deeper than `MAX_SHAPE_DEPTH` is a `GrammarError` (its shape would nest as deep, and
+    hashing it recurses in C); the front ends nest far less."""
+    return _walk.shape(expr, WALK_CLASSES, table, used, opaque, terminals, references, -1, GrammarError, MAX_SHAPE_DEPTH)
+
+
+def inline_rules(rules: dict[str, Expr], inline: set[str], max_nesting: int) -> dict[str, Expr]:
+    """`rules` with each reference to a rule of `inline` replaced by that rule's body, in the
+    rules' order: a chain of such rules is inlined at most `max_nesting` levels deep, and the
+    rule where it is cut stays a rule (inlined in turn), so no expression nests deeper than
+    that however long the chain is; a reference inside a node the walk does not enter (an
+    ``except!``, a class of its own) also keeps its rule. Sequences and alternations come out
+    flat; a body with nothing to inline or flatten is kept as it is (the same object). The
+    JSON Schema front end's single-use helpers (builder._inline_single_use), in the compiled
+    core (``_walk.inline_rules``: a Python call per node was a seventh of translating a
+    schema); its oracle is tests/check_reference.py's `inline_rules`."""
+    return _walk.inline_rules(rules, inline, max_nesting, WALK_CLASSES, references)
+
+
+def substituted(expr: Expr, refs: dict[str, Expr], terminals: dict[tuple, Expr]) -> Expr:
+    """`expr` with the references that `refs` has a replacement for (by name; also as the
+    operand of ``except!``) and the terminals that `terminals` has one for (keyed
+    ``(Regex, pattern, mode)`` or ``(JsonStringExcept, words)``) replaced; unchanged
+    subtrees are kept as they are (the same objects), a rebuilt node keeps its span. The JSON
+    Schema front end's renames and hoisted terminals (sharing.py), in the compiled core
+    (``_walk.substituted``); its oracle is tests/check_reference.py's `substituted`."""
+    return _walk.substituted(expr, refs, terminals, WALK_CLASSES)
 
 
 @dataclass(frozen=True, eq=False)
