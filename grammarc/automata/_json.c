@@ -467,7 +467,9 @@ PyObject *py_json_string(PyObject *self, PyObject *args)
     x.max_states = max_states;
     x.leads_outcome = -1;
     RunBuf chars = {0}, hex = {0};
-    int ok = 1;
+    /* room for the signatures of a few hundred states at once (grown by doubling from there) */
+    int ok = vec64_reserve(&x.sig_data, 4096) == 0;
+    if (!ok) PyErr_NoMemory();
     for (i64 i = 0; i < FIRST_CHAR + nc && ok; i++) ok = new_state(&x) >= 0;
     if (ok) {
         x.rows[START * 256 + '"'] = FIRST_CHAR;
