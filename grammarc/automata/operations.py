@@ -232,7 +232,8 @@ def combine(tree, *, max_states: int = DEFAULT_MAX_STATES) -> DFA:
 _combined: "weakref.WeakValueDictionary[tuple, DFA]" = weakref.WeakValueDictionary()
 
 # the most recently combined DFAs, least recent first, held whoever else holds them: at
-# most RECENT_STATES states in all (~1 KiB of dense table each), none over a quarter of it
+# most RECENT_STATES states in all, none over a quarter of it (a state is ~1 KiB of dense
+# table: at most 32 MiB, mostly DFAs that the compiled grammars kept in memory hold anyway)
 RECENT_STATES = 1 << 15
 _recent: "OrderedDict[tuple, DFA]" = OrderedDict()
 _recent_size = [0]  # states held in `_recent`
