@@ -667,7 +667,7 @@ def test_a_key_trie_shares_its_tail():
     assert nfa.embeds.count(letters.key) == 1
 
 
-def test_combine_remembers_a_tree_while_its_result_is_held():
+def test_combine_remembers_a_tree_while_its_result_is_held(monkeypatch):
     import gc
 
     from grammarc.automata import operations
@@ -678,9 +678,36 @@ def test_combine_remembers_a_tree_while_its_result_is_held():
     assert A.combine(again) is first  # equal trees of other DFA objects: the same result
     assert A.combine(again, max_states=500) is not first  # another budget is another entry
     key = (operations._tree_key(tree, {}), A.DEFAULT_MAX_STATES)
+    n_states = first.n_states
     del first
     gc.collect()
+    assert operations._recent[key].n_states == n_states  # held still: one of the recent results
+    assert A.combine(tree) is operations._recent[key]
+    # newer results push it out past RECENT_STATES states; then nothing holds it
+    monkeypatch.setattr(operations, "RECENT_STATES", 40)
+    for n in range(1, 9):
+        A.combine(("repeat", A.literal(b"a"), n, n))  # n + 1 states each
+    assert key not in operations._recent
+    assert operations._recent_size[0] == sum(d.n_states for d in operations._recent.values()) == 39
+    assert [k[0][2] for k in operations._recent] == [3, 4, 5, 6, 7, 8]  # least recent first, dropped first
+    gc.collect()
     assert key not in operations._combined  # nothing held it: the entry went with it
+
+
+def test_combine_holds_recent_results_within_its_bound(monkeypatch):
+    """`_recent` holds the most recently asked trees, hits moved last, within RECENT_STATES
+    states, and none larger than a quarter of it."""
+    from grammarc.automata import operations
+
+    monkeypatch.setattr(operations, "RECENT_STATES", 60)
+    small = [("repeat", A.literal(b"cd"), n, n) for n in (1, 2, 3)]  # 3, 5, 7 states
+    for tree in small:
+        A.combine(tree)
+    A.combine(small[0])  # a hit: now the most recent
+    assert [k[0] for k in list(operations._recent)[-3:]] == [operations._tree_key(t, {}) for t in small[1:] + small[:1]]
+    big = A.combine(("repeat", A.literal(b"ef"), 10, 10))  # 21 states: over a quarter of 60
+    assert big.n_states == 21 and all(d is not big for d in operations._recent.values())
+    assert operations._recent_size[0] == sum(d.n_states for d in operations._recent.values()) <= 60
 
 
 @given(st.lists(st.integers(-5, 40), max_size=60))

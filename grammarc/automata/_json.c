@@ -30,13 +30,16 @@ enum { HEX = 0, UTF8 = 1, PAIR = 2, ESCAPE = 3 };  /* kinds of hash-consed state
 typedef struct { const i64 *lo, *hi; const i32 *out; i64 n, clip_lo, clip_hi, offset; } Fn;
 
 typedef struct {
-    i32 *rows;      /* [cap, 256] */
-    uint8_t *acc;
-    i64 n, cap, max_states;
+    i32 *rows;      /* [rows_cap, 256] */
+    uint8_t *acc;   /* [acc_cap] */
+    i64 n, max_states;
+    size_t rows_cap, acc_cap;
     uint64_t *sig_hashes;  /* states by signature (sig_slot): open addressing, 0 = empty */
     i64 *sig_at;           /* where each one's signature starts in sig_data: its length, then it */
     i32 *sig_vals;
-    i64 sig_cap, sig_count, *sig_data, sig_len, sig_data_cap, *scratch, scratch_cap;
+    i64 sig_cap, sig_count;
+    Vec64 sig_data;        /* the signatures, each its length and then it */
+    Vec64 scratch;         /* the signature being built (reader) */
     int overflow;   /* set when more than max_states states were needed */
     i64 escapes;    /* escape states made (shared ones once; see py_json_string's budget) */
     i32 leads_outcome, leads[0xF5 - 0xC2];  /* the targets of the UTF-8 leads C2..F4 when every
@@ -46,15 +49,12 @@ typedef struct {
 static i32 new_state(Ctx *x)
 {
     if (x->n >= x->max_states) { x->overflow = 1; return -2; }
-    if (x->n == x->cap) {
-        i64 cap = x->cap ? 2 * x->cap : 1024;
-        i32 *rows = realloc(x->rows, (size_t)cap * 256 * sizeof(i32));
-        if (!rows) { PyErr_NoMemory(); return -2; }
-        x->rows = rows;
-        uint8_t *acc = realloc(x->acc, (size_t)cap);
-        if (!acc) { PyErr_NoMemory(); return -2; }
-        x->acc = acc;
-        x->cap = cap;
+    size_t need = x->n < 1024 ? 1024 : (size_t)x->n + 1;  /* a first table of 1024 states */
+    if ((size_t)x->n == x->rows_cap
+        && (grow((void **)&x->rows, &x->rows_cap, need, 256 * sizeof(i32)) < 0
+            || grow((void **)&x->acc, &x->acc_cap, x->rows_cap, 1) < 0)) {
+        PyErr_NoMemory();
+        return -2;
     }
     i32 s = (i32)x->n++;
     for (int b = 0; b < 256; b++) x->rows[(i64)s * 256 + b] = -1;
@@ -125,22 +125,18 @@ static i32 *sig_slot(Ctx *x, const i64 *sig, i64 n, i32 s, int *found)
     }
     uint64_t h = sig_hash(sig, n), j = h & (uint64_t)(x->sig_cap - 1);
     for (; x->sig_hashes[j]; j = (j + 1) & (uint64_t)(x->sig_cap - 1)) {
-        const i64 *other = x->sig_data + x->sig_at[j];
+        const i64 *other = x->sig_data.v + x->sig_at[j];
         if (x->sig_hashes[j] == h && other[0] == n && !memcmp(other + 1, sig, (size_t)n * sizeof(i64))) {
             *found = 1;
             return &x->sig_vals[j];
         }
     }
-    if (x->sig_len + n + 1 > x->sig_data_cap) {
-        i64 cap = 2 * (x->sig_len + n + 1) + 1024;
-        i64 *data = realloc(x->sig_data, (size_t)cap * sizeof(i64));
-        if (!data) { PyErr_NoMemory(); return NULL; }
-        x->sig_data = data; x->sig_data_cap = cap;
-    }
-    x->sig_data[x->sig_len] = n;
-    memcpy(x->sig_data + x->sig_len + 1, sig, (size_t)n * sizeof(i64));
-    x->sig_hashes[j] = h; x->sig_at[j] = x->sig_len; x->sig_vals[j] = s;
-    x->sig_len += n + 1;
+    Vec64 *data = &x->sig_data;
+    if (vec64_reserve(data, (size_t)n + 1) < 0) { PyErr_NoMemory(); return NULL; }
+    data->v[data->n] = n;
+    memcpy(data->v + data->n + 1, sig, (size_t)n * sizeof(i64));
+    x->sig_hashes[j] = h; x->sig_at[j] = (i64)data->n; x->sig_vals[j] = s;
+    data->n += (size_t)n + 1;
     x->sig_count++;
     *found = 0;
     return &x->sig_vals[j];
@@ -171,12 +167,9 @@ static i32 reader(Ctx *x, int kind, int k, i64 lo, const Fn *f)
     while (first + runs < f->n && f->lo[first + runs] - f->offset <= b) runs++;
     if (!runs) return -1;
     if (k == 0) return f->out[first];
-    if (2 + 3 * runs > x->scratch_cap) {  /* shared by every call: used up before the digits */
-        i64 *scratch = realloc(x->scratch, (size_t)(2 + 3 * runs) * 2 * sizeof(i64));
-        if (!scratch) { PyErr_NoMemory(); return -2; }
-        x->scratch = scratch; x->scratch_cap = (2 + 3 * runs) * 2;
-    }
-    i64 *sig = x->scratch, n = 2;  /* kind, k, then (from, to, outcome) relative to lo */
+    /* the scratch is shared by every call: used up before the digits */
+    if (vec64_reserve(&x->scratch, (size_t)(2 + 3 * runs)) < 0) { PyErr_NoMemory(); return -2; }
+    i64 *sig = x->scratch.v, n = 2;  /* kind, k, then (from, to, outcome) relative to lo */
     sig[0] = kind; sig[1] = k;
     for (i64 i = first; i < first + runs; i++) {
         i64 from = f->lo[i] - f->offset < a ? a : f->lo[i] - f->offset;
@@ -241,24 +234,27 @@ static i32 pair_state(Ctx *x, const Fn *f)
     return p;
 }
 
-typedef struct { i64 *lo, *hi; i32 *out; i64 n, cap; } RunBuf;
+/* Runs of an outcome function being built: lo, hi and out side by side, as Fn reads them
+ * (the three always hold the same number of runs). */
+typedef struct { Vec64 lo, hi; Vec out; } RunBuf;
 
 static int push_run(RunBuf *r, i64 lo, i64 hi, i32 out)
 {
     if (out < 0 || lo > hi) return 0;
-    if (r->n && r->out[r->n - 1] == out && r->hi[r->n - 1] + 1 == lo) { r->hi[r->n - 1] = hi; return 0; }
-    if (r->n == r->cap) {
-        i64 cap = r->cap ? 2 * r->cap : 64;
-        i64 *l = realloc(r->lo, (size_t)cap * sizeof(i64)), *h = l ? realloc(r->hi, (size_t)cap * sizeof(i64)) : NULL;
-        if (l) r->lo = l;
-        if (h) r->hi = h;
-        i32 *o = h ? realloc(r->out, (size_t)cap * sizeof(i32)) : NULL;
-        if (!o) { PyErr_NoMemory(); return -1; }
-        r->out = o; r->cap = cap;
+    size_t n = r->out.n;
+    if (n && r->out.v[n - 1] == out && r->hi.v[n - 1] + 1 == lo) { r->hi.v[n - 1] = hi; return 0; }
+    if (vec64_reserve(&r->lo, 1) < 0 || vec64_reserve(&r->hi, 1) < 0 || vec_reserve(&r->out, 1) < 0) {
+        PyErr_NoMemory();
+        return -1;
     }
-    r->lo[r->n] = lo; r->hi[r->n] = hi; r->out[r->n++] = out;
+    r->lo.v[n] = lo; r->hi.v[n] = hi; r->out.v[n] = out;
+    r->lo.n = r->hi.n = r->out.n = n + 1;
     return 0;
 }
+
+static void runs_clear(RunBuf *r) { r->lo.n = r->hi.n = r->out.n = 0; }
+
+static void runs_free(RunBuf *r) { free(r->lo.v); free(r->hi.v); free(r->out.v); }
 
 /* The outcomes of a state's characters, M(target), over [a, b], minus the surrogates. */
 static int push_chars(RunBuf *r, const i64 *lo, const i64 *hi, const i64 *dst, i64 m, i64 a, i64 b)
@@ -283,9 +279,10 @@ static int build_char(Ctx *x, i64 q, const i64 *lo, const i64 *hi, const i64 *ds
                       RunBuf *chars, RunBuf *hex)
 {
     i32 s = FIRST_CHAR + (i32)q;
-    chars->n = hex->n = 0;
+    runs_clear(chars);
+    runs_clear(hex);
     if (push_chars(chars, lo, hi, dst, m, 0, 0x10FFFF) < 0) return -1;
-    Fn all = {chars->lo, chars->hi, chars->out, chars->n, 0, 0x10FFFF, 0};
+    Fn all = {chars->lo.v, chars->hi.v, chars->out.v, (i64)chars->out.n, 0, 0x10FFFF, 0};
     for (i64 b = 0x20, r = 0; b < 0x80; b++) {  /* outcome(&all, b), the runs walked once */
         while (r < all.n && all.hi[r] < b) r++;
         if (b == '"' || b == '\\') continue;
@@ -339,7 +336,7 @@ escapes:
         h = last + 1;
     }
     if (push_chars(hex, lo, hi, dst, m, 0xE000, 0xFFFF) < 0) return -1;
-    Fn bmp = {hex->lo, hex->hi, hex->out, hex->n, 0, 0xFFFF, 0};
+    Fn bmp = {hex->lo.v, hex->hi.v, hex->out.v, (i64)hex->out.n, 0, 0xFFFF, 0};
     i32 t = reader(x, HEX, 4, 0, &bmp);
     if (t == -2) return -1;
     static const int shorts[8][2] = {{'"', '"'}, {'\\', '\\'}, {'/', '/'}, {'b', 8},
@@ -380,9 +377,12 @@ static PyObject *canonical(const Ctx *x)
     PyObject *trans = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)x->n * 256 * sizeof(i32));
     PyObject *acc = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)x->n), *result = NULL, *code = NULL;
     i32 *id = malloc((size_t)x->n * sizeof(i32)), *queue = malloc((size_t)x->n * sizeof(i32));
-    size_t cap = (size_t)x->n * (3 + 6 * 4) + 3 + 6 * 256, len = 0;  /* room for one more row, whatever its runs */
-    unsigned char *buf = malloc(cap);
-    if (!trans || !acc || !id || !queue || !buf) {
+    size_t cap = 0, len = 0;
+    unsigned char *buf = NULL;
+    /* room for the rows of a few runs each, then grown to leave room for one more row,
+     * whatever its runs */
+    if (!trans || !acc || !id || !queue
+        || grow((void **)&buf, &cap, (size_t)x->n * (3 + 6 * 4) + 3 + 6 * 256, 1) < 0) {
         if (!PyErr_Occurred()) PyErr_NoMemory();
         goto done;
     }
@@ -396,10 +396,9 @@ static PyObject *canonical(const Ctx *x)
         const i32 *row = x->rows + (i64)queue[i] * 256;
         i32 *dst = out + i * 256;
         out_acc[i] = (char)x->acc[queue[i]];
-        if (len + 3 + 6 * 256 > cap) {
-            unsigned char *more = realloc(buf, cap *= 2);
-            if (!more) { PyErr_NoMemory(); goto done; }
-            buf = more;
+        if (len + 3 + 6 * 256 > cap && grow((void **)&buf, &cap, len + 3 + 6 * 256, 1) < 0) {
+            PyErr_NoMemory();
+            goto done;
         }
         size_t head = len;
         int runs = 0;
@@ -468,7 +467,9 @@ PyObject *py_json_string(PyObject *self, PyObject *args)
     x.max_states = max_states;
     x.leads_outcome = -1;
     RunBuf chars = {0}, hex = {0};
-    int ok = 1;
+    /* room for the signatures of a few hundred states at once (grown by doubling from there) */
+    int ok = vec64_reserve(&x.sig_data, 4096) == 0;
+    if (!ok) PyErr_NoMemory();
     for (i64 i = 0; i < FIRST_CHAR + nc && ok; i++) ok = new_state(&x) >= 0;
     if (ok) {
         x.rows[START * 256 + '"'] = FIRST_CHAR;
@@ -492,8 +493,9 @@ PyObject *py_json_string(PyObject *self, PyObject *args)
     else if (x.overflow && !PyErr_Occurred())
         result = Py_NewRef(Py_None);
     free(x.rows); free(x.acc);
-    free(x.sig_hashes); free(x.sig_at); free(x.sig_vals); free(x.sig_data); free(x.scratch);
-    free(chars.lo); free(chars.hi); free(chars.out); free(hex.lo); free(hex.hi); free(hex.out);
+    free(x.sig_hashes); free(x.sig_at); free(x.sig_vals); free(x.sig_data.v); free(x.scratch.v);
+    runs_free(&chars);
+    runs_free(&hex);
 release:
     for (int i = 0; i < 5; i++)
         if (b[i].obj) PyBuffer_Release(&b[i]);

@@ -5,7 +5,9 @@ and returns a canonical minimized DFA, within a state budget.
 
 from __future__ import annotations
 
+import threading
 import weakref
+from collections import OrderedDict
 from functools import lru_cache
 from typing import Sequence
 
@@ -202,22 +204,54 @@ def combine(tree, *, max_states: int = DEFAULT_MAX_STATES) -> DFA:
 
     Results are remembered while anything still holds them (`_combined`): a new schema's
     separators, keys and values are mostly trees that an earlier grammar of the process
-    combined already, and its terminals still hold those DFAs.
+    combined already, and its terminals still hold those DFAs. The most recent ones are
+    also held here (`_recent`), up to `RECENT_STATES` states in all: a lowering combines
+    parts that end inside larger terminals (a regular rule's DFA, a run merged whole
+    before its chunks), which no grammar holds, and the next schema asked for a quarter
+    of its trees again after the collector had taken them.
     """
     _check_budget(max_states)
     keys: dict[int, tuple | str] = {}
     key = (_tree_key(tree, keys), max_states)
-    found = _combined.get(key)
+    found = _recent.get(key)
     if found is not None:
+        with _recent_lock:
+            if key in _recent:
+                _recent.move_to_end(key)
         return found
-    dfa = _combine(tree, max_states, keys)
-    _combined[key] = dfa
-    return dfa
+    found = _combined.get(key)
+    if found is None:
+        found = _combine(tree, max_states, keys)
+        _combined[key] = found
+    _hold(key, found)
+    return found
 
 
 # tree key -> DFA, for as long as some grammar (a terminal) or cache holds the DFA: memory
 # follows what the process keeps anyway
 _combined: "weakref.WeakValueDictionary[tuple, DFA]" = weakref.WeakValueDictionary()
+
+# the most recently combined DFAs, least recent first, held whoever else holds them: at
+# most RECENT_STATES states in all, none over a quarter of it (a state is ~1 KiB of dense
+# table: at most 32 MiB, mostly DFAs that the compiled grammars kept in memory hold anyway)
+RECENT_STATES = 1 << 15
+_recent: "OrderedDict[tuple, DFA]" = OrderedDict()
+_recent_size = [0]  # states held in `_recent`
+_recent_lock = threading.Lock()  # lowerings may run in several threads at once
+
+
+def _hold(key: tuple, dfa: DFA) -> None:
+    """Hold `dfa` in `_recent`, dropping the least recent ones past `RECENT_STATES`."""
+    if dfa.n_states > RECENT_STATES // 4:
+        return
+    with _recent_lock:
+        if key in _recent:
+            _recent.move_to_end(key)
+            return
+        _recent[key] = dfa
+        _recent_size[0] += dfa.n_states
+        while _recent_size[0] > RECENT_STATES:
+            _recent_size[0] -= _recent.popitem(last=False)[1].n_states
 
 
 def _tree_key(tree, keys: dict[int, tuple | str]) -> tuple | str:

@@ -24,7 +24,6 @@ from __future__ import annotations
 import functools
 import json
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from grammarc.allocation import gc_paused
@@ -148,7 +147,7 @@ class _Lowering:
         self._rule_dfa: dict[str, DFA | None] = {}
         self._regular: dict[Expr, bool] = {}
         self._built: dict[Expr, DFA | None] = {}  # composite parts tried for a merge (None: too big)
-        self._nonempty: dict[str, DFA] = {}  # DFA key -> the DFA without the empty string
+        self._symbols_of: dict[str, tuple[Sym, ...]] = {}  # DFA key -> its `terminal_symbols`
         self._pending: list[str] = []  # rules whose nonterminal exists but has no productions yet
 
     # -- entry point ------------------------------------------------------------------
@@ -205,12 +204,19 @@ class _Lowering:
         return known
 
     def terminal_symbols(self, dfa: DFA, name: Name) -> tuple[Sym, ...]:
-        """Symbols for a regular language: ``T``, or ``(T⁺ | ε)`` when it contains ε."""
+        """Symbols for a regular language: ``T``, or ``(T⁺ | ε)`` when it contains ε.
+        Remembered by language: most calls ask again for a terminal the lowering has (a
+        JSON object's separators and values, once per property), and only a new
+        terminal's name depends on `name`."""
+        known = self._symbols_of.get(dfa.key)
+        if known is None:
+            known = self._symbols_of[dfa.key] = self._new_terminal_symbols(dfa, name)
+        return known
+
+    def _new_terminal_symbols(self, dfa: DFA, name: Name) -> tuple[Sym, ...]:
         if not dfa.accepts_empty:
             return (self.terminal(name, dfa),)
-        plus = self._nonempty.get(dfa.key)
-        if plus is None:
-            plus = self._nonempty[dfa.key] = automata.without_empty(dfa)
+        plus = automata.without_empty(dfa)
         if plus.is_empty:
             return ()
         t = self.terminal(name, plus)
@@ -235,18 +241,18 @@ class _Lowering:
     def symbols(self, expr: Expr, rule: str) -> tuple[Sym, ...]:
         """A sequence of symbols deriving exactly the language of `expr`."""
         if isinstance(expr, _TEXT_LEAVES):  # the commonest nodes first
-            return self.terminal_symbols(self.atomic(expr), functools.partial(_describe, expr, rule))
+            return self.terminal_symbols(self.atomic(expr), (expr, rule))
         if isinstance(expr, Ref):
             if expr.name in self.regular_rules and (dfa := self.merged(expr)) is not None:
-                return self.terminal_symbols(dfa, functools.partial(_describe, expr, rule))
+                return self.terminal_symbols(dfa, (expr, rule))
             return self.rule_symbols(expr.name)
         if self.is_regular(expr) and not isinstance(expr, Except):
             if (dfa := self.merged(expr)) is not None:
-                return self.terminal_symbols(dfa, functools.partial(_describe, expr, rule))
+                return self.terminal_symbols(dfa, (expr, rule))
         if isinstance(expr, Except) and expr.limit is None:
-            return self.terminal_symbols(self.atomic(expr), functools.partial(_describe, expr, rule))
+            return self.terminal_symbols(self.atomic(expr), (expr, rule))
         if isinstance(expr, Except):
-            return (self.terminal(functools.partial(_describe, expr, rule), self.atomic(expr), token_limit=expr.limit),)
+            return (self.terminal((expr, rule), self.atomic(expr), token_limit=expr.limit),)
         if isinstance(expr, AnyToken):
             return (self.terminal("any!", automata.any_bytes(), any_token=True),)
         if isinstance(expr, Seq):
@@ -321,7 +327,7 @@ class _Lowering:
                 return
             for chunk in self._chunks(tuple(run)):
                 if len(chunk) > 1 and (dfa := self.merged(seq := Seq(chunk))) is not None:
-                    out.extend(self.terminal_symbols(dfa, functools.partial(_describe, seq, rule)))
+                    out.extend(self.terminal_symbols(dfa, (seq, rule)))
                 else:
                     for item in chunk:
                         out.extend(self.symbols(item, rule))
@@ -690,14 +696,15 @@ def _regular_rules(checked: Checked) -> list[str]:
     return order
 
 
-# A terminal's name, or how to make it: most symbols a lowering asks for are terminals it
-# already has (JSON's separators and values, once per use), so describing each (printing
-# its expression) is put off until a new terminal needs the name.
-Name = str | Callable[[], str]
+# A terminal's name, or the (expression, rule) it describes: most symbols a lowering asks
+# for are terminals it already has (JSON's separators and values, once per use), so
+# describing each (printing its expression) is put off until a new terminal needs the name;
+# a pair, not a closure, since one is made for every symbol asked for.
+Name = str | tuple[Expr, str]
 
 
 def _named(name: Name) -> str:
-    return name if isinstance(name, str) else name()
+    return name if isinstance(name, str) else _describe(*name)
 
 
 def _describe(expr: Expr, rule: str) -> str:
