@@ -343,6 +343,8 @@ static PyMethodDef core_methods[] = {
      "The hypothetical level after shifting t from every vertex of level that can (see gss.py)."},
     {"pure_shift", (PyCFunction)(void (*)(void))core_pure_shift_m, METH_FASTCALL,
      "The LR states after shifting t from states when no reduction can follow; None otherwise."},
+    {"walk", (PyCFunction)(void (*)(void))core_walk, METH_FASTCALL,
+     "walk(tree, states) -> (token sets, frontier): a token tree walked from LR states (engine.walk_summary)."},
     {"shiftable", (PyCFunction)core_shiftable_m, METH_O, "The terminals some state of states can shift."},
     {"openings", (PyCFunction)core_openings_m, METH_O, "Every (vertex, terminal) pair a new terminal may start from."},
     {"_build", (PyCFunction)(void (*)(void))core_build_m, METH_VARARGS | METH_KEYWORDS,
@@ -430,7 +432,7 @@ PyMODINIT_FUNC PyInit__gss(void) {
     if (!m) return NULL;
     if (PyModule_AddObjectRef(m, "Node", (PyObject *)&NodeType) < 0 ||
         PyModule_AddObjectRef(m, "Level", (PyObject *)&LevelType) < 0 ||
-        PyModule_AddObjectRef(m, "Core", (PyObject *)&CoreType) < 0) {
+        PyModule_AddObjectRef(m, "Core", (PyObject *)&CoreType) < 0 || tree_module_init(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }
