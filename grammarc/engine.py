@@ -45,9 +45,10 @@ from grammarc.lowering.compiler import CompiledGrammar, compile_grammar
 from grammarc.runtime import stepping
 from grammarc.runtime.gss import Level, Node, ParserCore, parser_core
 from grammarc.runtime.stepping import Item
-from grammarc.tokens.index import Tree, token_index
+from grammarc.tokens.index import token_index
 from grammarc.tokens.token_set import TokenSet
 from grammarc.tokens.memo import set_bytes
+from grammarc.tokens.tree import Tree
 from grammarc.tokens.vocabulary import Vocabulary
 
 State = frozenset[Item]  # a configuration: items (vertex, terminal, dfa state, tokens spent)

@@ -22,6 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import gss_reference
 import strategies
 import tree_walk_reference as ref
 import grammarc
@@ -57,6 +58,7 @@ class Lockstep:
 
     def __init__(self, compiled, vocab: Vocabulary):
         self.core = parser_core(compiled)
+        self.lr = gss_reference.ParserCore(compiled)  # the oracle's shiftable and pure_shift
         self.mine = TokenIndex(compiled, vocab)
         with ref.python_trees():
             self.theirs = TokenIndex(compiled, vocab)
@@ -78,7 +80,7 @@ class Lockstep:
         assert mine.candidates == theirs.candidates
         parts, frontier = self.core.walk(mine, level.states)
         with ref.python_trees():
-            their_parts, their_frontier = ref.walk_summary(self.core, theirs, level.states)
+            their_parts, their_frontier = ref.walk_summary(self.lr, theirs, level.states)
         self.summaries += 1
         assert [ids(s) for s in parts] == [ids(s) for s in their_parts]
         assert [path for path, _ in frontier] == [path for path, _ in their_frontier]
@@ -88,6 +90,17 @@ class Lockstep:
             for u in path:
                 reached = self.core.shift(reached, u, child.keys)
             self.compare(child, their_child, reached)
+
+    def from_states(self, t: int, q: int, states: tuple[int, ...]) -> None:
+        """Compare the walks of (t, q)'s trees from any set of LR states (no level: the
+        frontier's subtrees are compared by their candidates)."""
+        mine = self.mine.mid(t, q)
+        parts, frontier = self.core.walk(mine, states)
+        with ref.python_trees():
+            their_parts, their_frontier = ref.walk_summary(self.lr, self.theirs.mid(t, q), states)
+        assert [ids(s) for s in parts] == [ids(s) for s in their_parts]
+        assert [(path, child.candidates) for path, child in frontier] == \
+            [(path, child.candidates) for path, child in their_frontier]
 
     def along(self, engine: Engine, tokens: list[int]) -> None:
         """Compare every item's walk at each state of `tokens` (stopping where one is refused)."""
@@ -134,6 +147,12 @@ def test_the_compiled_walk_gives_the_oracles_summaries_on_random_grammars(gramma
     lockstep.along(engine, tokens)
     # and a few tokens the mask may refuse: the walk from their states too
     lockstep.along(engine, [rng.randrange(vocab.size) for _ in range(6)])
+    # and from sets of LR states no level need have (several states shifting one terminal)
+    n_states = len(compiled.tables.goto)
+    for _ in range(20 if lockstep.mine._mid else 0):
+        t, q = rng.choice(sorted(lockstep.mine._mid))
+        states = tuple(sorted(rng.sample(range(n_states), min(n_states, rng.randint(1, 4)))))
+        lockstep.from_states(t, q, states)
 
 
 REAL = {
@@ -292,7 +311,7 @@ def test_threads_walking_one_fresh_index_share_its_parts_and_get_the_oracles_sum
     with ref.python_trees():
         expected = [([ids(s) for s in parts], [(path, sorted(child.candidates)) for path, child in frontier])
                     for t, q, states in starts
-                    for parts, frontier in [ref.walk_summary(core, lockstep.theirs.mid(t, q), states)]]
+                    for parts, frontier in [ref.walk_summary(lockstep.lr, lockstep.theirs.mid(t, q), states)]]
     made: dict = {}
     levels = []  # kept: a level's id is not reused
     original = TokenIndex._small_part
@@ -323,3 +342,23 @@ def test_threads_walking_one_fresh_index_share_its_parts_and_get_the_oracles_sum
     assert not errors, errors
     assert all(results[w] == expected for w in range(4))
     assert made and max(made.values()) == 1
+
+
+@pytest.mark.parametrize("name", ["arithmetic", "json", "c"])
+def test_the_walks_shifts_from_any_states_are_the_oracles(name):
+    """The walk's shifts (`core_shift_states`, which `pure_shift` shares) from sets of states
+    no text need reach: pairs and triples where several states shift one terminal."""
+    compiled = grammarc.stdlib(name).compile()
+    core, lr = parser_core(compiled), gss_reference.ParserCore(compiled)
+    by_terminal: dict[int, list[int]] = {}
+    for s, row in enumerate(lr.shift_to):
+        for t in row:
+            by_terminal.setdefault(t, []).append(s)
+    checked = 0
+    for t, states in sorted(by_terminal.items()):
+        for i in range(len(states)):
+            for j in range(i, min(len(states), i + 40)):
+                for group in ((states[i], states[j]), tuple(states[i:j + 1])):
+                    assert core.pure_shift(group, t) == lr.pure_shift(group, t), (group, t)
+                    checked += 1
+    assert checked > 100

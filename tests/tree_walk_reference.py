@@ -85,7 +85,9 @@ def python_trees() -> Iterator[None]:
 
 
 def walk_summary(core, tree, states: tuple[int, ...]) -> tuple[list[TokenSet], tuple]:
-    """engine.walk_summary's walk before it was compiled: (token sets, frontier)."""
+    """engine.walk_summary's walk before it was compiled: (token sets, frontier). `core`:
+    what answers ``shiftable`` and ``pure_shift`` (tests/gss_reference.py's oracle core, so
+    that the compiled shifts are checked too)."""
     parts: list[TokenSet] = []
     frontier: list[tuple[tuple[int, ...], object]] = []
 

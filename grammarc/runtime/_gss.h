@@ -125,6 +125,10 @@ Level *core_level(Core *c, PyObject *completions);     /* new reference */
 PyObject *core_openings(Core *c, Level *level);         /* borrowed (kept on the level) */
 int core_shift_of(Core *c, int state, int t);           /* -1: none */
 
+/* _gss_core.c */
+int cmp_int(const void *a, const void *b);
+Py_ssize_t core_shift_states(Core *c, const int *from, Py_ssize_t n, int t, int *to, int *reduces);
+
 /* _tree.c */
 PyObject *core_walk(Core *c, PyObject *const *args, Py_ssize_t nargs);
 int tree_module_init(PyObject *m);

@@ -21,11 +21,6 @@ static unsigned long long tree_serials; /* the next serial (under the GIL) */
 static PyObject *str_part, *str_candidates;
 PyObject *tree_no_part; /* (None, None): the part of a terminal without one */
 
-static int cmp_int(const void *a, const void *b) {
-    int x = *(const int *)a, y = *(const int *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* -- the tree --------------------------------------------------------------------------- */
 
 static PyObject *tree_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
@@ -286,20 +281,11 @@ static int shiftable(Core *c, const int *states, Py_ssize_t n, int u) {
     return 0;
 }
 
-/* The LR states after shifting u from `states` (pushed onto the stack; their number, 0 for
- * none), and whether a reduction can follow (*reduces). */
+/* The LR states after shifting u from the frame's states, pushed onto the stack: their
+ * number (-1: error), and whether a reduction can follow (*reduces). */
 static Py_ssize_t shift_states(Core *c, Walk *w, Py_ssize_t s_off, Py_ssize_t s_n, int u, int *reduces) {
     if (grow((void **)&w->s, &w->cs, w->ns + s_n, sizeof(int))) return -1;
-    int *from = w->s + s_off, *to = w->s + w->ns;
-    Py_ssize_t m = 0, k = 0;
-    for (Py_ssize_t j = 0; j < s_n; j++) {
-        int x = core_shift_of(c, from[j], u);
-        if (x >= 0) to[m++] = x;
-    }
-    qsort(to, (size_t)m, sizeof(int), cmp_int);
-    *reduces = 0;
-    for (Py_ssize_t j = 0; j < m; j++)
-        if (!k || to[k - 1] != to[j]) to[k++] = to[j], *reduces |= c->has_reduce[to[j]];
+    Py_ssize_t k = core_shift_states(c, w->s + s_off, s_n, u, w->s + w->ns, reduces);
     w->ns += k;
     return k;
 }
