@@ -14,8 +14,10 @@ recursion, freed by reference counting, precise errors.
 from __future__ import annotations
 
 import gc
+import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -231,6 +233,8 @@ def test_a_tree_makes_each_part_once_and_lets_its_source_go():
     tree._publish(9, NO_PART)  # the first published stays
     assert tree.part(9) is not NO_PART and set(tree.children) == {5, 9} and tree.open == {} and tree.size() == 0
     assert Tree().serial != Tree().serial and Tree().is_empty() and not gc.is_tracked(tree)
+    assert tree._parts == {2: NO_PART, 5: first, 9: tree.part(9)} and Tree(source)._parts == {}
+    assert sys.getsizeof(tree) > sys.getsizeof(Tree())  # its arrays of candidates and parts
 
 
 def test_a_part_the_source_does_not_publish_is_published_by_the_tree():
@@ -324,23 +328,15 @@ def test_threads_walking_one_fresh_index_share_its_parts_and_get_the_oracles_sum
 
     monkeypatch.setattr(TokenIndex, "_small_part", slow_part)
     shared = TokenIndex(compiled, vocab)
-    results, errors = {}, []
     barrier = threading.Barrier(4)
 
-    def work(worker: int) -> None:
-        try:
-            barrier.wait()
-            results[worker] = summaries(shared)
-        except Exception as error:  # noqa: BLE001 - reported below
-            errors.append(error)
+    def work(_: int) -> list:
+        barrier.wait()  # all four start together
+        return summaries(shared)
 
-    threads = [threading.Thread(target=work, args=(w,)) for w in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert not errors, errors
-    assert all(results[w] == expected for w in range(4))
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(work, range(4)))  # raises what a thread raised
+    assert results == [expected] * 4
     assert made and max(made.values()) == 1
 
 

@@ -197,11 +197,29 @@ static PyObject *tree_get_candidates(Tree *t, void *unused) {
 
 static PyObject *tree_get_serial(Tree *t, void *unused) { return PyLong_FromUnsignedLongLong(t->serial); }
 
+/* {terminal: part} of the parts made (a new dict: for reports and benchmarks) */
+static PyObject *tree_get_parts(Tree *t, void *unused) {
+    PyObject *out = PyDict_New();
+    for (Py_ssize_t i = 0; out && t->parts && i < t->n; i++) {
+        if (!t->parts[i]) continue;
+        PyObject *u = PyLong_FromLong(t->cand[i]);
+        if (!u || PyDict_SetItem(out, u, t->parts[i])) Py_CLEAR(out);
+        Py_XDECREF(u);
+    }
+    return out;
+}
+
+static PyObject *tree_sizeof(Tree *t, PyObject *unused) {
+    Py_ssize_t arrays = t->n > 0 ? t->n * (Py_ssize_t)(sizeof(int) + sizeof(PyObject *)) : 0;
+    return PyLong_FromSsize_t(Py_TYPE(t)->tp_basicsize + arrays);
+}
+
 static PyObject *tree_get_source(Tree *t, void *unused) { return Py_NewRef(t->source ? t->source : Py_None); }
 
 static PyMethodDef tree_methods[] = {
     {"part", (PyCFunction)tree_part_m, METH_O,
      "(tokens, child) of terminal u, made on first read (published once: see tokens/tree.py)."},
+    {"__sizeof__", (PyCFunction)tree_sizeof, METH_NOARGS, "Bytes of the tree and its arrays (not its parts)."},
     {"is_empty", (PyCFunction)tree_is_empty_m, METH_NOARGS,
      "Whether no part holds anything (parts made in turn until one does)."},
     {"_made", (PyCFunction)tree_made_m, METH_O, "The part of u if it was made, else None (nothing made)."},
@@ -216,6 +234,7 @@ static PyGetSetDef tree_getset[] = {
     {"keys", (getter)tree_get_candidates, NULL,
      "The terminals a walk may go on with after this tree's parent: the candidates.", NULL},
     {"serial", (getter)tree_get_serial, NULL, "A number no other tree of the process has (memos key on it).", NULL},
+    {"_parts", (getter)tree_get_parts, NULL, "{terminal: part} of the parts made (a new dict).", NULL},
     {"_source", (getter)tree_get_source, NULL, "What parts are made from; None once every one is made.", NULL},
     {NULL},
 };
