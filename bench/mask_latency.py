@@ -503,8 +503,8 @@ def _array_bytes(value, seen: set[int]) -> int:
 def _tree_bytes(tree, seen: set[int]) -> int:
     """What a token tree holds as made so far (reading `open` would make the rest): its
     parts, and the level's arrays while some part is still to be made."""
-    parts = tree._parts or {}  # None until the first part is made
-    total = sys.getsizeof(parts)
+    parts = tree._parts  # {terminal: (tokens, child)} of the parts made
+    total = sys.getsizeof(tree)  # the tree with its arrays of candidates and parts
     if tree._source is not None:  # a level's suffixes (a shared set is counted once)
         suffixes = getattr(tree._source, "suffixes", tree._source)  # a big level's, or a small one's own
         total += _array_bytes(suffixes.rows, seen) + _array_bytes(suffixes.pos, seen)

@@ -45,9 +45,10 @@ from grammarc.lowering.compiler import CompiledGrammar, compile_grammar
 from grammarc.runtime import stepping
 from grammarc.runtime.gss import Level, Node, ParserCore, parser_core
 from grammarc.runtime.stepping import Item
-from grammarc.tokens.index import Tree, token_index
+from grammarc.tokens.index import token_index
 from grammarc.tokens.token_set import TokenSet
 from grammarc.tokens.memo import set_bytes
+from grammarc.tokens.tree import Tree
 from grammarc.tokens.vocabulary import Vocabulary
 
 State = frozenset[Item]  # a configuration: items (vertex, terminal, dfa state, tokens spent)
@@ -390,30 +391,13 @@ class WalkSummary:
 def walk_summary(core: ParserCore, tree: Tree, states: tuple[int, ...], n_words: int) -> WalkSummary:
     """Summarize `tree` from a level whose vertices have LR `states`: follow every shift
     that cannot reduce (`ParserCore.pure_shift`) on states alone, and leave the others to
-    the frontier. Exact: such a shift's level is determined by the states it starts from."""
-    parts: list[TokenSet] = []
-    frontier: list[tuple[tuple[int, ...], Tree]] = []
-
-    def visit(node: Tree, current: tuple[int, ...], path: tuple[int, ...]) -> None:
-        # only the terminals the parser can take: a tree makes its parts one terminal at a
-        # time, when first read, and most are never read
-        for u in sorted(node.candidates & core.shiftable(current)):
-            tokens, child = node.part(u)
-            if tokens is not None:
-                parts.append(tokens)
-            if child is None:
-                continue
-            nxt = core.pure_shift(current, u)
-            if nxt is None:
-                if not child.is_empty():  # a walk on real stacks costs a shift: not for nothing
-                    frontier.append((path + (u,), child))
-            else:
-                visit(child, nxt, path + (u,))
-
-    visit(tree, states, ())
-    del visit  # a recursive closure is a reference cycle: unbound, refcounting frees it (this runs per mask)
+    the frontier (those whose subtree is not empty). Exact: such a shift's level is
+    determined by the states it starts from. The walk is compiled (``ParserCore.walk``,
+    grammarc.runtime._tree.c; its Python oracle is tests/tree_walk_reference.py): it visits
+    only the terminals the parser can take, and Python runs only to make a part not made yet."""
+    parts, frontier = core.walk(tree, states)
     tokens, size = _few(parts, n_words)
-    return WalkSummary(tokens, tuple(frontier), size)
+    return WalkSummary(tokens, frontier, size)
 
 
 def _few(sets: list[TokenSet], n_words: int) -> tuple[tuple[TokenSet, ...], int]:

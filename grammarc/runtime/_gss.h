@@ -92,7 +92,20 @@ typedef struct {
     Py_ssize_t memo_limit;
 } Core;
 
-extern PyTypeObject NodeType, LevelType, CoreType;
+/* A node of a token tree (_tree.c; grammarc.tokens.tree.Tree): candidate terminals and
+ * their parts, made by `source` on first read. */
+typedef struct {
+    PyObject_HEAD
+    unsigned long long serial;
+    PyObject *source;   /* candidates(), part(tree, u); NULL once every part is made */
+    Py_ssize_t n;       /* how many candidates; -1 until read */
+    int *cand;          /* the candidates, ascending */
+    PyObject *cand_set; /* the same, as the frozenset read */
+    PyObject **parts;   /* per candidate: its part (tokens or None, Tree or None), NULL until made */
+    Py_ssize_t n_made;
+} Tree;
+
+extern PyTypeObject NodeType, LevelType, CoreType, TreeType;
 
 typedef struct {
     void **p;
@@ -111,6 +124,14 @@ void forget(Core *c);
 Level *core_level(Core *c, PyObject *completions);     /* new reference */
 PyObject *core_openings(Core *c, Level *level);         /* borrowed (kept on the level) */
 int core_shift_of(Core *c, int state, int t);           /* -1: none */
+
+/* _gss_core.c */
+int cmp_int(const void *a, const void *b);
+Py_ssize_t core_shift_states(Core *c, const int *from, Py_ssize_t n, int t, int *to, int *reduces);
+
+/* _tree.c */
+PyObject *core_walk(Core *c, PyObject *const *args, Py_ssize_t nargs);
+int tree_module_init(PyObject *m);
 
 /* _step.c */
 PyObject *py_step(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);

@@ -9,7 +9,7 @@ static int cmp_pair(const void *a, const void *b) {
     return x->t < y->t ? -1 : x->t > y->t;
 }
 
-static int cmp_int(const void *a, const void *b) {
+int cmp_int(const void *a, const void *b) {
     int x = *(const int *)a, y = *(const int *)b;
     return x < y ? -1 : x > y;
 }
@@ -241,7 +241,24 @@ done:
     return out;
 }
 
-/* the distinct states of `states` (a tuple of ints) shift `t` to, ascending; NULL: error */
+/* The distinct states that `from` (n states) shift t to, ascending, written to `to` (room
+ * for n): their number, and in *reduces whether one of them completes an item (a reduction
+ * can follow). Shared by `pure_shift` and the tree walk (_tree.c). */
+Py_ssize_t core_shift_states(Core *c, const int *from, Py_ssize_t n, int t, int *to, int *reduces) {
+    Py_ssize_t m = 0, k = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int x = core_shift_of(c, from[i], t);
+        if (x >= 0) to[m++] = x;
+    }
+    qsort(to, (size_t)m, sizeof(int), cmp_int);
+    *reduces = 0;
+    for (Py_ssize_t i = 0; i < m; i++)
+        if (!k || to[k - 1] != to[i]) to[k++] = to[i], *reduces |= c->has_reduce[to[i]];
+    return k;
+}
+
+/* the distinct states of `states` (a tuple of ints) shift `t` to, ascending, when no
+ * reduction can follow, else None; NULL: error */
 static PyObject *core_pure_shift_m(Core *c, PyObject *const *args, Py_ssize_t nargs) {
     READY(c, NULL);
     if (nargs != 2 || !PyTuple_Check(args[0])) {
@@ -252,24 +269,17 @@ static PyObject *core_pure_shift_m(Core *c, PyObject *const *args, Py_ssize_t na
     if (!key) return NULL;
     PyObject *found = PyDict_GetItemWithError(c->pure, key);
     if (found || PyErr_Occurred()) { Py_DECREF(key); return Py_XNewRef(found); }
-    int t;
+    int t, reduces;
     PyObject *out = NULL;
-    Py_ssize_t n = PyTuple_GET_SIZE(args[0]), m = 0;
-    int *to = PyMem_Malloc((size_t)(n + 1) * sizeof(int));
-    if (!to) { PyErr_NoMemory(); goto done; }
+    Py_ssize_t n = PyTuple_GET_SIZE(args[0]);
+    int *from = PyMem_Malloc((size_t)(2 * n + 1) * sizeof(int)), *to = from + n;
+    if (!from) { PyErr_NoMemory(); goto done; }
     if (as_int(args[1], &t)) goto done;
     for (Py_ssize_t i = 0; i < n; i++) {
-        int s;
-        if (as_int(PyTuple_GET_ITEM(args[0], i), &s)) goto done;
-        if (s < 0 || s >= c->n_states) { PyErr_SetString(PyExc_IndexError, "no such LR state"); goto done; }
-        int x = core_shift_of(c, s, t);
-        if (x >= 0) to[m++] = x;
+        if (as_int(PyTuple_GET_ITEM(args[0], i), &from[i])) goto done;
+        if (from[i] < 0 || from[i] >= c->n_states) { PyErr_SetString(PyExc_IndexError, "no such LR state"); goto done; }
     }
-    qsort(to, (size_t)m, sizeof(int), cmp_int);
-    Py_ssize_t k = 0;
-    int reduces = 0;
-    for (Py_ssize_t i = 0; i < m; i++)
-        if (!k || to[k - 1] != to[i]) to[k++] = to[i], reduces |= c->has_reduce[to[i]];
+    Py_ssize_t k = core_shift_states(c, from, n, t, to, &reduces);
     if (reduces) {
         out = Py_NewRef(Py_None);
     } else {
@@ -284,7 +294,7 @@ static PyObject *core_pure_shift_m(Core *c, PyObject *const *args, Py_ssize_t na
     Py_DECREF(out);
     out = Py_XNewRef(found);
 done:
-    PyMem_Free(to);
+    PyMem_Free(from);
     Py_DECREF(key);
     return out;
 }
@@ -343,6 +353,8 @@ static PyMethodDef core_methods[] = {
      "The hypothetical level after shifting t from every vertex of level that can (see gss.py)."},
     {"pure_shift", (PyCFunction)(void (*)(void))core_pure_shift_m, METH_FASTCALL,
      "The LR states after shifting t from states when no reduction can follow; None otherwise."},
+    {"walk", (PyCFunction)(void (*)(void))core_walk, METH_FASTCALL,
+     "walk(tree, states) -> (token sets, frontier): a token tree walked from LR states (engine.walk_summary)."},
     {"shiftable", (PyCFunction)core_shiftable_m, METH_O, "The terminals some state of states can shift."},
     {"openings", (PyCFunction)core_openings_m, METH_O, "Every (vertex, terminal) pair a new terminal may start from."},
     {"_build", (PyCFunction)(void (*)(void))core_build_m, METH_VARARGS | METH_KEYWORDS,
@@ -430,7 +442,7 @@ PyMODINIT_FUNC PyInit__gss(void) {
     if (!m) return NULL;
     if (PyModule_AddObjectRef(m, "Node", (PyObject *)&NodeType) < 0 ||
         PyModule_AddObjectRef(m, "Level", (PyObject *)&LevelType) < 0 ||
-        PyModule_AddObjectRef(m, "Core", (PyObject *)&CoreType) < 0) {
+        PyModule_AddObjectRef(m, "Core", (PyObject *)&CoreType) < 0 || tree_module_init(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -20,7 +20,6 @@ tokens that touch it at run time (the engine), the index treats it as its byte l
 
 from __future__ import annotations
 
-import itertools
 import threading
 import weakref
 
@@ -38,101 +37,8 @@ from grammarc.tokens.rows import TokenBytes, joined, token_bytes
 from grammarc.tokens.scan_cache import AFTER_FIRST_BYTE, FROM_START, Scan, TerminalScans, terminal_scans
 from grammarc.tokens.suffixes import Suffixes, shared
 from grammarc.tokens.token_set import TokenSet
+from grammarc.tokens.tree import NO_PART as _NO_PART, Tree
 from grammarc.tokens.vocabulary import Vocabulary
-
-
-_tree_serials = itertools.count()
-
-
-class Tree:
-    """Tokens that cross terminal boundaries, keyed by the terminals after the current one.
-
-    ``part(u)`` = (tokens, child): the token ids whose remaining bytes end inside (or
-    exactly at the end of) terminal `u`, allowed when the parser can take `u` next (None:
-    none), and the subtree of tokens that complete `u` and go on (None: none).
-
-    Parts are made one terminal at a time, on first read: a level branches on every
-    terminal that may follow the previous one anywhere in the grammar (after JSON's
-    ``ws? "," ws?``: every key of every object, every value), and the parser takes a few
-    of them (the keys of one object): most of a level's scans were never read (a big
-    level is made whole, see `_Level`). `candidates` (the terminals whose first byte some
-    suffix of the level has) is what a part may be made for; made on first read too.
-    """
-
-    __slots__ = ("_parts", "_candidates", "_source", "serial")
-
-    def __init__(self, source: "_Level | _Small | None" = None):
-        # made with the first part: most trees of a new schema's walks never make one
-        self._parts: dict[int, tuple[TokenSet | None, Tree | None]] | None = None
-        self._candidates: frozenset[int] | None = None if source is not None else frozenset()
-        self._source = source  # where parts are made from; None once every candidate is made
-        # A number no other tree of the process has: memos key on it, not on id(), which a
-        # freed tree's successor may reuse.
-        self.serial = next(_tree_serials)
-
-    @property
-    def candidates(self) -> frozenset[int]:
-        """The terminals `part` may find tokens for (a superset of those it does)."""
-        found = self._candidates
-        if found is None:
-            source = self._source  # None only once every part is made, so after candidates were set
-            found = self._candidates = self._candidates if source is None else source.candidates()
-        return found
-
-    @property
-    def keys(self) -> frozenset[int]:
-        """The terminals a walk may go on with after this tree's parent: `candidates` (the
-        parser keeps the vertices that can shift one; a superset keeps more, never fewer)."""
-        return self.candidates
-
-    def part(self, u: int) -> "tuple[TokenSet | None, Tree | None]":
-        """(tokens, child) of terminal `u`, made on first read (published once, under the
-        index's lock: threads sharing the index share one object per part)."""
-        parts = self._parts
-        found = None if parts is None else parts.get(u)
-        if found is None:
-            source = self._source
-            if source is None:  # let go after the last part was published: it is there
-                return _NO_PART if parts is None else parts.get(u, _NO_PART)
-            if u not in self.candidates:
-                return _NO_PART
-            found = source.part(self, u)
-        return found
-
-    def _made(self, u: int) -> "tuple[TokenSet | None, Tree | None] | None":
-        """The part of `u` if it was made (read under the index's lock)."""
-        parts = self._parts
-        return None if parts is None else parts.get(u)
-
-    def _publish(self, u: int, part: "tuple[TokenSet | None, Tree | None]") -> None:
-        parts = self._parts
-        if parts is None:
-            parts = self._parts = {}
-        parts[u] = part
-        if len(parts) == len(self._candidates):  # read before any part is made
-            self._source = None  # every part made: the level's arrays may go
-
-    @property
-    def open(self) -> dict[int, TokenSet]:
-        """Every terminal's tokens (makes every part: for tests and reports)."""
-        return {u: tokens for u in sorted(self.candidates) for tokens in [self.part(u)[0]] if tokens is not None}
-
-    @property
-    def children(self) -> dict[int, "Tree"]:
-        """Every terminal's subtree (makes every part: for tests and reports)."""
-        return {u: child for u in sorted(self.candidates) for child in [self.part(u)[1]] if child is not None}
-
-    def is_empty(self) -> bool:
-        """Whether no part holds anything: parts are made in turn until one does, so a
-        tree that is not empty usually costs one part, not all of them."""
-        return all(self.part(u) is _NO_PART for u in sorted(self.candidates))
-
-    def size(self) -> int:
-        """Number of (node, terminal, token) entries, for tests and reports (grows the whole tree)."""
-        return sum(s.count for s in self.open.values()) + sum(c.size() for c in self.children.values())
-
-
-_NO_PART: "tuple[TokenSet | None, Tree | None]" = (None, None)
 
 
 class _Level:
