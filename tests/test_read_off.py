@@ -141,3 +141,15 @@ def test_bad_arguments_are_refused_not_read_out_of_bounds(change, message):
     change(args)
     with pytest.raises(ValueError, match=f"^read_off: {message}$"):
         _scan.read_off(*args)
+
+
+def test_a_one_row_scan_leaves_cpythons_one_byte_bytes_alone():
+    """The new flags are written into bytes of their own: bytes made from one byte of data
+    are CPython's shared object for that byte (`b"\\x01"` everywhere in the process)."""
+    trans = np.full((1, 256), -1, dtype=np.int32)
+    case = (trans, np.array([False]), np.frombuffer(b"a", np.uint8), np.array([0], np.int64),
+            np.array([1], np.int32), np.array([3], np.int32), 0, np.array([0], np.int32),
+            np.array([True]), np.zeros(0, np.int32), np.zeros(0, np.int32), 1)
+    inside, _, _, packed = _scan.read_off(*_args(case))  # "a" dies: its flag goes 1 -> 0
+    assert inside == b"\x00" and TokenSet._of_packed(packed) is None
+    assert bytes([1])[0] == 1 and bytes.fromhex("01")[0] == 1

@@ -353,8 +353,11 @@ static PyObject *read_off(PyObject *self, PyObject *args) {
             PyErr_SetString(PyExc_ValueError, "read_off: a token id is out of range");
             goto done;
         }
-    if (!(inside = PyBytes_FromStringAndSize((const char *)b_inside, n_rows))) goto done;
+    /* made empty, then filled: bytes made from one byte of data would be CPython's shared
+     * singleton of that byte, which the walk below would write into */
+    if (!(inside = PyBytes_FromStringAndSize(NULL, n_rows))) goto done;
     uint8_t *in = (uint8_t *)PyBytes_AS_STRING(inside);
+    memcpy(in, b_inside, n_rows);
     w.inside = in; /* the walked rows that stay inside are flagged there */
     int failed = 0;
     Py_BEGIN_ALLOW_THREADS
