@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import numpy as np
+from hypothesis import strategies as st
 
 
 def scan(trans, accept, data, offsets, lengths, rows, pos, q, split_at_start=False):
@@ -24,3 +25,21 @@ def scan(trans, accept, data, offsets, lengths, rows, pos, q, split_at_start=Fal
             end_rows.append(row)
             end_states.append(state)
     return tuple(np.array(part, dtype=np.int32) for part in (end_rows, end_states, split_rows, split_pos))
+
+
+ALPHABET = b"ab\"\\ "  # two letters and a string body's bytes (quote, backslash, space)
+
+
+@st.composite
+def dfa_and_tokens(draw, max_states: int, max_length: int, max_tokens: int):
+    """(trans int32 [n, 256] over `ALPHABET`, -1 where there is no edge; accept bool [n];
+    tokens: 1 to `max_tokens` non-empty byte strings over `ALPHABET`)."""
+    n = draw(st.integers(1, max_states))
+    trans = np.full((n, 256), -1, dtype=np.int32)
+    for s in range(n):
+        for b in ALPHABET:
+            trans[s, b] = draw(st.integers(-1, n - 1))
+    accept = np.array(draw(st.lists(st.booleans(), min_size=n, max_size=n)), dtype=bool)
+    tokens = draw(st.lists(st.binary(min_size=1, max_size=max_length).map(
+        lambda t: bytes(ALPHABET[x % len(ALPHABET)] for x in t)), min_size=1, max_size=max_tokens))
+    return trans, accept, tokens

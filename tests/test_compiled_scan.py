@@ -13,9 +13,8 @@ from grammarc.automata.dfa import DFA
 from grammarc.tokens import _scan
 from grammarc.tokens.rows import _byte_sets
 
+from scan_reference import ALPHABET, dfa_and_tokens
 from scan_reference import scan as reference
-
-ALPHABET = b"ab\"\\ "
 
 
 def _packed(tokens: list[bytes]):
@@ -36,14 +35,8 @@ def _sets(tokens: list[bytes]) -> np.ndarray:
 
 @st.composite
 def cases(draw):
-    n = draw(st.integers(1, 6))
-    trans = np.full((n, 256), -1, dtype=np.int32)
-    for s in range(n):
-        for b in ALPHABET:
-            trans[s, b] = draw(st.integers(-1, n - 1))
-    accept = np.array(draw(st.lists(st.booleans(), min_size=n, max_size=n)), dtype=bool)
-    tokens = draw(st.lists(st.binary(min_size=1, max_size=7).map(lambda t: bytes(ALPHABET[x % 5] for x in t)),
-                           min_size=1, max_size=30))
+    trans, accept, tokens = draw(dfa_and_tokens(6, 7, 30))
+    n = len(trans)
     data, offsets, lengths = _packed(tokens)
     picks = draw(st.lists(st.integers(0, len(tokens) - 1), max_size=40))
     rows = np.array(picks, dtype=np.int32)

@@ -14,9 +14,8 @@ from grammarc.automata.comb import CombTable
 from grammarc.tokens import _scan
 from grammarc.tokens.token_set import TokenSet
 
+from scan_reference import dfa_and_tokens
 from scan_reference import scan as reference_scan
-
-ALPHABET = b"ab\"\\ "
 
 
 def reference(trans, accept, data, offsets, lengths, ids, q, walked, inside, split_rows, split_pos, n_words):
@@ -41,14 +40,8 @@ def reference(trans, accept, data, offsets, lengths, ids, q, walked, inside, spl
 
 @st.composite
 def cases(draw):
-    n = draw(st.integers(1, 5))
-    trans = np.full((n, 256), -1, dtype=np.int32)
-    for s in range(n):
-        for b in ALPHABET:
-            trans[s, b] = draw(st.integers(-1, n - 1))
-    accept = np.array(draw(st.lists(st.booleans(), min_size=n, max_size=n)), dtype=bool)
-    tokens = draw(st.lists(st.binary(min_size=1, max_size=6).map(lambda t: bytes(ALPHABET[x % 5] for x in t)),
-                           min_size=1, max_size=40))
+    trans, accept, tokens = draw(dfa_and_tokens(5, 6, 40))
+    n = len(trans)
     lengths = np.array([len(t) for t in tokens], dtype=np.int32)
     offsets = np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64)
     data = np.frombuffer(b"".join(tokens), dtype=np.uint8)
