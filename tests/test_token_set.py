@@ -128,3 +128,20 @@ def test_a_union_of_what_is_not_a_token_set_is_refused():
 
     with pytest.raises(TypeError, match="^union_sets: a set is not a TokenSet$"):
         _scan.union_sets([TokenSet.of(np.array([3]), 4), object()], 4)
+
+
+def test_token_sets_stay_out_of_the_cyclic_collector_unless_a_subclass_adds_attributes():
+    """A TokenSet holds bytes only, so it is untracked when made (a new schema's masks make
+    thousands, each one more object for every collection to walk); a subclass with a
+    __dict__ could be in a cycle, and stays tracked."""
+    import gc
+
+    class Annotated(TokenSet):
+        pass
+
+    sets = [TokenSet.of(np.array([1, 2]), 4), TokenSet.union([TokenSet.of(np.array([3]), 4)] * 9, 4),
+            TokenSet.from_words(np.array([0, 5, 0, 0], dtype=np.uint32)), TokenSet.empty()]
+    assert [gc.is_tracked(s) for s in sets] == [False] * 4
+    annotated = Annotated(b"\x00" * 16, None, 0)
+    annotated.me = annotated  # a cycle: only the collector frees it
+    assert gc.is_tracked(annotated)

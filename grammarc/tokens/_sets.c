@@ -177,8 +177,8 @@ int or_set(uint32_t *a, Py_ssize_t n_acc, const SetObject *set, const char *who)
  * its subclass): `bits` the uint32 words of the set (every word: dense; or only its
  * non-zero ones), `words` None (dense) or the intp numbers of those words, both as bytes
  * (any buffer is copied into bytes), `count` its tokens. Immutable; it holds bytes only, so
- * it is in no cycle and needs no part in garbage collection (TokenSet, a class defined in
- * Python, is tracked all the same, as every instance of such a class is). Made and OR-ed
+ * it is in no cycle and needs no part in garbage collection: an instance of a Python
+ * subclass (TokenSet, whose `__slots__` is empty) is untracked when made. Made and OR-ed
  * without NumPy: a new schema's walks make thousands. Sizes are checked where the set is
  * used (`or_into`, `union_sets`). */
 static PyObject *as_bytes(PyObject *value, const char *what) {
@@ -203,6 +203,10 @@ static PyObject *set_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
     }
     SetObject *self = (SetObject *)type->tp_alloc(type, 0);
     if (!self) return NULL;
+    /* TokenSet, a Python subclass, is a GC type, yet holds nothing but this (no __dict__, no
+     * slots): nothing to track. A subclass that adds attributes stays tracked. */
+    if (PyType_IS_GC(type) && type->tp_basicsize == (Py_ssize_t)sizeof(SetObject) && !type->tp_dictoffset)
+        PyObject_GC_UnTrack(self);
     self->count = count;
     if (!(self->bits = as_bytes(bits, "bits")) || (words != Py_None && !(self->words = as_bytes(words, "words")))) {
         Py_DECREF(self);
