@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from grammarc.lowering import _lalr
+from lalr_reference import runtime_rows
 from grammarc.lowering.compiler import CompiledGrammar, Terminal
 
 __all__ = ["Level", "Node", "ParserCore", "ancestors", "complete", "initial", "step"]
@@ -79,14 +79,14 @@ class ParserCore:
         self.accept_state = tables.goto[0].get(1)  # goto(0, S) for the augmented S' -> S
         lhs = [p.lhs for p in compiled.bnf.productions]
         rhs_len = [len(p.rhs) for p in compiled.bnf.productions]
-        # per state (in C: a Python pass over every cell cost a new schema ~1 ms): terminal ->
-        # the state it shifts to; (lhs, rhs length, LALR(1) lookaheads) of each production it
-        # reduces; those productions; the lookaheads after which a vertex of it is in a level itself
+        # per state: terminal -> the state it shifts to; (lhs, rhs length, LALR(1) lookaheads)
+        # of each production it reduces; those productions; the lookaheads after which a
+        # vertex of it is in a level itself
         self.shift_to: list[dict[int, int]]
         self._reducing: list[tuple[tuple[int, int, frozenset[int]], ...]]
         self.reduces: list[tuple[int, ...]]
         self._own: list[tuple[int, ...]]
-        self.shift_to, self._reducing, self.reduces, self._own = _lalr.runtime_rows(
+        self.shift_to, self._reducing, self.reduces, self._own = runtime_rows(
             tables.action, lhs, rhs_len, self.accept_state)
         self.work = {"vertices": 0, "reductions": 0}
         self.root = Node(0, kept=True)

@@ -151,8 +151,8 @@ def _bits(bits: int):
 
 
 def runtime_rows(action, lhs: list[int], rhs_len: list[int], accept_state: int | None) -> tuple[list, ...]:
-    """The oracle of `_lalr.runtime_rows` (what grammarc.runtime.gss.ParserCore reads of each
-    ACTION row): terminal -> shift target; (lhs, rhs length, lookaheads) per reduced
+    """The oracle of what grammarc.runtime.gss.ParserCore reads of each ACTION row (read
+    back with `Core._rows`): terminal -> shift target; (lhs, rhs length, lookaheads) per reduced
     production, ascending; those productions; the shifted terminals, and EOF where the state
     accepts, ascending."""
     shift_to, reducing, reduces, own = [], [], [], []

@@ -1,5 +1,5 @@
-"""`tokens.index.follows` (worklist over bitsets) against the plain definition: a
-round-robin fixpoint over FIRST/LAST sets, the way it was first written."""
+"""`ParserCore.follows` (read off the LR tables, in C) against the plain definition over the
+grammar: a round-robin fixpoint over FIRST/LAST sets."""
 
 from __future__ import annotations
 
@@ -11,7 +11,11 @@ import grammarc.stdlib_grammars as stdlib_grammars
 import strategies
 from grammarc.lowering.compiler import compile_grammar
 from grammarc.lowering.lr import Bnf
-from grammarc.tokens.index import follows
+from grammarc.runtime.gss import parser_core
+
+
+def follows(compiled) -> list[frozenset[int]]:
+    return [frozenset(row) for row in parser_core(compiled).follows(compiled.bnf.n_terminals)]
 
 
 def reference(bnf: Bnf) -> list[frozenset[int]]:
@@ -41,15 +45,15 @@ def reference(bnf: Bnf) -> list[frozenset[int]]:
 
 def test_stdlib_grammars():
     for name in stdlib_grammars.names():
-        bnf = grammarc.stdlib(name).compile().bnf
-        assert follows(bnf) == reference(bnf), name
+        compiled = grammarc.stdlib(name).compile()
+        assert follows(compiled) == reference(compiled.bnf), name
 
 
 def test_a_known_grammar():
     """`start ::= "a" x "c"; x ::= "b" | x "b";`: after a comes b, after b comes b or c."""
     compiled = grammarc.Grammar.from_ebnf('start ::= "a" x "c"; x ::= "b" | x "b";').compile()
     names = [t.name for t in compiled.terminals]
-    got = {names[t]: sorted(names[u] for u in after) for t, after in enumerate(follows(compiled.bnf))}
+    got = {names[t]: sorted(names[u] for u in after) for t, after in enumerate(follows(compiled))}
     a, b, c = ('"a"', '"b"', '"c"')
     assert got == {a: [b], b: sorted([b, c]), c: []}
 
@@ -58,5 +62,5 @@ def test_a_known_grammar():
 @given(alphabet=st.sampled_from(["ab", "abc"]), data=st.data())
 def test_random_grammars(alphabet, data):
     grammar = data.draw(strategies.grammars(alphabet))
-    bnf = compile_grammar(grammar).bnf
-    assert follows(bnf) == reference(bnf)
+    compiled = compile_grammar(grammar)
+    assert follows(compiled) == reference(compiled.bnf)

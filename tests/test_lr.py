@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 import grammarc
 from grammarc.lowering import _lalr
 from grammarc.lowering.lr import Bnf, Production, build_tables
+from grammarc.runtime import _gss
 from lalr_reference import reference_tables, runtime_rows
 
 STDLIB = ["json", "arithmetic", "c", "xml", "csv", "sql"]
@@ -76,12 +77,20 @@ def test_random_rows_are_in_the_reference_order(bnf: Bnf) -> None:
     assert _rows(build_tables(bnf)) == _rows(reference_tables(bnf))
 
 
+def _core_of(action, lhs, rhs_len, goto, accept_state) -> _gss.Core:
+    core = _gss.Core()
+    core._setup(action, lhs, rhs_len, goto, accept_state, 1000)
+    return core
+
+
 def _runtime_rows_of(bnf: Bnf) -> tuple[tuple, tuple]:
-    """(`_lalr.runtime_rows`, its oracle) over the tables of `bnf`."""
+    """(what the parser core read of the tables of `bnf`, its oracle's (shifts, reducing, own))."""
     tables = build_tables(bnf)
     args = (tables.action, [p.lhs for p in bnf.productions], [len(p.rhs) for p in bnf.productions],
             tables.goto[0].get(1))
-    return tuple(_lalr.runtime_rows(*args)), runtime_rows(*args)
+    core = _core_of(*args[:3], tables.goto, args[3])
+    shift_to, reducing, _, own = runtime_rows(*args)
+    return tuple(core._rows(s) for s in range(len(tables.action))), tuple(zip(shift_to, reducing, own))
 
 
 @given(bnfs_with_the_start_inside())
@@ -89,7 +98,7 @@ def _runtime_rows_of(bnf: Bnf) -> tuple[tuple, tuple]:
 def test_what_the_runtime_reads_of_random_tables_matches_the_reference(bnf: Bnf) -> None:
     got, expected = _runtime_rows_of(bnf)
     assert got == expected
-    assert [list(row) for row in got[0]] == [sorted(row) for row in expected[0]]  # shifts by ascending terminal
+    assert [list(row[0]) for row in got] == [sorted(row[0]) for row in expected]  # shifts by ascending terminal
 
 
 def test_what_the_runtime_reads_of_the_stdlib_tables_matches_the_reference() -> None:
@@ -98,16 +107,35 @@ def test_what_the_runtime_reads_of_the_stdlib_tables_matches_the_reference() -> 
         assert got == expected, name
 
 
+@given(bnfs_with_the_start_inside())
+@settings(max_examples=100, deadline=None)
+def test_the_parser_core_reads_rows_in_any_order(bnf: Bnf) -> None:
+    """The compiled rows come by ascending terminal; the core sorts what it reads itself (its
+    binary searches need it), so rows and cells in reverse read the same."""
+    tables = build_tables(bnf)
+    args = ([p.lhs for p in bnf.productions], [len(p.rhs) for p in bnf.productions], tables.goto, tables.goto[0].get(1))
+    reverse = [{t: cell[::-1] for t, cell in reversed(row.items())} for row in tables.action]
+    forward, backward = _core_of(tables.action, *args), _core_of(reverse, *args)
+    for s in range(len(tables.action)):
+        assert list(backward._rows(s)[0].items()) == sorted(forward._rows(s)[0].items())
+        assert backward._rows(s) == forward._rows(s)
+
+
 @pytest.mark.parametrize("args, error, message", [
-    ((7, [], [], None), TypeError, "runtime_rows: action is not a sequence"),
-    (([[]], [], [], None), TypeError, "runtime_rows: an ACTION row is not a dict"),
-    (([{0: [1]}], [], [], None), TypeError, "runtime_rows: an ACTION cell is not a tuple"),
-    (([{0: (-3,)}], [0], [1], None), ValueError, "runtime_rows: a reduction's production is out of range"),
-    (([{0: ("x",)}], [], [], None), TypeError, "'str' object cannot be interpreted as an integer"),
+    ((7, [], [], [], None), TypeError, "the ACTION rows must be a sequence"),
+    (([{}], [], [], 7, None), TypeError, "the GOTO rows must be a sequence"),
+    (([{}], [], [], [], None), ValueError, "the tables must have one ACTION and one GOTO row per LR state"),
+    (([[]], [], [], [{}], None), TypeError, "an ACTION row is not a dict"),
+    (([{0: [1]}], [], [], [{}], None), TypeError, "an ACTION cell is not a tuple"),
+    (([{0: (1,)}], [], [], [{}], None), ValueError, "a state out of range"),
+    (([{-2: (0,)}], [], [], [{}], None), ValueError, "an ACTION row's terminal is out of range"),
+    (([{0: (-3,)}], [0], [1], [{}], None), ValueError, "a reduction's production is out of range"),
+    (([{0: (-2,)}], [0, 0], [1, 0], [{}], None), ValueError, "a reduction pops at least one vertex"),
+    (([{0: ("x",)}], [], [], [{}], None), TypeError, "'str' object cannot be interpreted as an integer"),
 ])
-def test_malformed_runtime_rows_are_refused(args, error, message) -> None:
+def test_malformed_tables_are_refused_by_the_parser_core(args, error, message) -> None:
     with pytest.raises(error) as err:
-        _lalr.runtime_rows(*args)
+        _core_of(*args)
     assert str(err.value) == message
 
 

@@ -776,15 +776,12 @@ static PyObject *tables(PyObject *self, PyObject *args) {
     return result;
 }
 
-/* runtime_rows: in _rows.c */
-PyObject *runtime_rows(PyObject *self, PyObject *args);
 PyObject *py_sccs(PyObject *self, PyObject *args);      /* _bnf.c */
 PyObject *py_derivers(PyObject *self, PyObject *args);  /* _bnf.c */
 PyObject *py_normalize(PyObject *self, PyObject *args); /* _bnf.c */
 
 static PyMethodDef methods[] = {
     {"tables", tables, METH_VARARGS, "LALR(1) ACTION and GOTO rows of a flattened grammar (see the module's comment)."},
-    {"runtime_rows", runtime_rows, METH_VARARGS, "What the GLR runtime reads of each ACTION row (see its comment)."},
     {"sccs", py_sccs, METH_VARARGS, "Strongly connected components, sinks first (see _bnf.c)."},
     {"derivers", py_derivers, METH_VARARGS, "The nonterminals deriving a string of usable terminals (see _bnf.c)."},
     {"normalize", py_normalize, METH_VARARGS, "The BNF made ε-free, cycle-free, trimmed, renumbered (see _bnf.c)."},

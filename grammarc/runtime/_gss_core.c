@@ -1,5 +1,5 @@
 /* `Core`, the compiled base of grammarc.runtime.gss.ParserCore: its tables (read once from
- * the rows _lalr.runtime_rows makes), its memos, its methods, and the module. The algorithms
+ * the compiled ACTION and GOTO rows), its memos, its methods, and the module. The algorithms
  * are in _gss.c; the contracts in gss.py. */
 #include "_gss.h"
 #include <string.h>
@@ -53,94 +53,272 @@ static int read_dict_rows(PyObject *rows, Py_ssize_t n, Py_ssize_t **off, Pair *
     return 0;
 }
 
-static int setup(Core *c, PyObject *shift_to, PyObject *reducing, PyObject *reduces, PyObject *own, PyObject *gotos) {
-    Py_ssize_t n = c->n_states = (int)PySequence_Fast_GET_SIZE(shift_to);
-    if (PySequence_Fast_GET_SIZE(reducing) != n || PySequence_Fast_GET_SIZE(reduces) != n ||
-        PySequence_Fast_GET_SIZE(own) != n || PySequence_Fast_GET_SIZE(gotos) != n || n == 0) {
-        PyErr_SetString(PyExc_ValueError, "the runtime rows must have one row per LR state");
-        return -1;
+/* A growable int buffer for `setup` (PyMem). */
+typedef struct { int *v; Py_ssize_t n, cap; } Ints;
+
+static int ints_push(Ints *b, int x) {
+    if (b->n == b->cap) {
+        Py_ssize_t cap = b->cap ? 2 * b->cap : 256;
+        int *grown = PyMem_Realloc(b->v, (size_t)cap * sizeof(int));
+        if (!grown) { PyErr_NoMemory(); return -1; }
+        b->v = grown, b->cap = cap;
     }
-    int maxt = 0;
-    if (read_dict_rows(shift_to, n, &c->shift_off, &c->shift, &maxt) ||
-        read_dict_rows(gotos, n, &c->goto_off, &c->gotos, NULL))
-        return -1;
-    Py_ssize_t nred = 0, nla = 0, nown = 0;
-    for (Py_ssize_t s = 0; s < n; s++) {
-        PyObject *row = PySequence_Fast_GET_ITEM(reducing, s), *o = PySequence_Fast_GET_ITEM(own, s);
-        if (!PyTuple_Check(row) || !PyTuple_Check(o)) {
-            PyErr_SetString(PyExc_TypeError, "rows must be tuples");
-            return -1;
-        }
-        nred += PyTuple_GET_SIZE(row), nown += PyTuple_GET_SIZE(o);
-        for (Py_ssize_t r = 0; r < PyTuple_GET_SIZE(row); r++) {
-            PyObject *entry = PyTuple_GET_ITEM(row, r);
-            if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 3 || !PyAnySet_Check(PyTuple_GET_ITEM(entry, 2))) {
-                PyErr_SetString(PyExc_TypeError, "a reduction is (lhs, length, lookaheads)");
-                return -1;
-            }
-            nla += PySet_GET_SIZE(PyTuple_GET_ITEM(entry, 2));
-        }
-    }
-    c->red_off = PyMem_Malloc((size_t)(n + 1) * sizeof(Py_ssize_t));
-    c->own_off = PyMem_Malloc((size_t)(n + 1) * sizeof(Py_ssize_t));
-    c->red = PyMem_Malloc((size_t)(nred + 1) * sizeof(Red));
-    c->las = PyMem_Malloc((size_t)(nla + 1) * sizeof(int));
-    c->own = PyMem_Malloc((size_t)(nown + 1) * sizeof(int));
-    c->has_reduce = PyMem_Malloc((size_t)n);
-    if (!c->red_off || !c->own_off || !c->red || !c->las || !c->own || !c->has_reduce) { PyErr_NoMemory(); return -1; }
-    Py_ssize_t r_at = 0, la_at = 0, own_at = 0;
-    for (Py_ssize_t s = 0; s < n; s++) {
-        PyObject *row = PySequence_Fast_GET_ITEM(reducing, s), *o = PySequence_Fast_GET_ITEM(own, s);
-        c->red_off[s] = r_at, c->own_off[s] = own_at;
-        for (Py_ssize_t r = 0; r < PyTuple_GET_SIZE(row); r++) {
-            PyObject *entry = PyTuple_GET_ITEM(row, r), *key, *it;
-            Red *red = &c->red[r_at++];
-            if (as_int(PyTuple_GET_ITEM(entry, 0), &red->lhs) || as_int(PyTuple_GET_ITEM(entry, 1), &red->len))
-                return -1;
-            if (red->len < 1) { PyErr_SetString(PyExc_ValueError, "a reduction pops at least one vertex"); return -1; }
-            red->la_off = la_at;
-            if (!(it = PyObject_GetIter(PyTuple_GET_ITEM(entry, 2)))) return -1;
-            while ((key = PyIter_Next(it))) {
-                int u, bad = as_int(key, &u);
-                Py_DECREF(key);
-                if (bad) { Py_DECREF(it); return -1; }
-                c->las[la_at++] = u;
-                if (u > maxt) maxt = u;
-            }
-            Py_DECREF(it);
-            if (PyErr_Occurred()) return -1;
-            red->la_n = la_at - red->la_off;
-            qsort(c->las + red->la_off, (size_t)red->la_n, sizeof(int), cmp_int);
-        }
-        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(o); i++) {
-            if (as_int(PyTuple_GET_ITEM(o, i), &c->own[own_at])) return -1;
-            if (c->own[own_at] > maxt) maxt = c->own[own_at];
-            own_at++;
-        }
-        qsort(c->own + c->own_off[s], (size_t)(own_at - c->own_off[s]), sizeof(int), cmp_int);
-        PyObject *prods = PySequence_Fast_GET_ITEM(reduces, s);
-        Py_ssize_t np = PyObject_Length(prods);
-        if (np < 0) return -1;
-        c->has_reduce[s] = np > 0;
-    }
-    c->red_off[n] = r_at, c->own_off[n] = own_at;
-    c->n_terms = maxt + 1;
+    b->v[b->n++] = x;
     return 0;
 }
 
+/* (production, lookahead) of one reduction cell; sorted by production, then lookahead */
+typedef struct { int prod, la; } Reduced;
+
+static int cmp_reduced(const void *a, const void *b) {
+    const Reduced *x = a, *y = b;
+    if (x->prod != y->prod) return x->prod < y->prod ? -1 : 1;
+    return x->la < y->la ? -1 : x->la > y->la;
+}
+
+/* One ACTION row (lr.LRTables.action[s]: terminal, -1 for EOF -> tuple of actions: a >= 0
+ * shifts to state a, -1 accepts, a < -1 reduces production ~a) into the core's arrays: its
+ * shifts (EOF is never shifted) by ascending terminal, its reductions by ascending production
+ * with ascending lookaheads, and `own`, the terminals it shifts plus EOF in the accepting
+ * state, ascending. Appends to the growing buffers; *red_n counts reductions. */
+static int read_action_row(Core *c, PyObject *row, int s, Ints *shift, Ints *red, Ints *own, Reduced **cells,
+                           Py_ssize_t *cells_cap, PyObject *lhs, PyObject *rhs_len, int *maxt) {
+    if (!PyDict_Check(row)) { PyErr_SetString(PyExc_TypeError, "an ACTION row is not a dict"); return -1; }
+    Py_ssize_t pos = 0, n_red = 0, first_shift = shift->n, first_own = own->n;
+    PyObject *key, *cell;
+    while (PyDict_Next(row, &pos, &key, &cell)) {
+        int la;
+        if (as_int(key, &la)) return -1;
+        if (la < -1) { PyErr_SetString(PyExc_ValueError, "an ACTION row's terminal is out of range"); return -1; }
+        if (la > *maxt) *maxt = la;
+        if (!PyTuple_Check(cell)) { PyErr_SetString(PyExc_TypeError, "an ACTION cell is not a tuple"); return -1; }
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(cell); i++) {
+            int a;
+            if (as_int(PyTuple_GET_ITEM(cell, i), &a)) return -1;
+            if (a >= 0) {
+                if (la == -1) continue; /* EOF is never shifted */
+                if (a >= c->n_states) { PyErr_SetString(PyExc_ValueError, "a state out of range"); return -1; }
+                if (ints_push(shift, la) || ints_push(shift, a) || ints_push(own, la)) return -1;
+            } else if (a < -1) { /* -1 reduces production 0 on EOF: accepting, not a reduction */
+                if (n_red == *cells_cap) {
+                    Py_ssize_t cap = *cells_cap ? 2 * *cells_cap : 64;
+                    Reduced *grown = PyMem_Realloc(*cells, (size_t)cap * sizeof(Reduced));
+                    if (!grown) { PyErr_NoMemory(); return -1; }
+                    *cells = grown, *cells_cap = cap;
+                }
+                (*cells)[n_red++] = (Reduced){~a, la};
+            }
+        }
+    }
+    if (s == c->accept_state && ints_push(own, -1)) return -1;
+    qsort(shift->v + first_shift, (size_t)(shift->n - first_shift) / 2, sizeof(Pair), cmp_pair);
+    qsort(own->v + first_own, (size_t)(own->n - first_own), sizeof(int), cmp_int);
+    qsort(*cells, (size_t)n_red, sizeof(Reduced), cmp_reduced);
+    /* each production's reduction: lhs, length, then its lookaheads' count and the lookaheads */
+    for (Py_ssize_t i = 0; i < n_red;) {
+        Py_ssize_t j = i;
+        while (j < n_red && (*cells)[j].prod == (*cells)[i].prod) j++;
+        int p = (*cells)[i].prod, l, len;
+        if (p >= PySequence_Fast_GET_SIZE(lhs) || p >= PySequence_Fast_GET_SIZE(rhs_len)) {
+            PyErr_SetString(PyExc_ValueError, "a reduction's production is out of range");
+            return -1;
+        }
+        if (as_int(PySequence_Fast_GET_ITEM(lhs, p), &l) || as_int(PySequence_Fast_GET_ITEM(rhs_len, p), &len))
+            return -1;
+        if (len < 1) { PyErr_SetString(PyExc_ValueError, "a reduction pops at least one vertex"); return -1; }
+        Py_ssize_t count_at = red->n + 2;
+        if (ints_push(red, l) || ints_push(red, len) || ints_push(red, 0)) return -1;
+        for (Py_ssize_t k = i; k < j; k++)
+            if (k == i || (*cells)[k].la != (*cells)[k - 1].la) { /* a lookahead once */
+                if (ints_push(red, (*cells)[k].la)) return -1;
+                red->v[count_at]++;
+            }
+        i = j;
+    }
+    return 0;
+}
+
+/* The tables, read once: the ACTION rows (`read_action_row`) and the GOTO rows (dicts). In one
+ * pass over the compiled tables' own cells, without building Python rows in between: a new
+ * schema pays this before its first mask. The Python oracle is tests/lalr_reference.py's
+ * runtime_rows, compared through `_rows`. */
+static int setup(Core *c, PyObject *action, PyObject *lhs, PyObject *rhs_len, PyObject *gotos) {
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(action);
+    if (PySequence_Fast_GET_SIZE(gotos) != n || n == 0 || n > INT_MAX) {
+        PyErr_SetString(PyExc_ValueError, "the tables must have one ACTION and one GOTO row per LR state");
+        return -1;
+    }
+    c->n_states = (int)n;
+    Ints shift = {0}, red = {0}, own = {0};
+    Reduced *cells = NULL;
+    Py_ssize_t cells_cap = 0;
+    int maxt = 0, failed = -1;
+    c->shift_off = PyMem_Malloc((size_t)(n + 1) * sizeof(Py_ssize_t));
+    c->red_off = PyMem_Malloc((size_t)(n + 1) * sizeof(Py_ssize_t));
+    c->own_off = PyMem_Malloc((size_t)(n + 1) * sizeof(Py_ssize_t));
+    c->has_reduce = PyMem_Malloc((size_t)n);
+    Py_ssize_t *red_at = PyMem_Malloc((size_t)(n + 1) * sizeof(Py_ssize_t)); /* into `red`'s ints */
+    if (!c->shift_off || !c->red_off || !c->own_off || !c->has_reduce || !red_at) { PyErr_NoMemory(); goto done; }
+    Py_ssize_t n_red = 0;
+    for (Py_ssize_t s = 0; s < n; s++) {
+        c->shift_off[s] = shift.n / 2, c->own_off[s] = own.n, red_at[s] = red.n;
+        if (read_action_row(c, PySequence_Fast_GET_ITEM(action, s), (int)s, &shift, &red, &own, &cells, &cells_cap,
+                            lhs, rhs_len, &maxt))
+            goto done;
+        c->has_reduce[s] = red.n > red_at[s];
+    }
+    c->shift_off[n] = shift.n / 2, c->own_off[n] = own.n, red_at[n] = red.n;
+    /* the reductions' ints into Red entries and their lookaheads */
+    for (Py_ssize_t i = 0; i < red.n; i += 3 + red.v[i + 2]) n_red++;
+    c->red = PyMem_Malloc((size_t)(n_red + 1) * sizeof(Red));
+    c->las = PyMem_Malloc((size_t)(red.n + 1) * sizeof(int));
+    if (!c->red || !c->las) { PyErr_NoMemory(); goto done; }
+    Py_ssize_t r = 0, la_at = 0;
+    for (Py_ssize_t s = 0; s < n; s++) {
+        c->red_off[s] = r;
+        for (Py_ssize_t i = red_at[s]; i < red_at[s + 1]; i += 3 + red.v[i + 2], r++) {
+            c->red[r] = (Red){red.v[i], red.v[i + 1], la_at, red.v[i + 2]};
+            memcpy(c->las + la_at, red.v + i + 3, (size_t)red.v[i + 2] * sizeof(int));
+            la_at += red.v[i + 2];
+        }
+    }
+    c->red_off[n] = r;
+    c->shift = (Pair *)shift.v, shift.v = NULL; /* (t, to) ints, laid out as Pairs */
+    c->own = own.v ? own.v : PyMem_Malloc(sizeof(int)), own.v = NULL;
+    if (!c->shift && !(c->shift = PyMem_Malloc(sizeof(Pair)))) { PyErr_NoMemory(); goto done; }
+    if (!c->own) { PyErr_NoMemory(); goto done; }
+    if (read_dict_rows(gotos, n, &c->goto_off, &c->gotos, NULL)) goto done;
+    c->n_terms = maxt + 1;
+    failed = 0;
+done:
+    PyMem_Free(shift.v), PyMem_Free(red.v), PyMem_Free(own.v), PyMem_Free(cells), PyMem_Free(red_at);
+    return failed;
+}
+
+/* follows(n) -> list of n tuples: per terminal u < n, the terminals that can come right after
+ * it in some sentence, ascending (EOF left out). Read off the tables in one pass over their
+ * cells: a state entered by shifting u (each state has one entering symbol) has a non-error
+ * action exactly on the terminals that can follow u there. Such a terminal follows u (its
+ * shifts start what comes after u; its reductions complete items that end with u, under
+ * lookaheads that follow their left side), and every terminal that follows u in a sentence
+ * has an action there, or the parser would refuse that sentence. The union over the states u
+ * enters is FOLLOW(u) of the grammar; its oracle is tests/test_follows.py's fixpoint. */
+static PyObject *core_follows_m(Core *c, PyObject *arg) {
+    Py_ssize_t n = PyLong_AsSsize_t(arg);
+    if (n == -1 && PyErr_Occurred()) return NULL;
+    if (!c->ready || n < 0 || n > INT_MAX) {
+        PyErr_SetString(PyExc_ValueError, "follows: a terminal count out of range, or the core is not set up");
+        return NULL;
+    }
+    int ns = c->n_states;
+    Py_ssize_t n_shift = c->shift_off[ns];
+    int *entering = PyMem_Malloc((size_t)(n_shift + 1) * sizeof(int)); /* states, grouped by entering terminal */
+    Py_ssize_t *start = PyMem_Calloc((size_t)n + 2, sizeof(Py_ssize_t));
+    int *mark = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(int)), *found = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(int));
+    char *seen = PyMem_Calloc((size_t)ns, 1); /* a state counted once, under the one terminal entering it */
+    PyObject *out = NULL;
+    if (!entering || !start || !mark || !found || !seen) { PyErr_NoMemory(); goto done; }
+    for (Py_ssize_t i = 0; i < n_shift; i++) {
+        int t = c->shift[i].t, to = c->shift[i].to;
+        if (t < n && !seen[to]) seen[to] = 1, start[t + 2]++;
+    }
+    for (Py_ssize_t t = 0; t < n; t++) start[t + 2] += start[t + 1];
+    memset(seen, 0, (size_t)ns);
+    for (Py_ssize_t i = 0; i < n_shift; i++) {
+        int t = c->shift[i].t, to = c->shift[i].to;
+        if (t < n && !seen[to]) seen[to] = 1, entering[start[t + 1]++] = to;
+    }
+    for (Py_ssize_t t = 0; t < n; t++) mark[t] = -1;
+    if (!(out = PyList_New(n))) goto done;
+    for (Py_ssize_t t = 0; t < n; t++) {
+        Py_ssize_t k = 0;
+        for (Py_ssize_t e = start[t]; e < start[t + 1]; e++) {
+            int s = entering[e];
+            for (Py_ssize_t i = c->shift_off[s]; i < c->shift_off[s + 1]; i++) {
+                int u = c->shift[i].t;
+                if (u >= 0 && u < n && mark[u] != t) mark[u] = (int)t, found[k++] = u;
+            }
+            for (Py_ssize_t r = c->red_off[s]; r < c->red_off[s + 1]; r++)
+                for (Py_ssize_t j = 0; j < c->red[r].la_n; j++) {
+                    int u = c->las[c->red[r].la_off + j];
+                    if (u >= 0 && u < n && mark[u] != t) mark[u] = (int)t, found[k++] = u;
+                }
+        }
+        qsort(found, (size_t)k, sizeof(int), cmp_int);
+        PyObject *row = PyTuple_New(k);
+        if (!row) { Py_CLEAR(out); goto done; }
+        PyList_SET_ITEM(out, t, row);
+        for (Py_ssize_t i = 0; i < k; i++) {
+            PyObject *u = PyLong_FromLong(found[i]);
+            if (!u) { Py_CLEAR(out); goto done; }
+            PyTuple_SET_ITEM(row, i, u);
+        }
+    }
+done:
+    PyMem_Free(entering), PyMem_Free(start), PyMem_Free(mark), PyMem_Free(found), PyMem_Free(seen);
+    return out;
+}
+
+/* _rows(state) -> (shifts, reducing, own): what the core read of one ACTION row, as
+ * tests/lalr_reference.py's runtime_rows spells it: {terminal: state}, ((lhs, length,
+ * frozenset of lookaheads), ...) by ascending production, and the ascending terminals `own`.
+ * For tests and for ParserCore.shift_to (read by grammarc.integrations.steering). */
+static PyObject *core_rows_m(Core *c, PyObject *arg) {
+    Py_ssize_t s = PyLong_AsSsize_t(arg);
+    if (s == -1 && PyErr_Occurred()) return NULL;
+    if (!c->ready || s < 0 || s >= c->n_states) {
+        PyErr_SetString(PyExc_IndexError, "_rows: no such LR state");
+        return NULL;
+    }
+    PyObject *shifts = PyDict_New(), *reducing = NULL, *own = NULL;
+    if (!shifts) return NULL;
+    for (Py_ssize_t i = c->shift_off[s]; i < c->shift_off[s + 1]; i++) {
+        PyObject *t = PyLong_FromLong(c->shift[i].t), *to = t ? PyLong_FromLong(c->shift[i].to) : NULL;
+        int bad = !to || PyDict_SetItem(shifts, t, to);
+        Py_XDECREF(t), Py_XDECREF(to);
+        if (bad) goto fail;
+    }
+    if (!(reducing = PyTuple_New(c->red_off[s + 1] - c->red_off[s]))) goto fail;
+    for (Py_ssize_t r = c->red_off[s]; r < c->red_off[s + 1]; r++) {
+        Red *red = &c->red[r];
+        PyObject *las = PyFrozenSet_New(NULL);
+        if (!las) goto fail;
+        for (Py_ssize_t k = 0; k < red->la_n; k++) {
+            PyObject *u = PyLong_FromLong(c->las[red->la_off + k]);
+            if (!u || PySet_Add(las, u)) { Py_XDECREF(u); Py_DECREF(las); goto fail; }
+            Py_DECREF(u);
+        }
+        PyObject *entry = Py_BuildValue("(iiN)", red->lhs, red->len, las);
+        if (!entry) goto fail;
+        PyTuple_SET_ITEM(reducing, r - c->red_off[s], entry);
+    }
+    if (!(own = PyTuple_New(c->own_off[s + 1] - c->own_off[s]))) goto fail;
+    for (Py_ssize_t i = c->own_off[s]; i < c->own_off[s + 1]; i++) {
+        PyObject *u = PyLong_FromLong(c->own[i]);
+        if (!u) goto fail;
+        PyTuple_SET_ITEM(own, i - c->own_off[s], u);
+    }
+    return Py_BuildValue("(NNN)", shifts, reducing, own);
+fail:
+    Py_XDECREF(shifts), Py_XDECREF(reducing), Py_XDECREF(own);
+    return NULL;
+}
+
 static PyObject *core_setup(Core *c, PyObject *args) {
-    PyObject *rows[5], *fast[5] = {0}, *accept;
+    PyObject *rows[4], *fast[4] = {0}, *accept;
     Py_ssize_t limit;
     if (c->ready) { PyErr_SetString(PyExc_RuntimeError, "the core is set up already"); return NULL; }
-    if (!PyArg_ParseTuple(args, "OOOOOOn", &rows[0], &rows[1], &rows[2], &rows[3], &rows[4], &accept, &limit))
+    if (!PyArg_ParseTuple(args, "OOOOOn", &rows[0], &rows[1], &rows[2], &rows[3], &accept, &limit))
         return NULL;
+    static const char *what[4] = {"the ACTION rows must be a sequence", "lhs must be a sequence",
+                                  "rhs_len must be a sequence", "the GOTO rows must be a sequence"};
     PyObject *result = NULL;
-    for (int i = 0; i < 5; i++)
-        if (!(fast[i] = PySequence_Fast(rows[i], "the runtime rows must be sequences"))) goto done;
+    for (int i = 0; i < 4; i++)
+        if (!(fast[i] = PySequence_Fast(rows[i], what[i]))) goto done;
     c->accept_state = -1;
     if (accept != Py_None && as_int(accept, &c->accept_state)) goto done;
     c->memo_limit = limit;
-    if (setup(c, fast[0], fast[1], fast[2], fast[3], fast[4])) goto done;
+    if (setup(c, fast[0], fast[1], fast[2], fast[3])) goto done;
     if (!(c->levels = PyDict_New()) || !(c->pure = PyDict_New()) || !(c->shiftable = PyDict_New())) goto done;
     PyObject *none = PyTuple_New(0);
     if (!none || !(c->root = node_new(0, none, 1))) goto done;
@@ -149,7 +327,7 @@ static PyObject *core_setup(Core *c, PyObject *args) {
     c->ready = 1;
     result = Py_NewRef(Py_None);
 done:
-    for (int i = 0; i < 5; i++) Py_XDECREF(fast[i]);
+    for (int i = 0; i < 4; i++) Py_XDECREF(fast[i]);
     return result;
 }
 
@@ -347,7 +525,10 @@ static PyObject *core_get_memo_sizes(Core *c, void *unused) {
 
 static PyMethodDef core_methods[] = {
     {"_setup", (PyCFunction)core_setup, METH_VARARGS,
-     "_setup(shift_to, reducing, reduces, own, goto, accept_state, memo_limit): read the tables once."},
+     "_setup(action, lhs, rhs_len, goto, accept_state, memo_limit): read the tables once."},
+    {"follows", (PyCFunction)core_follows_m, METH_O,
+     "follows(n) -> per terminal below n, the terminals that can come right after it (ascending)."},
+    {"_rows", (PyCFunction)core_rows_m, METH_O, "_rows(state) -> (shifts, reducing, own): what the core read of a row."},
     {"level", (PyCFunction)core_level_m, METH_O, "The level after shifting each (node, terminal) of completions."},
     {"shift", (PyCFunction)(void (*)(void))core_shift_m, METH_FASTCALL,
      "The hypothetical level after shifting t from every vertex of level that can (see gss.py)."},

@@ -45,9 +45,9 @@ followed by a fresh look into the memo it fills, so racing threads agree on one 
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Sequence
 
-from grammarc.lowering import _lalr
 from grammarc.lowering.compiler import CompiledGrammar
 from grammarc.runtime import _gss
 
@@ -120,6 +120,12 @@ class ParserCore(_gss.Core):
     ``openings(level)``: every (vertex, terminal) pair of `level` a new terminal may start
     from (made on first use: the levels of token tree walks never need them).
 
+    ``follows(n)``: per terminal below `n`, the terminals that can come right after it in
+    some sentence, ascending (a list of tuples; the token index tries only those after a
+    terminal ends inside a token). Read off the tables: the states a terminal enters act on
+    exactly the terminals that can follow it there (a valid sentence never meets an error
+    action), so their union is the grammar's FOLLOW set, in one pass over the cells.
+
     ``root``, ``root_level``: the bottom vertex (state 0) and its level.
     """
 
@@ -129,19 +135,19 @@ class ParserCore(_gss.Core):
         tables = compiled.tables
         self.goto = tables.goto
         self.accept_state = tables.goto[0].get(1)  # goto(0, S) for the augmented S' -> S
-        lhs = [p.lhs for p in compiled.bnf.productions]
-        rhs_len = [len(p.rhs) for p in compiled.bnf.productions]
-        # per state (in C: a Python pass over every cell cost a new schema ~1 ms): terminal ->
-        # the state it shifts to; (lhs, rhs length, LALR(1) lookaheads) of each production it
-        # reduces; those productions; the lookaheads after which a vertex of it is in a level itself
-        self.shift_to: list[dict[int, int]]
-        self._reducing: list[tuple[tuple[int, int, frozenset[int]], ...]]
-        self.reduces: list[tuple[int, ...]]
-        self._own: list[tuple[int, ...]]
-        self.shift_to, self._reducing, self.reduces, self._own = _lalr.runtime_rows(
-            tables.action, lhs, rhs_len, self.accept_state)
-        self._setup(self.shift_to, self._reducing, self.reduces, self._own, self.goto, self.accept_state,
-                    _LEVEL_MEMO_LIMIT)
+        productions = compiled.bnf.productions
+        # The core reads the ACTION rows' cells once, into arrays (no Python rows made in
+        # between: a new schema pays this before its first mask): per state the terminals it
+        # shifts and where to, the (lhs, rhs length, LALR(1) lookaheads) of each production
+        # it reduces, and the lookaheads after which a vertex of it is in a level itself.
+        self._setup(tables.action, [p.lhs for p in productions], [len(p.rhs) for p in productions], self.goto,
+                    self.accept_state, _LEVEL_MEMO_LIMIT)
+
+    @cached_property
+    def shift_to(self) -> list[dict[int, int]]:
+        """Per LR state, terminal -> the state it shifts to (read back from the core: the
+        runtime does not need it; grammarc.integrations.steering does)."""
+        return [self._rows(s)[0] for s in range(len(self.goto))]
 
 
 def ancestors(node: Node, depth: int) -> Sequence[Node]:

@@ -10,7 +10,7 @@ For a lexer item — terminal `t` part way through, in DFA state `q` — a token
 
 The tree holds splits strictly inside a token (``mid(t, q)``); tokens that start exactly
 where `t` ends are covered by the engine's opening items for the next terminals. Only
-terminals that can follow each other in the grammar are tried (`follows`), and every
+terminals that can follow each other in the grammar are tried (`ParserCore.follows`), and every
 part is built lazily, on the first visit of its state.
 
 Token-level terminals: ``any!`` consumes exactly one whole token (DFA state 0 = not yet,
@@ -30,7 +30,7 @@ from grammarc.automata.dfa import DFA
 from grammarc.automata.operations import distinct
 from grammarc.automata.suffix import suffix_key
 from grammarc.lowering.compiler import CompiledGrammar
-from grammarc.lowering.lr import Bnf
+from grammarc.runtime.gss import parser_core
 from grammarc.tokens import _scan, kin, memo
 from grammarc.tokens.memo import Memo
 from grammarc.tokens.rows import TokenBytes, joined, token_bytes
@@ -107,70 +107,6 @@ class _Small:
                 found = index._small_part(self, u)
                 tree._publish(u, found)
         return found
-
-
-def follows(bnf: Bnf) -> list[frozenset[int]]:
-    """For each terminal, the terminals that can come right after it in some sentence."""
-    return [frozenset(_members(s)) for s in _follow_bits(bnf)]
-
-
-def _follow_bits(bnf: Bnf) -> list[int]:
-    """`follows` as bitsets (Python ints, bit u = terminal u), which the index reads.
-
-    FIRST and LAST sets of the ε-free BNF are bitsets propagated along the "starts with" /
-    "ends with" edges between nonterminals by a worklist, so a grammar of thousands of
-    productions takes milliseconds (a round-robin fixpoint over sets took seconds on big
-    JSON Schemas)."""
-    n_t = bnf.n_terminals
-    first = _edge_closure(bnf, 0)
-    last = _edge_closure(bnf, -1)
-    after: dict[int, int] = {}  # symbol -> the terminals that can start what comes right after it
-    for prod in bnf.productions:
-        rhs = prod.rhs
-        for i in range(len(rhs) - 1):  # (a symbol's set inline: a new schema's index pays this loop)
-            x, y = rhs[i], rhs[i + 1]
-            after[x] = after.get(x, 0) | (1 << y if y < n_t else first[y - n_t])
-    out = [0] * n_t
-    for x, starts in after.items():
-        if x < n_t:
-            out[x] |= starts
-        else:
-            for a in _members(last[x - n_t]):
-                out[a] |= starts
-    return out
-
-
-def _edge_closure(bnf: Bnf, end: int) -> list[int]:
-    """Per nonterminal, the terminals its strings can start with (`end` 0) or end with (-1)."""
-    n_t = bnf.n_terminals
-    sets = [0] * len(bnf.nonterminals)
-    users: list[list[int]] = [[] for _ in bnf.nonterminals]  # B -> the A with A -> B ... (or ... B)
-    for prod in bnf.productions:
-        symbol = prod.rhs[end]
-        if symbol < n_t:
-            sets[prod.lhs] |= 1 << symbol
-        else:
-            users[symbol - n_t].append(prod.lhs)
-    todo = [k for k in range(len(sets)) if sets[k]]
-    while todo:
-        b = todo.pop()
-        for a in users[b]:
-            merged = sets[a] | sets[b]
-            if merged != sets[a]:
-                sets[a] = merged
-                todo.append(a)
-    return sets
-
-
-def _members(bitset: int) -> list[int]:
-    """The positions of the set bits of `bitset`, ascending."""
-    out = []
-    while bitset:
-        low = bitset & -bitset
-        out.append(low.bit_length() - 1)
-        bitset ^= low
-    return out
-
 
 
 # A scan that starts from fewer token rows than this is cheaper to redo than to keep in the
@@ -262,8 +198,9 @@ class TokenIndex:
         self.vocab = vocab
         self.ref = weakref.ref(self)  # what its trees' levels hold (one for all)
         self.terminals = compiled.terminals
-        # terminal -> the terminals that may follow it, ascending (`follows`)
-        self._follow_lists = [tuple(_members(s)) for s in _follow_bits(compiled.bnf)]
+        # terminal -> the terminals that may follow it, ascending (read off the LR tables:
+        # `ParserCore.follows`, one pass over their cells in C)
+        self._follow_lists = parser_core(compiled).follows(compiled.bnf.n_terminals)
         self._openers = _openers(compiled.terminals)
         self._opening_bits = _byte_sets(self._openers)  # terminal -> its first bytes, as an int
         self._tables: list[_scan.Table | None] = [None] * len(compiled.terminals)  # `walk_table`s, read once
