@@ -76,6 +76,16 @@ static int cmp_reduced(const void *a, const void *b) {
     return x->la < y->la ? -1 : x->la > y->la;
 }
 
+/* qsort, after a look that finds most rows sorted already (the compiler makes them by
+ * ascending terminal; glibc's qsort allocates and merges even then). */
+static void sort_unless_sorted(void *base, Py_ssize_t n, size_t size, int (*cmp)(const void *, const void *)) {
+    for (Py_ssize_t i = 1; i < n; i++)
+        if (cmp((char *)base + (i - 1) * size, (char *)base + i * size) > 0) {
+            qsort(base, (size_t)n, size, cmp);
+            return;
+        }
+}
+
 /* One ACTION row (lr.LRTables.action[s]: terminal, -1 for EOF -> tuple of actions: a >= 0
  * shifts to state a, -1 accepts, a < -1 reduces production ~a) into the core's arrays: its
  * shifts (EOF is never shifted) by ascending terminal, its reductions by ascending production
@@ -111,9 +121,9 @@ static int read_action_row(Core *c, PyObject *row, int s, Ints *shift, Ints *red
         }
     }
     if (s == c->accept_state && ints_push(own, -1)) return -1;
-    qsort(shift->v + first_shift, (size_t)(shift->n - first_shift) / 2, sizeof(Pair), cmp_pair);
-    qsort(own->v + first_own, (size_t)(own->n - first_own), sizeof(int), cmp_int);
-    qsort(*cells, (size_t)n_red, sizeof(Reduced), cmp_reduced);
+    sort_unless_sorted(shift->v + first_shift, (shift->n - first_shift) / 2, sizeof(Pair), cmp_pair);
+    sort_unless_sorted(own->v + first_own, own->n - first_own, sizeof(int), cmp_int);
+    sort_unless_sorted(*cells, n_red, sizeof(Reduced), cmp_reduced);
     /* each production's reduction: lhs, length, then its lookaheads' count and the lookaheads */
     for (Py_ssize_t i = 0; i < n_red;) {
         Py_ssize_t j = i;
