@@ -360,18 +360,18 @@ def test_walks_take_a_table_and_token_rows_only():
         _scan.next_bytes(data, zero, zero)
 
 
-@settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(st.booleans(), st.integers(0, 99)), max_size=60, unique_by=lambda x: x[1]),
-       st.integers(0, 3))
-def test_packing_flagged_rows_sets_exactly_their_ids_bits(rows, extra_words):
-    """`pack_rows`: the flagged rows' ids OR-ed into the words (bits already set stay), the
-    unflagged rows' ids untouched."""
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 255), st.integers(0, 99)), max_size=300, unique_by=lambda x: x[1]),
+       st.integers(0, 3), st.lists(st.integers(0, 2**32 - 1), min_size=7, max_size=7))
+def test_packing_flagged_rows_sets_exactly_their_ids_bits(rows, extra_words, before):
+    """`pack_rows`: the flagged rows' ids (any non-zero flag) OR-ed into the words, whose
+    bits already set stay; the unflagged rows' ids untouched."""
     flags = np.array([f for f, _ in rows], dtype=np.uint8)
     ids = np.array([i for _, i in rows], dtype=np.int32)
-    words = np.zeros(4 + extra_words, dtype=np.uint32)
-    words[-1] = 0x80000001  # a word no id reaches keeps its bits
+    words = np.array(before[:4 + extra_words], dtype=np.uint32)
     _scan.pack_rows(flags, ids, words)
-    expected = {i for f, i in rows if f} | {32 * (len(words) - 1), 32 * len(words) - 1}
+    expected = {i for f, i in rows if f} | {32 * w + b for w, word in enumerate(before[:len(words)])
+                                            for b in range(32) if word >> b & 1}
     got = {32 * w + b for w in range(len(words)) for b in range(32) if int(words[w]) >> b & 1}
     assert got == expected
 
@@ -382,9 +382,11 @@ def test_packing_flagged_rows_sets_exactly_their_ids_bits(rows, extra_words):
     ([0], 4, "pack_rows: inconsistent array sizes"),
 ])
 def test_bad_packing_is_refused(ids, n_words, message):
+    words = np.zeros(n_words, dtype=np.uint32)
     with pytest.raises(ValueError) as err:
-        _scan.pack_rows(np.ones(2, dtype=np.uint8), np.array(ids, dtype=np.int32), np.zeros(n_words, dtype=np.uint32))
+        _scan.pack_rows(np.ones(2, dtype=np.uint8), np.array(ids, dtype=np.int32), words)
     assert str(err.value) == message
+    assert not words.any()  # refused before a word is written
 
 
 @settings(max_examples=200, deadline=None)

@@ -448,7 +448,9 @@ class TokenIndex:
         n_rows = len(self.token_ids)
         shifted = {p: scan for p in np.flatnonzero((sizes > 0) & (sizes >= SHIFTED_MIN_SHARE * n_rows)).tolist()
                    for scan in [self._shifted_scan(t, p, int(sizes[p]))] if scan is not None}
-        walked = live[~np.isin(targets[live], list(shifted))]
+        taken = np.zeros(dfa.n_states, dtype=bool)  # the states whose rows a shared scan gives
+        taken[list(shifted)] = True
+        walked = live[~taken[targets[live]]]
         inside = np.zeros(n_rows, dtype=bool)
         _, _, split_rows, split_pos = self._scan_ranges(t, *joined(starts[walked], starts[walked + 1]), 0, q,
                                                         inside=inside)
