@@ -17,9 +17,9 @@ static inline uint32_t pack8(uint64_t x) {
 /* pack_rows(flags, ids, words): OR bit ids[r] % 32 of word ids[r] / 32 into `words` (uint32,
  * writable) for every row r flagged in `flags` (a byte per row, any non-zero one flags): a
  * scan's inside rows as a packed mask over token ids (NumPy took five passes over the
- * vocabulary: gather, flags, pack, copy, count). The ids are checked in one vectorized pass,
- * then the flags scattered into a byte per token id and packed eight at a time: OR-ing bits
- * into words row by row chained each row's store to the last one's load of a shared word. */
+ * vocabulary: gather, flags, pack, copy, count). The flags are scattered into a byte per
+ * token id, then packed eight at a time: OR-ing bits into words row by row chained each
+ * row's store to the last one's load of a shared word. */
 PyObject *pack_rows(PyObject *self, PyObject *args) {
     (void)self;
     Py_buffer flags = {0}, ids = {0}, words = {0};
@@ -37,13 +37,14 @@ PyObject *pack_rows(PyObject *self, PyObject *args) {
     uint32_t *w = words.buf;
     const uint64_t limit = (uint64_t)n_words * 32;
     if (!(by_id = PyMem_Calloc((size_t)limit + 1, 1))) { PyErr_NoMemory(); goto done; }
-    uint32_t most = 0; /* the largest id as unsigned (a negative one is huge): one vectorized pass */
-    for (Py_ssize_t r = 0; r < n; r++) most = (uint32_t)id[r] > most ? (uint32_t)id[r] : most;
-    if (n && most >= limit) { /* `words` is not written yet */
-        PyErr_SetString(PyExc_ValueError, "pack_rows: a token id is out of range");
-        goto done;
+    for (Py_ssize_t r = 0; r < n; r++) {
+        uint32_t i = (uint32_t)id[r]; /* a negative id wraps past the limit */
+        if (i >= limit) { /* `words` is not written yet */
+            PyErr_SetString(PyExc_ValueError, "pack_rows: a token id is out of range");
+            goto done;
+        }
+        by_id[i] |= f[r]; /* a repeated id: either row flags it */
     }
-    for (Py_ssize_t r = 0; r < n; r++) by_id[id[r]] |= f[r]; /* a repeated id: either row flags it */
     for (Py_ssize_t i = 0; i < n_words; i++) {
         const uint8_t *b = by_id + (size_t)i * 32;
         uint64_t q[4];
