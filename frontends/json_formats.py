@@ -353,7 +353,13 @@ def search_regex(pattern: str, *, escapes: bool = True, plain: bool = False) -> 
     None if no string matches. Raises PatternError for untranslatable constructs. Cached:
     schemas repeat their patterns, and every format is one (a server renders each once).
     """
-    found = _search(pattern, bool(escapes), bool(plain))
+    return _search_text(pattern, bool(escapes), bool(plain))
+
+
+@lru_cache(maxsize=1024)
+def _search_text(pattern: str, escapes: bool, plain: bool) -> str | None:
+    """`search_regex`, cached as text only (its items would be objects for the collector)."""
+    found = _search(pattern, escapes, plain)
     return None if found is None else found[0]
 
 
@@ -364,7 +370,6 @@ def string_search_regex(pattern: str) -> str | None:
     return None if found is None else _quoted(*found)
 
 
-@lru_cache(maxsize=1024)
 def _search(pattern: str, escapes: bool, plain: bool) -> tuple[str, Items] | None:
     """`search_regex` with its items (none where plain)."""
     tree = parse_pattern(pattern)

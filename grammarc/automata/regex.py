@@ -671,11 +671,11 @@ def parse(pattern: str, ecma: bool = False) -> Node:
     """Parse a regex into the AST; raises RegexError (span=None) for anything unsupported.
 
     `ecma` reads ECMA-262 syntax (JSON Schema ``pattern``) instead of grammarc's dialect.
-    A text given with its AST (`remember`) is not read again.
+    A text given with its AST (`remember`) is not read (once: the caller keeps the automaton).
     """
     if not isinstance(pattern, str):
         raise RegexError(f"a regex pattern must be text (str), not {type(pattern).__name__}")
-    given = _GIVEN.get(pattern) if not ecma else None
+    given = _GIVEN.pop(pattern, None) if not ecma and _GIVEN else None
     return given if given is not None else _parse(pattern, bool(ecma))
 
 
@@ -686,7 +686,8 @@ def parse(pattern: str, ecma: bool = False) -> Node:
 # (`grammarc.automata.from_regex`, which parses the text). The front end knows that text's AST
 # already, built from the pieces it rendered it from (`sequence_items`, `sequence_node`,
 # `group_node`), and gives it here; reading the text back was a fifth of the front end's work
-# on a schema with patterns. A few entries: each is parsed right after it is given.
+# on a schema with patterns. A few entries, each taken by the parse that follows (automata are
+# cached by their text: an AST kept longer would only be more objects for the collector).
 
 _GIVEN: dict[str, Node] = {}  # a text in grammarc's dialect -> its AST (`parse` of the text)
 _MAX_GIVEN = 256
