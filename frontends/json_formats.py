@@ -24,6 +24,7 @@ from functools import lru_cache
 
 from grammarc import automata
 from grammarc.automata import CharDFA
+from grammarc.automata import regex as rx
 from grammarc.automata.regex import ANY as ALL, Alt, Anchor, Chars, Node, Repeat, Seq, gaps, negate, normalize, parse
 from grammarc.errors import RegexError, StateBudgetExceeded
 
@@ -31,7 +32,7 @@ __all__ = [
     "CharDFA", "FORMATS", "Hard", "PatternError", "UNIT", "char_label", "char_regex", "class_regex",
     "format_plain_regex", "format_regex", "format_tree", "lengths", "literal_regex",
     "parse_pattern", "python_class_regex", "render_tree", "restrict_length", "search_regex",
-    "search_tree", "string_automaton", "string_dfa", "string_regex",
+    "search_tree", "string_automaton", "string_dfa", "string_regex", "string_search_regex",
 ]
 
 MAX_CP = 0x10FFFF
@@ -218,9 +219,11 @@ def char_regex(ranges: Ranges, *, escapes: bool = True) -> str | None:
 
 
 @lru_cache(maxsize=4096)
-def _char_regex_of(ranges: Ranges, escapes: bool) -> str | None:
-    """`char_regex` of a pattern's character class, cached: \\d, \\w and [a-z] recur."""
-    return char_regex(ranges, escapes=escapes)
+def _char_piece(ranges: Ranges, escapes: bool) -> tuple[str, Items] | None:
+    """`char_regex` of a pattern's character class with its parsed items (`_render`),
+    cached: \\d, \\w and [a-z] recur."""
+    text = char_regex(ranges, escapes=escapes)
+    return None if text is None else (text, rx.sequence_items(text))
 
 
 UNIT = char_regex(ALL)
@@ -248,40 +251,80 @@ def parse_pattern(text: str) -> Node:
 
 
 # -- translation ----------------------------------------------------------------------
+#
+# A rendered regex comes with its AST: grammarc builds the regex's automaton at once, and its
+# parser would read back, character by character, a text several times the pattern's length
+# (every JSON spelling of every character). The AST is built from the same pieces as the text,
+# as the parser composes them (`rx.sequence_items`, `rx.group_node`): each character class's
+# regex is parsed once per process (`_char_piece`), and `_quoted` gives the whole to the
+# parser (`rx.remember`). Items are a regex's nodes within a concatenation (see
+# `rx.sequence_items`); tests/test_json_formats.py checks them against the parser's.
 
-def _render(node, escapes: bool, plain: bool) -> str | None:
-    """Regex for `node` over encoded JSON text (plain=True: over decoded text, Python re)."""
+Items = tuple[Node, ...]
+
+
+def _render(node, escapes: bool, plain: bool) -> tuple[str, Items] | None:
+    """Regex for `node` over encoded JSON text and its items (plain=True: over decoded text,
+    for Python's re, no items); None where no string matches."""
     if isinstance(node, Chars):
         if plain:
-            return python_class_regex(node.ranges)
-        return _char_regex_of(node.ranges, escapes)
+            text = python_class_regex(node.ranges)
+            return None if text is None else (text, ())
+        return _char_piece(node.ranges, escapes)
     if isinstance(node, Seq):
-        parts = []
+        texts, items = [], []
         for item in node.items:
             part = _render(item, escapes, plain)
             if part is None:
                 return None
-            parts.append(part)
-        return "".join(parts)
+            texts.append(part[0])
+            items.extend(part[1])
+        return "".join(texts), tuple(items)
     if isinstance(node, Alt):
         parts = [p for p in (_render(i, escapes, plain) for i in node.items) if p is not None]
         if not parts:
             return None
-        return "(?:" + "|".join(parts) + ")"
+        return "(?:" + "|".join(text for text, _ in parts) + ")", _group_items([items for _, items in parts], plain)
     if isinstance(node, Repeat):
         inner = _render(node.item, escapes, plain)
         if inner is None:
-            return "" if node.min == 0 else None
+            return ("", ()) if node.min == 0 else None
         if node.max is None:
             q = "*" if node.min == 0 else ("+" if node.min == 1 else f"{{{node.min},}}")
         elif node.min == node.max:
             q = f"{{{node.min}}}"
         else:
             q = f"{{{node.min},{node.max}}}"
-        return f"(?:{inner}){q}"
+        items = () if plain else (Repeat(rx.group_node([inner[1]]), node.min, node.max),)
+        return f"(?:{inner[0]}){q}", items
     if isinstance(node, Anchor):
         raise PatternError(f"anchor {_ANCHOR[node.kind]!r} inside a pattern (only at its start or end) is not supported")
     raise TypeError(node)
+
+
+def _group_items(branches: list[Items], plain: bool) -> Items:
+    """The items of ``(?:b1|b2|...)``: one node, none for an empty group (as the parser reads it)."""
+    if plain:
+        return ()
+    node = rx.group_node(branches)
+    return () if type(node) is Seq and not node.items else (node,)
+
+
+_QUOTE = Chars(((0x22, 0x22),))
+
+
+def _quoted(text: str, items: Items) -> str:
+    """The regex of a complete JSON string whose contents are `text` (with `items`), its AST
+    given to the parser: the caller builds its automaton next (or the lowering does)."""
+    regex = '"' + text + '"'
+    rx.remember(regex, Seq((_QUOTE, *items, _QUOTE)))
+    return regex
+
+
+@lru_cache(maxsize=1)
+def _unit_star() -> Items:
+    """The items of ``(?:UNIT)*``."""
+    return (Repeat(rx.group_node([rx.sequence_items(UNIT)]), 0, None),)
 
 
 _ANCHOR = {"start": "^", "end": "$"}
@@ -304,25 +347,48 @@ def _strip_anchors(branch) -> tuple[bool, object, bool]:
     return start, Seq(tuple(items)), end
 
 
-@lru_cache(maxsize=1024)
 def search_regex(pattern: str, *, escapes: bool = True, plain: bool = False) -> str | None:
     """Regex of string *contents* in which `pattern` finds a match (ECMA search semantics).
 
     None if no string matches. Raises PatternError for untranslatable constructs. Cached:
     schemas repeat their patterns, and every format is one (a server renders each once).
     """
+    return _search_text(pattern, bool(escapes), bool(plain))
+
+
+@lru_cache(maxsize=1024)
+def _search_text(pattern: str, escapes: bool, plain: bool) -> str | None:
+    """`search_regex`, cached as text only (its items would be objects for the collector)."""
+    found = _search(pattern, escapes, plain)
+    return None if found is None else found[0]
+
+
+def string_search_regex(pattern: str) -> str | None:
+    """``'"' + search_regex(pattern) + '"'``: the regex of the complete JSON strings in whose
+    contents `pattern` finds a match, its AST given to the parser (`_quoted`)."""
+    found = _search(pattern, True, False)
+    return None if found is None else _quoted(*found)
+
+
+def _search(pattern: str, escapes: bool, plain: bool) -> tuple[str, Items] | None:
+    """`search_regex` with its items (none where plain)."""
     tree = parse_pattern(pattern)
     unit = "(?:[^\\n]|\\n)" if plain else f"(?:{UNIT})"
+    around = () if plain else _unit_star()
     parts = []
     for branch in _branches(tree):
         start, body, end = _strip_anchors(branch)
         rendered = _render(body, escapes, plain)
         if rendered is None:
             continue
-        parts.append(("" if start else unit + "*") + rendered + ("" if end else unit + "*"))
+        text, items = rendered
+        parts.append((("" if start else unit + "*") + text + ("" if end else unit + "*"),
+                      (() if start else around) + items + (() if end else around)))
     if not parts:
         return None
-    return parts[0] if len(parts) == 1 else "(?:" + "|".join(parts) + ")"
+    if len(parts) == 1:
+        return parts[0]
+    return "(?:" + "|".join(text for text, _ in parts) + ")", _group_items([items for _, items in parts], plain)
 
 
 # -- formats --------------------------------------------------------------------------
@@ -601,7 +667,7 @@ def _restrict(node, a: int, b: int | None):
 def render_tree(node, *, escapes: bool = True) -> str | None:
     """Regex of a complete JSON string (quotes included) whose contents `node` describes."""
     body = _render(node, escapes, False)
-    return None if body is None else '"' + body + '"'
+    return None if body is None else _quoted(*body)
 
 
 BYTE_STATES_PER_CHAR = 8  # working budget of the byte automata, per character state allowed

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from ecma import NODE, ecma_patterns, ecma_texts, node_results
 from grammarc import automata as A
 from grammarc.automata import CharDFA
+from grammarc.automata import regex as rx
 from grammarc.errors import RegexError
 from grammarc.frontends import json_formats as jf
 
@@ -186,3 +187,86 @@ def test_python_class_regex_negates_wide_sets() -> None:
     assert jf.python_class_regex(((0x61, 0x7A),)) == jf.class_regex(((0x61, 0x7A),)) == "[a-z]"
     plain = jf.search_regex("^[^/]+$", plain=True)
     assert [bool(re.fullmatch(plain, key, re.S)) for key in ("a", "a/b", "", "\ud800", "\n")] == [True, False, False, False, True]
+
+
+# -- the AST given with a rendered regex (json_formats._render, regex.remember) -------------
+
+def _read_again(regex: str):
+    """The parser's AST of `regex`, read now (neither given nor cached)."""
+    return rx._Parser(regex, False).parse()
+
+
+def _given_asts_agree(tree, escapes: bool) -> None:
+    regex = jf.render_tree(tree, escapes=escapes)
+    if regex is not None:
+        given = rx._GIVEN[regex]
+        assert given == _read_again(regex), (tree, escapes)
+        assert rx.parse(regex) is given and regex not in rx._GIVEN  # taken once
+
+
+@given(st.lists(ecma_patterns(), min_size=20, max_size=20, unique=True), st.booleans())
+@settings(max_examples=30, deadline=None)
+def test_a_rendered_pattern_comes_with_the_ast_its_text_parses_to(patterns, escapes) -> None:
+    """`string_search_regex` and `render_tree` give the parser the AST of their text, built
+    from the pattern's tree: it must be exactly what reading the text gives (the automaton
+    is built from it)."""
+    for p in patterns:
+        try:
+            regex = jf.string_search_regex(p)
+        except RegexError as exc:  # only an anchor inside the pattern cannot be rendered
+            assert "inside a pattern" in str(exc), p
+        else:
+            assert regex == (None if jf.search_regex(p) is None else '"' + jf.search_regex(p) + '"')
+            if regex is not None:
+                assert rx._GIVEN[regex] == _read_again(regex), p
+        tree = jf.search_tree(p)
+        try:
+            _given_asts_agree(tree, escapes)
+        except RegexError:
+            pass
+        for lo, hi in WINDOWS:
+            try:
+                short = jf.restrict_length(tree, lo, hi)
+            except jf.Hard:
+                continue
+            if short is not None:
+                _given_asts_agree(short, escapes)
+
+
+@pytest.mark.parametrize("name", sorted(jf.FORMATS))
+def test_a_rendered_format_comes_with_the_ast_its_text_parses_to(name) -> None:
+    tree = jf.format_tree(name)
+    for escapes in (False, True):
+        _given_asts_agree(tree, escapes)
+    try:
+        short = jf.restrict_length(tree, 1, 40)
+    except jf.Hard:
+        return
+    if short is not None:
+        _given_asts_agree(short, False)
+
+
+def test_given_asts_are_few_and_a_text_parses_alike_once_dropped() -> None:
+    texts = [jf.string_search_regex(f"^a{{{n}}}$") for n in range(rx._MAX_GIVEN + 10)]
+    assert len(rx._GIVEN) == rx._MAX_GIVEN
+    assert texts[0] not in rx._GIVEN and texts[-1] in rx._GIVEN
+    assert rx.parse(texts[0]) == _read_again(texts[0])
+
+
+def test_sequence_items_refuse_what_is_not_one_concatenation() -> None:
+    assert rx.sequence_items("a(?:b|c)") == (rx.Chars(((97, 97),)), rx.Alt((rx.Chars(((98, 98),)), rx.Chars(((99, 99),)))))
+    for text in ("a|b", "a)b"):
+        with pytest.raises(RegexError, match="not one concatenation"):
+            rx.sequence_items(text)
+
+
+@pytest.mark.parametrize("pattern", [
+    "^a(?:[]|[]*)b$", "^(?:|a)$", "^(?:a|)$", "^a(?:)b$", "^[]*$", "^(?:[]*){2}$", "x{0}", "^(?:[]|b*){0,3}c$",
+    "^(?:[]|[]?)$", "a|[]|", "^\\u{1F600}+[^a]{2,}$", "^\\\\\"/$", "(?:a|b)(?:c|)",
+])
+def test_rendered_edge_cases_come_with_the_ast_their_text_parses_to(pattern) -> None:
+    """Empty groups, empty branches, classes of no character: what the hypothesis patterns
+    rarely make."""
+    regex = jf.string_search_regex(pattern)
+    if regex is not None:
+        assert rx._GIVEN[regex] == _read_again(regex), pattern

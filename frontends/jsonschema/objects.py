@@ -257,11 +257,11 @@ class Objects:
     def _one_pattern_extras(self, found, adds, adds_closed, depth, hint):
         """One pattern, no named property: the pattern's keys as a regex, the others as an automaton."""
         n2, p2, sub, dfa, _ = found
-        body = jf.search_regex(p2)
+        regex = jf.string_search_regex(p2)
         out = []
         value = self.value((n2.child("patternProperties", None).child(p2, sub),), depth + 1, hint=f"{hint}_pattern")
-        if value is not None and body is not None:
-            out.append((Regex('"' + body + '"'), value))
+        if value is not None and regex is not None:
+            out.append((Regex(regex), value))
         if not adds_closed:
             try:
                 rest = chardfa.complement(dfa, MAX_STRING_STATES)

@@ -39,13 +39,13 @@ class Strings:
         if patterns and not formats and len(patterns) == 1 and not length_limited:
             ptr = m.patterns[-1][1]
             try:
-                body = jf.search_regex(patterns[0])
+                regex = jf.string_search_regex(patterns[0])
             except jf.PatternError as exc:
                 self.unsupported("pattern", ptr.rsplit("/", 1)[0], str(exc))
                 return self._plain_string(m)
-            if body is None:
+            if regex is None:
                 return None
-            return self._checked('"' + body + '"', "pattern", ptr, "the pattern", m, lambda: jf.search_tree(patterns[0]), True)
+            return self._checked(regex, "pattern", ptr, "the pattern", m, lambda: jf.search_tree(patterns[0]), True)
         if patterns or formats:
             return self._string_intersection(m)
         return self._plain_string(m)

@@ -308,6 +308,10 @@ class _Parser:
         return branches[0] if len(branches) == 1 else Alt(tuple(branches))
 
     def sequence(self, flags: _Flags, depth: int) -> Node:
+        return sequence_node(self.sequence_items(flags, depth))
+
+    def sequence_items(self, flags: _Flags, depth: int) -> list[Node]:
+        """The items of the concatenation at the cursor (up to ``|``, ``)`` or the end)."""
         items: list[Node] = []
         p, n = self.p, len(self.p)
         while self.i < n and p[self.i] not in "|)":
@@ -321,7 +325,7 @@ class _Parser:
             item = self.quantified(flags, depth)
             if type(item) is not Seq or item.items:  # item != EMPTY, without two __eq__ calls
                 items.append(item)
-        return items[0] if len(items) == 1 else Seq(tuple(items))
+        return items
 
     def quantified(self, flags: _Flags, depth: int) -> Node:
         p = self.p  # peek() inline here and below: every atom of every pattern comes this way
@@ -667,10 +671,59 @@ def parse(pattern: str, ecma: bool = False) -> Node:
     """Parse a regex into the AST; raises RegexError (span=None) for anything unsupported.
 
     `ecma` reads ECMA-262 syntax (JSON Schema ``pattern``) instead of grammarc's dialect.
+    A text given with its AST (`remember`) is not read (once: the caller keeps the automaton).
     """
     if not isinstance(pattern, str):
         raise RegexError(f"a regex pattern must be text (str), not {type(pattern).__name__}")
-    return _parse(pattern, bool(ecma))
+    given = _GIVEN.pop(pattern, None) if not ecma and _GIVEN else None
+    return given if given is not None else _parse(pattern, bool(ecma))
+
+
+# -- ASTs given with their text --------------------------------------------------------------
+#
+# The JSON Schema front end renders a `pattern` as a regex over JSON text (every spelling of
+# every character: several times the pattern's length) and builds its automaton at once
+# (`grammarc.automata.from_regex`, which parses the text). The front end knows that text's AST
+# already, built from the pieces it rendered it from (`sequence_items`, `sequence_node`,
+# `group_node`), and gives it here; reading the text back was a fifth of the front end's work
+# on a schema with patterns. A few entries, each taken by the parse that follows (automata are
+# cached by their text: an AST kept longer would only be more objects for the collector).
+
+_GIVEN: dict[str, Node] = {}  # a text in grammarc's dialect -> its AST (`parse` of the text)
+_MAX_GIVEN = 256
+
+
+def remember(pattern: str, node: Node) -> None:
+    """Let `parse(pattern)` (grammarc's dialect) return `node`, which must be the AST that
+    parsing `pattern` gives (tests/test_json_formats.py checks the front end's); the oldest
+    entry goes past `_MAX_GIVEN`."""
+    if len(_GIVEN) >= _MAX_GIVEN and pattern not in _GIVEN:
+        del _GIVEN[next(iter(_GIVEN))]
+    _GIVEN[pattern] = node
+
+
+def sequence_items(pattern: str) -> tuple[Node, ...]:
+    """The items the parser reads from `pattern` (grammarc's dialect) as part of a
+    concatenation: a regex without ``|`` or ``)`` at its top level, written next to others
+    (RegexError where it has them, or where the parser refuses it)."""
+    parser = _Parser(pattern, False)
+    items = parser.sequence_items(_Flags(), 0)
+    if parser.i < len(pattern):
+        raise parser.error("not one concatenation")
+    return tuple(items)
+
+
+def sequence_node(items) -> Node:
+    """The node of a concatenation of the parser's `items` (an empty one: `EMPTY`)."""
+    return items[0] if len(items) == 1 else Seq(tuple(items))
+
+
+def group_node(branches) -> Node:
+    """The node of ``(?:b1|b2|...)``, each branch a list of the parser's items: one such node
+    is one item of the concatenation around it (an empty group is none, see `sequence_items`)."""
+    if len(branches) == 1:
+        return sequence_node(branches[0])
+    return Alt(tuple(sequence_node(b) for b in branches))
 
 
 @lru_cache(maxsize=256)  # few patterns are parsed twice: automata are cached by pattern (nfa.from_regex)
