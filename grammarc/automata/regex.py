@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import bisect
 import re
+import threading
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -675,7 +676,11 @@ def parse(pattern: str, ecma: bool = False) -> Node:
     """
     if not isinstance(pattern, str):
         raise RegexError(f"a regex pattern must be text (str), not {type(pattern).__name__}")
-    given = _GIVEN.pop(pattern, None) if not ecma and _GIVEN else None
+    if not ecma and _GIVEN:
+        with _GIVEN_LOCK:
+            given = _GIVEN.pop(pattern, None)
+    else:
+        given = None
     return given if given is not None else _parse(pattern, bool(ecma))
 
 
@@ -690,6 +695,7 @@ def parse(pattern: str, ecma: bool = False) -> Node:
 # cached by their text: an AST kept longer would only be more objects for the collector).
 
 _GIVEN: dict[str, Node] = {}  # a text in grammarc's dialect -> its AST (`parse` of the text)
+_GIVEN_LOCK = threading.Lock()  # threads render and parse at once: eviction reads, then deletes
 _MAX_GIVEN = 256
 
 
@@ -697,9 +703,10 @@ def remember(pattern: str, node: Node) -> None:
     """Let `parse(pattern)` (grammarc's dialect) return `node`, which must be the AST that
     parsing `pattern` gives (tests/test_json_formats.py checks the front end's); the oldest
     entry goes past `_MAX_GIVEN`."""
-    if len(_GIVEN) >= _MAX_GIVEN and pattern not in _GIVEN:
-        del _GIVEN[next(iter(_GIVEN))]
-    _GIVEN[pattern] = node
+    with _GIVEN_LOCK:
+        if len(_GIVEN) >= _MAX_GIVEN and pattern not in _GIVEN:
+            del _GIVEN[next(iter(_GIVEN))]
+        _GIVEN[pattern] = node
 
 
 def sequence_items(pattern: str) -> tuple[Node, ...]:
