@@ -243,6 +243,32 @@ def test_a_part_the_source_does_not_publish_is_published_by_the_tree():
     assert tree.part(1) is tree.part(1) and source.made == {1: 1}
 
 
+class Terminals(frozenset):
+    """A frozenset subclass: read as its members, never kept by the tree's cache of sets."""
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.lists(st.frozensets(st.integers(0, 40), max_size=12), min_size=1, max_size=6), st.data())
+def test_trees_of_equal_candidates_share_one_sorted_reading_and_keep_it(sets, data):
+    """The sorted candidates are read once per set (`cand_cache`): trees of one set, of an
+    equal one or of a subclass's find their parts by the same terminals; and a tree keeps
+    them when the cache is cleared (past 4,096 sets)."""
+    made = []
+    for members in sets:
+        for candidates in (members, frozenset(members), Terminals(members)):
+            tree = Tree(Source(candidates, lambda u: (None, Tree()) if u % 3 else NO_PART))
+            made.append((tree, members))
+            assert tree.candidates == members
+    if data.draw(st.booleans()):
+        for k in range(4200):  # distinct sets: the cache is cleared at least once
+            assert Tree(Source(frozenset({k, k + 1, 10**5 + k}))).part(k) == (None, None)
+    for tree, members in made:
+        for u in range(-1, 42):
+            part = tree.part(u)
+            assert (part is NO_PART) == (u not in members or u % 3 == 0)
+        assert sorted(tree._parts) == sorted(members)
+
+
 @pytest.mark.parametrize("candidates, part, error", [
     (lambda u: {u}, None, "frozenset"),
     (lambda u: frozenset({-1}), None, "out of range"),

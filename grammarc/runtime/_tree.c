@@ -19,6 +19,11 @@
 
 static unsigned long long tree_serials; /* the next serial (under the GIL) */
 static PyObject *str_part, *str_candidates;
+/* frozenset of candidates -> their sorted ints (bytes): a source gives the trees of one level
+ * kind the same set (the index's `_starting` memo), so each is read and sorted once. Cleared
+ * past CAND_CACHE_LIMIT entries (the trees keep their bytes). */
+static PyObject *cand_cache;
+#define CAND_CACHE_LIMIT 4096
 PyObject *tree_no_part; /* (None, None): the part of a terminal without one */
 
 /* -- the tree --------------------------------------------------------------------------- */
@@ -46,10 +51,43 @@ static void tree_dealloc(Tree *t) {
      * tuple deallocation, not a deep C recursion */
     if (t->parts)
         for (Py_ssize_t i = 0; i < t->n; i++) Py_XDECREF(t->parts[i]);
-    PyMem_Free(t->parts), PyMem_Free(t->cand);
+    PyMem_Free(t->parts);
+    Py_XDECREF(t->cand_ints);
     Py_XDECREF(t->source);
     Py_XDECREF(t->cand_set);
     Py_TYPE(t)->tp_free((PyObject *)t);
+}
+
+/* The sorted ints of a frozenset of terminals, as bytes (new reference; NULL: error); kept
+ * in `cand_cache` for an exact frozenset (hashing and comparing one of ints runs no Python). */
+static PyObject *sorted_terminals(PyObject *set) {
+    int exact = PyFrozenSet_CheckExact(set);
+    PyObject *found = exact ? PyDict_GetItemWithError(cand_cache, set) : NULL;
+    if (found) return Py_NewRef(found);
+    if (PyErr_Occurred()) return NULL;
+    Py_ssize_t n = PySet_GET_SIZE(set), k = 0;
+    PyObject *ints = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int)); /* n = 0: shared, unwritten */
+    if (!ints) return NULL;
+    int *cand = (int *)PyBytes_AS_STRING(ints);
+    Py_ssize_t pos = 0;
+    Py_hash_t hash;
+    PyObject *key;
+    while (_PySet_NextEntry(set, &pos, &key, &hash)) { /* borrowed; no Python code runs */
+        long u = PyLong_AsLong(key);
+        if (u == -1 && PyErr_Occurred()) break;
+        if (u < 0 || u > INT_MAX || k == n) { PyErr_SetString(PyExc_ValueError, "a candidate terminal out of range"); break; }
+        cand[k++] = (int)u;
+    }
+    if (PyErr_Occurred() || k != n) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "a tree's candidates changed while read");
+        Py_DECREF(ints);
+        return NULL;
+    }
+    qsort(cand, (size_t)n, sizeof(int), cmp_int);
+    if (!exact) return ints;
+    if (PyDict_GET_SIZE(cand_cache) >= CAND_CACHE_LIMIT) PyDict_Clear(cand_cache);
+    if (PyDict_SetItem(cand_cache, set, ints)) { Py_DECREF(ints); return NULL; }
+    return ints;
 }
 
 /* Read the candidates from the source (once): 0, or -1 with an exception set. */
@@ -65,30 +103,16 @@ int tree_candidates(Tree *t) {
         Py_DECREF(set);
         return -1;
     }
-    Py_ssize_t n = PySet_GET_SIZE(set), k = 0;
-    int *cand = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(int));
-    PyObject **parts = PyMem_Calloc((size_t)(n ? n : 1), sizeof(PyObject *));
-    PyObject *it = cand && parts ? PyObject_GetIter(set) : NULL, *key;
-    if (!cand || !parts) PyErr_NoMemory();
-    while (it && (key = PyIter_Next(it))) {
-        long u = PyLong_AsLong(key);
-        Py_DECREF(key);
-        if (u == -1 && PyErr_Occurred()) break;
-        if (u < 0 || u > INT_MAX) { PyErr_SetString(PyExc_ValueError, "a candidate terminal out of range"); break; }
-        cand[k++] = (int)u;
+    PyObject *ints = sorted_terminals(set);
+    Py_ssize_t n = PySet_GET_SIZE(set);
+    PyObject **parts = ints ? PyMem_Calloc((size_t)(n ? n : 1), sizeof(PyObject *)) : NULL;
+    if (ints && !parts) PyErr_NoMemory();
+    if (!parts || t->n >= 0) { /* failed, or read by another thread meanwhile */
+        PyMem_Free(parts), Py_XDECREF(ints), Py_DECREF(set);
+        return parts ? 0 : -1;
     }
-    Py_XDECREF(it);
-    if (PyErr_Occurred() || k != n) {
-        if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "a tree's candidates changed while read");
-        PyMem_Free(cand), PyMem_Free(parts), Py_DECREF(set);
-        return -1;
-    }
-    qsort(cand, (size_t)n, sizeof(int), cmp_int);
-    if (t->n >= 0) { /* read by another thread meanwhile (an iteration may switch) */
-        PyMem_Free(cand), PyMem_Free(parts), Py_DECREF(set);
-        return 0;
-    }
-    t->cand = cand, t->parts = parts, t->cand_set = set, t->n = n;
+    t->cand = (int *)PyBytes_AS_STRING(ints), t->cand_ints = ints;
+    t->parts = parts, t->cand_set = set, t->n = n;
     if (!n) Py_CLEAR(t->source); /* nothing to make */
     return 0;
 }
@@ -400,7 +424,7 @@ int tree_module_init(PyObject *m) {
     if (PyType_Ready(&TreeType) < 0) return -1;
     if (!(str_part = PyUnicode_InternFromString("part")) ||
         !(str_candidates = PyUnicode_InternFromString("candidates")) ||
-        !(tree_no_part = PyTuple_Pack(2, Py_None, Py_None)))
+        !(tree_no_part = PyTuple_Pack(2, Py_None, Py_None)) || !(cand_cache = PyDict_New()))
         return -1;
     if (PyModule_AddObjectRef(m, "Tree", (PyObject *)&TreeType) < 0 ||
         PyModule_AddObjectRef(m, "NO_PART", tree_no_part) < 0)
