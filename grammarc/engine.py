@@ -33,16 +33,14 @@ from __future__ import annotations
 
 import operator
 from collections import deque
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from grammarc.allocation import slot_init
 from grammarc.errors import GrammarcError
 from grammarc.ir import Grammar
 from grammarc.lowering.compiler import CompiledGrammar, compile_grammar
-from grammarc.runtime import stepping
+from grammarc.runtime import _gss, stepping
 from grammarc.runtime.gss import Level, Node, ParserCore, parser_core
 from grammarc.runtime.stepping import Item
 from grammarc.tokens.index import token_index
@@ -372,21 +370,17 @@ class Engine:
         return ", ".join(stepping.expected(self._terminals, self._state)) or "end of text"
 
 
-@slot_init  # one per new (tree, LR states) of a new schema's walks: thousands
-@dataclass(frozen=True, slots=True)
-class WalkSummary:
-    """A token tree walked from a set of LR states, as far as the states alone decide.
-
-    `tokens`: the tokens allowed whatever the stacks below those states (`_few`: the tree's
-    own sets, or their union where there are many; empty: none).
-    `frontier`: ``(path, subtree)`` pairs where the walk needs real stacks: shift the
-    terminals of `path` from the real level, then walk `subtree` from there (the last
-    shift of each path may reduce, which reads the stacks).
-    """
-
-    tokens: tuple[TokenSet, ...]
-    frontier: tuple[tuple[tuple[int, ...], Tree], ...]
-    nbytes: int  # what a memo counts for `tokens` (`_few`)
+WalkSummary = _gss.WalkSummary
+# A token tree walked from a set of LR states, as far as the states alone decide
+# (``WalkSummary(tokens, frontier, nbytes)``, read-only; compiled and untracked by the cyclic
+# collector: a new schema's walks keep thousands in the summaries' memo).
+#
+# `tokens`: the tokens allowed whatever the stacks below those states (`_few`: the tree's
+# own sets, or their union where there are many; empty: none).
+# `frontier`: ``(path, subtree)`` pairs where the walk needs real stacks: shift the
+# terminals of `path` from the real level, then walk `subtree` from there (the last
+# shift of each path may reduce, which reads the stacks).
+# `nbytes`: what a memo counts for `tokens` (`_few`).
 
 
 def walk_summary(core: ParserCore, tree: Tree, states: tuple[int, ...], n_words: int) -> WalkSummary:

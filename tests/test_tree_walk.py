@@ -384,3 +384,21 @@ def test_the_walks_shifts_from_any_states_are_the_oracles(name):
                     assert core.pure_shift(group, t) == lr.pure_shift(group, t), (group, t)
                     checked += 1
     assert checked > 100
+
+
+def test_a_walk_summary_is_read_only_untracked_and_checked():
+    """engine.WalkSummary (compiled): what the summaries' memo keeps, thousands on a new
+    schema, so the cyclic collector never goes over one; its fields are tuples."""
+    from grammarc.engine import WalkSummary, walk_summary
+
+    core = parser_core(grammarc.stdlib("arithmetic").compile())
+    summary = walk_summary(core, Tree(), (0,), 4)
+    assert (summary.tokens, summary.frontier, summary.nbytes) == ((), (), 0) and not gc.is_tracked(summary)
+    tree = Tree()
+    made = WalkSummary(tokens=(), frontier=(((1, 2), tree),), nbytes=8)
+    assert made.frontier[0][1] is tree and "nbytes=8" in repr(made)
+    with pytest.raises(AttributeError):
+        made.nbytes = 1
+    for args in [([], (), 0), ((), [], 0), ((), (), "8"), ((), ())]:
+        with pytest.raises(TypeError, match="WalkSummary|cannot be interpreted as an integer"):
+            WalkSummary(*args)

@@ -16,6 +16,7 @@
  * holds borrowed stay alive while the tree it was given does. */
 #include "_gss.h"
 #include <string.h>
+#include <structmember.h>
 
 static unsigned long long tree_serials; /* the next serial (under the GIL) */
 static PyObject *str_part, *str_candidates;
@@ -277,6 +278,59 @@ PyTypeObject TreeType = {
     .tp_new = tree_new,
 };
 
+/* -- a walk's summary ------------------------------------------------------------------- */
+
+/* engine.WalkSummary: (tokens, frontier, nbytes), read-only. Not tracked by the cyclic
+ * collector (a new schema's walks keep thousands in the summaries' memo, which the collector
+ * would otherwise go over at every full collection): it holds two tuples, of token sets and
+ * of (path, Tree) pairs, none of which refers to a summary, so no cycle passes through one. */
+typedef struct {
+    PyObject_HEAD
+    PyObject *tokens, *frontier; /* tuples */
+    Py_ssize_t nbytes;
+} Summary;
+
+static PyObject *summary_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"tokens", "frontier", "nbytes", NULL};
+    PyObject *tokens, *frontier;
+    Py_ssize_t nbytes;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!O!n:WalkSummary", kwlist, &PyTuple_Type, &tokens, &PyTuple_Type,
+                                     &frontier, &nbytes))
+        return NULL;
+    Summary *out = (Summary *)type->tp_alloc(type, 0);
+    if (!out) return NULL;
+    out->tokens = Py_NewRef(tokens), out->frontier = Py_NewRef(frontier), out->nbytes = nbytes;
+    return (PyObject *)out;
+}
+
+static void summary_dealloc(Summary *self) {
+    Py_XDECREF(self->tokens), Py_XDECREF(self->frontier);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *summary_repr(Summary *self) {
+    return PyUnicode_FromFormat("WalkSummary(tokens=%R, frontier=%R, nbytes=%zd)", self->tokens, self->frontier,
+                                self->nbytes);
+}
+
+static PyMemberDef summary_members[] = {
+    {"tokens", T_OBJECT_EX, offsetof(Summary, tokens), READONLY, "the token sets the states alone allow (a tuple)"},
+    {"frontier", T_OBJECT_EX, offsetof(Summary, frontier), READONLY, "(path, subtree) pairs left to real stacks"},
+    {"nbytes", T_PYSSIZET, offsetof(Summary, nbytes), READONLY, "what a memo counts for `tokens`"},
+    {NULL},
+};
+
+PyTypeObject SummaryType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "grammarc.runtime._gss.WalkSummary",
+    .tp_basicsize = sizeof(Summary),
+    .tp_dealloc = (destructor)summary_dealloc,
+    .tp_repr = (reprfunc)summary_repr,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "WalkSummary(tokens, frontier, nbytes): see grammarc.engine.WalkSummary.",
+    .tp_members = summary_members,
+    .tp_new = summary_new,
+};
+
 /* -- the walk --------------------------------------------------------------------------- */
 
 typedef struct {
@@ -421,12 +475,13 @@ done:
 }
 
 int tree_module_init(PyObject *m) {
-    if (PyType_Ready(&TreeType) < 0) return -1;
+    if (PyType_Ready(&TreeType) < 0 || PyType_Ready(&SummaryType) < 0) return -1;
     if (!(str_part = PyUnicode_InternFromString("part")) ||
         !(str_candidates = PyUnicode_InternFromString("candidates")) ||
         !(tree_no_part = PyTuple_Pack(2, Py_None, Py_None)) || !(cand_cache = PyDict_New()))
         return -1;
     if (PyModule_AddObjectRef(m, "Tree", (PyObject *)&TreeType) < 0 ||
+        PyModule_AddObjectRef(m, "WalkSummary", (PyObject *)&SummaryType) < 0 ||
         PyModule_AddObjectRef(m, "NO_PART", tree_no_part) < 0)
         return -1;
     return 0;
