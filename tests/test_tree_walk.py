@@ -32,6 +32,7 @@ from grammarc.engine import Engine
 from grammarc.lowering.compiler import compile_grammar
 from grammarc.runtime.gss import parser_core
 from grammarc.tokens.index import TokenIndex
+from grammarc.tokens.token_set import TokenSet
 from grammarc.tokens.tree import NO_PART, Tree
 from grammarc.tokens.vocabulary import Vocabulary
 
@@ -267,6 +268,25 @@ def test_trees_of_equal_candidates_share_one_sorted_reading_and_keep_it(sets, da
             part = tree.part(u)
             assert (part is NO_PART) == (u not in members or u % 3 == 0)
         assert sorted(tree._parts) == sorted(members)
+
+
+def test_candidates_given_when_a_tree_is_made_are_never_asked_for():
+    """``Tree(source, candidates=...)``: a source that knows them as it makes the tree saves
+    the call back; the tree walks as one that asks."""
+    asked = Source(frozenset({3, 1}), lambda u: (None, Tree()))
+    given = Tree(Source(None, lambda u: (None, Tree())), candidates=frozenset({1, 3}))
+    assert given.candidates == {1, 3} and given.part(3)[1] is not None and given.part(2) is NO_PART
+    core = parser_core(grammarc.stdlib("arithmetic").compile())
+    terminals = frozenset(range(12))
+    tokens = {u: TokenSet.of(np.array([u]), 4) for u in terminals}
+    walked = core.walk(Tree(Source(terminals, lambda u: (tokens[u], None))), (0,))[0]
+    assert walked == [tokens[u] for u in sorted(terminals & core.shiftable((0,)))] and walked
+    assert core.walk(Tree(Source(None, lambda u: (tokens[u], None)), candidates=terminals), (0,))[0] == walked
+    empty = Tree(Source(None), candidates=frozenset())
+    assert empty._source is None and empty.is_empty()
+    for wrong in [{1}, [1], frozenset({-2})]:
+        with pytest.raises((TypeError, ValueError), match="frozenset|out of range"):
+            Tree(Source(None), candidates=wrong)
 
 
 @pytest.mark.parametrize("candidates, part, error", [

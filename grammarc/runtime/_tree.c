@@ -27,12 +27,16 @@ static PyObject *cand_cache;
 #define CAND_CACHE_LIMIT 4096
 PyObject *tree_no_part; /* (None, None): the part of a terminal without one */
 
+static int tree_take_candidates(Tree *t, PyObject *set);
+
 /* -- the tree --------------------------------------------------------------------------- */
 
+/* Tree(source=None, candidates=None): with `candidates` (a frozenset), the tree has them at
+ * once and never asks its source (which knows them as it makes the tree: no call back). */
 static PyObject *tree_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"source", NULL};
-    PyObject *source = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|O", kwlist, &source)) return NULL;
+    static char *kwlist[] = {"source", "candidates", NULL};
+    PyObject *source = Py_None, *candidates = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OO", kwlist, &source, &candidates)) return NULL;
     Tree *t = (Tree *)type->tp_alloc(type, 0); /* zeroed */
     if (!t) return NULL;
     if (PyType_IS_GC(type)) PyObject_GC_UnTrack(t); /* a Python subclass is a GC type: nothing to track (below) */
@@ -40,10 +44,11 @@ static PyObject *tree_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     if (source == Py_None) { /* no parts at all */
         t->n = 0;
         if (!(t->cand_set = PyFrozenSet_New(NULL))) { Py_DECREF(t); return NULL; }
-    } else {
-        t->n = -1; /* candidates read on first use */
-        t->source = Py_NewRef(source);
+        return (PyObject *)t;
     }
+    t->n = -1; /* candidates read on first use, unless given */
+    t->source = Py_NewRef(source);
+    if (candidates != Py_None && tree_take_candidates(t, Py_NewRef(candidates))) { Py_DECREF(t); return NULL; }
     return (PyObject *)t;
 }
 
@@ -92,13 +97,9 @@ static PyObject *sorted_terminals(PyObject *set) {
 }
 
 /* Read the candidates from the source (once): 0, or -1 with an exception set. */
-int tree_candidates(Tree *t) {
-    if (t->n >= 0) return 0;
-    PyObject *source = Py_NewRef(t->source); /* set while n < 0 */
-    PyObject *set = PyObject_CallMethodNoArgs(source, str_candidates);
-    Py_DECREF(source);
-    if (!set) return -1;
-    if (t->n >= 0) { Py_DECREF(set); return 0; } /* another thread read them meanwhile */
+/* Take `set` (a new reference, stolen) as the tree's candidates unless it has them: 0, or -1
+ * with an exception set. */
+static int tree_take_candidates(Tree *t, PyObject *set) {
     if (!PyFrozenSet_Check(set)) {
         PyErr_Format(PyExc_TypeError, "a tree's candidates must be a frozenset, got %.80s", Py_TYPE(set)->tp_name);
         Py_DECREF(set);
@@ -116,6 +117,16 @@ int tree_candidates(Tree *t) {
     t->parts = parts, t->cand_set = set, t->n = n;
     if (!n) Py_CLEAR(t->source); /* nothing to make */
     return 0;
+}
+
+int tree_candidates(Tree *t) {
+    if (t->n >= 0) return 0;
+    PyObject *source = Py_NewRef(t->source); /* set while n < 0 */
+    PyObject *set = PyObject_CallMethodNoArgs(source, str_candidates);
+    Py_DECREF(source);
+    if (!set) return -1;
+    if (t->n >= 0) { Py_DECREF(set); return 0; } /* another thread read them meanwhile */
+    return tree_take_candidates(t, set);
 }
 
 /* where u is among the candidates (read), or -1 */
@@ -272,7 +283,7 @@ PyTypeObject TreeType = {
     .tp_basicsize = sizeof(Tree),
     .tp_dealloc = (destructor)tree_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
-    .tp_doc = "Tree(source=None): the compiled base of grammarc.tokens.tree.Tree.",
+    .tp_doc = "Tree(source=None, candidates=None): the compiled base of grammarc.tokens.tree.Tree.",
     .tp_methods = tree_methods,
     .tp_getset = tree_getset,
     .tp_new = tree_new,
