@@ -33,16 +33,14 @@ from __future__ import annotations
 
 import operator
 from collections import deque
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from grammarc.allocation import slot_init
 from grammarc.errors import GrammarcError
 from grammarc.ir import Grammar
 from grammarc.lowering.compiler import CompiledGrammar, compile_grammar
-from grammarc.runtime import stepping
+from grammarc.runtime import _gss, stepping
 from grammarc.runtime.gss import Level, Node, ParserCore, parser_core
 from grammarc.runtime.stepping import Item
 from grammarc.tokens.index import token_index
@@ -325,33 +323,34 @@ class Engine:
         key = (tree.serial, level)
         parts = walks.get(key)
         if parts is None:
-            found: list[TokenSet] = []
-            self._collect_tree_tokens(tree, level, found)
-            parts, size = _few(found, self.index.n_words)
+            parts, size = _few(self._collect_tree_tokens(tree, level), self.index.n_words)
             parts = walks.put(key, parts, size + 64 + set_bytes(level.vertices))
         return parts
 
-    def _collect_tree_tokens(self, tree: Tree, level: Level, parts: list[TokenSet]) -> None:
-        """Collect the token sets of `tree` that the parser can take from `level`: the
-        summary's stack-independent set, then the frontier's, walked on real levels."""
-        summary = self._memo_walk_summary(tree, level.states)
-        parts.extend(summary.tokens)
-        shift = self.core.shift
-        for path, child in summary.frontier:
-            reached = level
+    def _collect_tree_tokens(self, tree: Tree, level: Level) -> list[TokenSet]:
+        """The token sets of `tree` that the parser can take from `level`: each node's
+        summary (memoized per (tree, LR states): its stack-independent sets), then its
+        frontier's, walked on real levels, depth first in the frontier's order. A loop, not
+        a recursion: one call per walk, however many frontiers it meets."""
+        index, core = self.index, self.core
+        summaries, n_words, shift = index.summaries, index.n_words, core.shift
+        parts: list[TokenSet] = []
+        todo: list[tuple[Tree, Level, tuple[int, ...]]] = [(tree, level, ())]
+        while todo:
+            tree, level, path = todo.pop()
             for u in path:  # every shift but the last is pure: `upcoming` changes nothing there
-                reached = shift(reached, u, child.keys)
-            self._collect_tree_tokens(child, reached, parts)
-
-    def _memo_walk_summary(self, tree: Tree, states: tuple[int, ...]) -> "WalkSummary":
-        key = (tree.serial, states)
-        summaries = self.index.summaries
-        summary = summaries.get(key)
-        if summary is None:
-            summary = walk_summary(self.core, tree, states, self.index.n_words)
-            size = summary.nbytes + 64 * len(summary.frontier)
-            summary = summaries.put(key, summary, size + 64 + set_bytes(states))
-        return summary
+                level = shift(level, u, tree.keys)
+            states = level.states
+            key = (tree.serial, states)
+            summary = summaries.get(key)
+            if summary is None:
+                summary = walk_summary(core, tree, states, n_words)
+                size = summary.nbytes + 64 * len(summary.frontier) + 64 + set_bytes(states)
+                summary = summaries.put(key, summary, size)
+            parts.extend(summary.tokens)
+            if summary.frontier:
+                todo.extend((child, level, path) for path, child in reversed(summary.frontier))
+        return parts
 
     def _complete(self, state: State, text_len: int) -> bool:
         """Whether the text of `state` (`text_len` bytes) is a complete string. The last
@@ -371,21 +370,17 @@ class Engine:
         return ", ".join(stepping.expected(self._terminals, self._state)) or "end of text"
 
 
-@slot_init  # one per new (tree, LR states) of a new schema's walks: thousands
-@dataclass(frozen=True, slots=True)
-class WalkSummary:
-    """A token tree walked from a set of LR states, as far as the states alone decide.
-
-    `tokens`: the tokens allowed whatever the stacks below those states (`_few`: the tree's
-    own sets, or their union where there are many; empty: none).
-    `frontier`: ``(path, subtree)`` pairs where the walk needs real stacks: shift the
-    terminals of `path` from the real level, then walk `subtree` from there (the last
-    shift of each path may reduce, which reads the stacks).
-    """
-
-    tokens: tuple[TokenSet, ...]
-    frontier: tuple[tuple[tuple[int, ...], Tree], ...]
-    nbytes: int  # what a memo counts for `tokens` (`_few`)
+WalkSummary = _gss.WalkSummary
+# A token tree walked from a set of LR states, as far as the states alone decide
+# (``WalkSummary(tokens, frontier, nbytes)``, read-only; compiled and untracked by the cyclic
+# collector: a new schema's walks keep thousands in the summaries' memo).
+#
+# `tokens`: the tokens allowed whatever the stacks below those states (`_few`: the tree's
+# own sets, or their union where there are many; empty: none).
+# `frontier`: ``(path, subtree)`` pairs where the walk needs real stacks: shift the
+# terminals of `path` from the real level, then walk `subtree` from there (the last
+# shift of each path may reduce, which reads the stacks).
+# `nbytes`: what a memo counts for `tokens` (`_few`).
 
 
 def walk_summary(core: ParserCore, tree: Tree, states: tuple[int, ...], n_words: int) -> WalkSummary:

@@ -145,3 +145,29 @@ def test_token_sets_stay_out_of_the_cyclic_collector_unless_a_subclass_adds_attr
     annotated = Annotated(b"\x00" * 16, None, 0)
     annotated.me = annotated  # a cycle: only the collector frees it
     assert gc.is_tracked(annotated)
+
+
+@settings(max_examples=400, deadline=None)
+@given(n_words=st.integers(1, 200), data=st.data())
+def test_a_union_is_the_set_of_its_sets_ored_together(n_words, data):
+    """`union`: the same form and arrays as `from_words` gives for the mask the sets OR into,
+    sparse sets only (merged word by word) or with dense ones (every word OR-ed); sparse sets
+    that keep zero words, or list theirs out of order, are read alike."""
+    sets = []
+    for _ in range(data.draw(st.integers(2, 8))):
+        ids = data.draw(st.lists(st.integers(0, n_words * 32 - 1), min_size=1, max_size=n_words * 8))
+        tokens = TokenSet.of(np.array(ids, dtype=np.int64), n_words)
+        if tokens.words is not None and data.draw(st.booleans()):  # the same tokens, laid out otherwise
+            order = data.draw(st.permutations(range(len(tokens.words))))
+            zero = data.draw(st.integers(0, n_words - 1))
+            words = np.append(tokens.words[order], zero) if zero not in tokens.words else tokens.words[order]
+            bits = np.append(tokens.bits[order], 0) if zero not in tokens.words else tokens.bits[order]
+            tokens = TokenSet(bits.astype(np.uint32), words.astype(np.intp), tokens.count)
+        sets.append(tokens)
+    acc = np.zeros(n_words, dtype=np.uint32)
+    for tokens in sets:
+        tokens.or_into(acc)
+    got, expected = TokenSet.union(sets, n_words), TokenSet.from_words(acc)
+    assert got.count == expected.count
+    assert got.bits.tolist() == expected.bits.tolist()
+    assert (got.words is None and expected.words is None) or got.words.tolist() == expected.words.tolist()

@@ -32,6 +32,7 @@ from grammarc.engine import Engine
 from grammarc.lowering.compiler import compile_grammar
 from grammarc.runtime.gss import parser_core
 from grammarc.tokens.index import TokenIndex
+from grammarc.tokens.token_set import TokenSet
 from grammarc.tokens.tree import NO_PART, Tree
 from grammarc.tokens.vocabulary import Vocabulary
 
@@ -243,6 +244,51 @@ def test_a_part_the_source_does_not_publish_is_published_by_the_tree():
     assert tree.part(1) is tree.part(1) and source.made == {1: 1}
 
 
+class Terminals(frozenset):
+    """A frozenset subclass: read as its members, never kept by the tree's cache of sets."""
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.lists(st.frozensets(st.integers(0, 40), max_size=12), min_size=1, max_size=6), st.data())
+def test_trees_of_equal_candidates_share_one_sorted_reading_and_keep_it(sets, data):
+    """The sorted candidates are read once per set (`cand_cache`): trees of one set, of an
+    equal one or of a subclass's find their parts by the same terminals; and a tree keeps
+    them when the cache is cleared (past 4,096 sets)."""
+    made = []
+    for members in sets:
+        for candidates in (members, frozenset(members), Terminals(members)):
+            tree = Tree(Source(candidates, lambda u: (None, Tree()) if u % 3 else NO_PART))
+            made.append((tree, members))
+            assert tree.candidates == members
+    if data.draw(st.booleans()):
+        for k in range(4200):  # distinct sets: the cache is cleared at least once
+            assert Tree(Source(frozenset({k, k + 1, 10**5 + k}))).part(k) == (None, None)
+    for tree, members in made:
+        for u in range(-1, 42):
+            part = tree.part(u)
+            assert (part is NO_PART) == (u not in members or u % 3 == 0)
+        assert sorted(tree._parts) == sorted(members)
+
+
+def test_candidates_given_when_a_tree_is_made_are_never_asked_for():
+    """``Tree(source, candidates=...)``: a source that knows them as it makes the tree saves
+    the call back; the tree walks as one that asks."""
+    asked = Source(frozenset({3, 1}), lambda u: (None, Tree()))
+    given = Tree(Source(None, lambda u: (None, Tree())), candidates=frozenset({1, 3}))
+    assert given.candidates == {1, 3} and given.part(3)[1] is not None and given.part(2) is NO_PART
+    core = parser_core(grammarc.stdlib("arithmetic").compile())
+    terminals = frozenset(range(12))
+    tokens = {u: TokenSet.of(np.array([u]), 4) for u in terminals}
+    walked = core.walk(Tree(Source(terminals, lambda u: (tokens[u], None))), (0,))[0]
+    assert walked == [tokens[u] for u in sorted(terminals & core.shiftable((0,)))] and walked
+    assert core.walk(Tree(Source(None, lambda u: (tokens[u], None)), candidates=terminals), (0,))[0] == walked
+    empty = Tree(Source(None), candidates=frozenset())
+    assert empty._source is None and empty.is_empty()
+    for wrong in [{1}, [1], frozenset({-2})]:
+        with pytest.raises((TypeError, ValueError), match="frozenset|out of range"):
+            Tree(Source(None), candidates=wrong)
+
+
 @pytest.mark.parametrize("candidates, part, error", [
     (lambda u: {u}, None, "frozenset"),
     (lambda u: frozenset({-1}), None, "out of range"),
@@ -358,3 +404,21 @@ def test_the_walks_shifts_from_any_states_are_the_oracles(name):
                     assert core.pure_shift(group, t) == lr.pure_shift(group, t), (group, t)
                     checked += 1
     assert checked > 100
+
+
+def test_a_walk_summary_is_read_only_untracked_and_checked():
+    """engine.WalkSummary (compiled): what the summaries' memo keeps, thousands on a new
+    schema, so the cyclic collector never goes over one; its fields are tuples."""
+    from grammarc.engine import WalkSummary, walk_summary
+
+    core = parser_core(grammarc.stdlib("arithmetic").compile())
+    summary = walk_summary(core, Tree(), (0,), 4)
+    assert (summary.tokens, summary.frontier, summary.nbytes) == ((), (), 0) and not gc.is_tracked(summary)
+    tree = Tree()
+    made = WalkSummary(tokens=(), frontier=(((1, 2), tree),), nbytes=8)
+    assert made.frontier[0][1] is tree and "nbytes=8" in repr(made)
+    with pytest.raises(AttributeError):
+        made.nbytes = 1
+    for args in [([], (), 0), ((), [], 0), ((), (), "8"), ((), ())]:
+        with pytest.raises(TypeError, match="WalkSummary|cannot be interpreted as an integer"):
+            WalkSummary(*args)

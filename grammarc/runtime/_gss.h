@@ -99,8 +99,9 @@ typedef struct {
     unsigned long long serial;
     PyObject *source;   /* candidates(), part(tree, u); NULL once every part is made */
     Py_ssize_t n;       /* how many candidates; -1 until read */
-    int *cand;          /* the candidates, ascending */
+    int *cand;          /* the candidates, ascending: the buffer of cand_ints */
     PyObject *cand_set; /* the same, as the frozenset read */
+    PyObject *cand_ints; /* bytes holding `cand` (shared by the trees of equal candidates) */
     PyObject **parts;   /* per candidate: its part (tokens or None, Tree or None), NULL until made */
     Py_ssize_t n_made;
 } Tree;

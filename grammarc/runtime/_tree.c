@@ -16,17 +16,27 @@
  * holds borrowed stay alive while the tree it was given does. */
 #include "_gss.h"
 #include <string.h>
+#include <structmember.h>
 
 static unsigned long long tree_serials; /* the next serial (under the GIL) */
 static PyObject *str_part, *str_candidates;
+/* frozenset of candidates -> their sorted ints (bytes): a source gives the trees of one level
+ * kind the same set (the index's `_starting` memo), so each is read and sorted once. Cleared
+ * past CAND_CACHE_LIMIT entries (the trees keep their bytes). */
+static PyObject *cand_cache;
+#define CAND_CACHE_LIMIT 4096
 PyObject *tree_no_part; /* (None, None): the part of a terminal without one */
+
+static int tree_take_candidates(Tree *t, PyObject *set);
 
 /* -- the tree --------------------------------------------------------------------------- */
 
+/* Tree(source=None, candidates=None): with `candidates` (a frozenset), the tree has them at
+ * once and never asks its source (which knows them as it makes the tree: no call back). */
 static PyObject *tree_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"source", NULL};
-    PyObject *source = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|O", kwlist, &source)) return NULL;
+    static char *kwlist[] = {"source", "candidates", NULL};
+    PyObject *source = Py_None, *candidates = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OO", kwlist, &source, &candidates)) return NULL;
     Tree *t = (Tree *)type->tp_alloc(type, 0); /* zeroed */
     if (!t) return NULL;
     if (PyType_IS_GC(type)) PyObject_GC_UnTrack(t); /* a Python subclass is a GC type: nothing to track (below) */
@@ -34,10 +44,11 @@ static PyObject *tree_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     if (source == Py_None) { /* no parts at all */
         t->n = 0;
         if (!(t->cand_set = PyFrozenSet_New(NULL))) { Py_DECREF(t); return NULL; }
-    } else {
-        t->n = -1; /* candidates read on first use */
-        t->source = Py_NewRef(source);
+        return (PyObject *)t;
     }
+    t->n = -1; /* candidates read on first use, unless given */
+    t->source = Py_NewRef(source);
+    if (candidates != Py_None && tree_take_candidates(t, Py_NewRef(candidates))) { Py_DECREF(t); return NULL; }
     return (PyObject *)t;
 }
 
@@ -46,13 +57,68 @@ static void tree_dealloc(Tree *t) {
      * tuple deallocation, not a deep C recursion */
     if (t->parts)
         for (Py_ssize_t i = 0; i < t->n; i++) Py_XDECREF(t->parts[i]);
-    PyMem_Free(t->parts), PyMem_Free(t->cand);
+    PyMem_Free(t->parts);
+    Py_XDECREF(t->cand_ints);
     Py_XDECREF(t->source);
     Py_XDECREF(t->cand_set);
     Py_TYPE(t)->tp_free((PyObject *)t);
 }
 
+/* The sorted ints of a frozenset of terminals, as bytes (new reference; NULL: error); kept
+ * in `cand_cache` for an exact frozenset (hashing and comparing one of ints runs no Python). */
+static PyObject *sorted_terminals(PyObject *set) {
+    int exact = PyFrozenSet_CheckExact(set);
+    PyObject *found = exact ? PyDict_GetItemWithError(cand_cache, set) : NULL;
+    if (found) return Py_NewRef(found);
+    if (PyErr_Occurred()) return NULL;
+    Py_ssize_t n = PySet_GET_SIZE(set), k = 0;
+    PyObject *ints = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int)); /* n = 0: shared, unwritten */
+    if (!ints) return NULL;
+    int *cand = (int *)PyBytes_AS_STRING(ints);
+    Py_ssize_t pos = 0;
+    Py_hash_t hash;
+    PyObject *key;
+    while (_PySet_NextEntry(set, &pos, &key, &hash)) { /* borrowed; no Python code runs */
+        long u = PyLong_AsLong(key);
+        if (u == -1 && PyErr_Occurred()) break;
+        if (u < 0 || u > INT_MAX || k == n) { PyErr_SetString(PyExc_ValueError, "a candidate terminal out of range"); break; }
+        cand[k++] = (int)u;
+    }
+    if (PyErr_Occurred() || k != n) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "a tree's candidates changed while read");
+        Py_DECREF(ints);
+        return NULL;
+    }
+    qsort(cand, (size_t)n, sizeof(int), cmp_int);
+    if (!exact) return ints;
+    if (PyDict_GET_SIZE(cand_cache) >= CAND_CACHE_LIMIT) PyDict_Clear(cand_cache);
+    if (PyDict_SetItem(cand_cache, set, ints)) { Py_DECREF(ints); return NULL; }
+    return ints;
+}
+
 /* Read the candidates from the source (once): 0, or -1 with an exception set. */
+/* Take `set` (a new reference, stolen) as the tree's candidates unless it has them: 0, or -1
+ * with an exception set. */
+static int tree_take_candidates(Tree *t, PyObject *set) {
+    if (!PyFrozenSet_Check(set)) {
+        PyErr_Format(PyExc_TypeError, "a tree's candidates must be a frozenset, got %.80s", Py_TYPE(set)->tp_name);
+        Py_DECREF(set);
+        return -1;
+    }
+    PyObject *ints = sorted_terminals(set);
+    Py_ssize_t n = PySet_GET_SIZE(set);
+    PyObject **parts = ints ? PyMem_Calloc((size_t)(n ? n : 1), sizeof(PyObject *)) : NULL;
+    if (ints && !parts) PyErr_NoMemory();
+    if (!parts || t->n >= 0) { /* failed, or read by another thread meanwhile */
+        PyMem_Free(parts), Py_XDECREF(ints), Py_DECREF(set);
+        return parts ? 0 : -1;
+    }
+    t->cand = (int *)PyBytes_AS_STRING(ints), t->cand_ints = ints;
+    t->parts = parts, t->cand_set = set, t->n = n;
+    if (!n) Py_CLEAR(t->source); /* nothing to make */
+    return 0;
+}
+
 int tree_candidates(Tree *t) {
     if (t->n >= 0) return 0;
     PyObject *source = Py_NewRef(t->source); /* set while n < 0 */
@@ -60,37 +126,7 @@ int tree_candidates(Tree *t) {
     Py_DECREF(source);
     if (!set) return -1;
     if (t->n >= 0) { Py_DECREF(set); return 0; } /* another thread read them meanwhile */
-    if (!PyFrozenSet_Check(set)) {
-        PyErr_Format(PyExc_TypeError, "a tree's candidates must be a frozenset, got %.80s", Py_TYPE(set)->tp_name);
-        Py_DECREF(set);
-        return -1;
-    }
-    Py_ssize_t n = PySet_GET_SIZE(set), k = 0;
-    int *cand = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(int));
-    PyObject **parts = PyMem_Calloc((size_t)(n ? n : 1), sizeof(PyObject *));
-    PyObject *it = cand && parts ? PyObject_GetIter(set) : NULL, *key;
-    if (!cand || !parts) PyErr_NoMemory();
-    while (it && (key = PyIter_Next(it))) {
-        long u = PyLong_AsLong(key);
-        Py_DECREF(key);
-        if (u == -1 && PyErr_Occurred()) break;
-        if (u < 0 || u > INT_MAX) { PyErr_SetString(PyExc_ValueError, "a candidate terminal out of range"); break; }
-        cand[k++] = (int)u;
-    }
-    Py_XDECREF(it);
-    if (PyErr_Occurred() || k != n) {
-        if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "a tree's candidates changed while read");
-        PyMem_Free(cand), PyMem_Free(parts), Py_DECREF(set);
-        return -1;
-    }
-    qsort(cand, (size_t)n, sizeof(int), cmp_int);
-    if (t->n >= 0) { /* read by another thread meanwhile (an iteration may switch) */
-        PyMem_Free(cand), PyMem_Free(parts), Py_DECREF(set);
-        return 0;
-    }
-    t->cand = cand, t->parts = parts, t->cand_set = set, t->n = n;
-    if (!n) Py_CLEAR(t->source); /* nothing to make */
-    return 0;
+    return tree_take_candidates(t, set);
 }
 
 /* where u is among the candidates (read), or -1 */
@@ -247,10 +283,63 @@ PyTypeObject TreeType = {
     .tp_basicsize = sizeof(Tree),
     .tp_dealloc = (destructor)tree_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
-    .tp_doc = "Tree(source=None): the compiled base of grammarc.tokens.tree.Tree.",
+    .tp_doc = "Tree(source=None, candidates=None): the compiled base of grammarc.tokens.tree.Tree.",
     .tp_methods = tree_methods,
     .tp_getset = tree_getset,
     .tp_new = tree_new,
+};
+
+/* -- a walk's summary ------------------------------------------------------------------- */
+
+/* engine.WalkSummary: (tokens, frontier, nbytes), read-only. Not tracked by the cyclic
+ * collector (a new schema's walks keep thousands in the summaries' memo, which the collector
+ * would otherwise go over at every full collection): it holds two tuples, of token sets and
+ * of (path, Tree) pairs, none of which refers to a summary, so no cycle passes through one. */
+typedef struct {
+    PyObject_HEAD
+    PyObject *tokens, *frontier; /* tuples */
+    Py_ssize_t nbytes;
+} Summary;
+
+static PyObject *summary_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"tokens", "frontier", "nbytes", NULL};
+    PyObject *tokens, *frontier;
+    Py_ssize_t nbytes;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!O!n:WalkSummary", kwlist, &PyTuple_Type, &tokens, &PyTuple_Type,
+                                     &frontier, &nbytes))
+        return NULL;
+    Summary *out = (Summary *)type->tp_alloc(type, 0);
+    if (!out) return NULL;
+    out->tokens = Py_NewRef(tokens), out->frontier = Py_NewRef(frontier), out->nbytes = nbytes;
+    return (PyObject *)out;
+}
+
+static void summary_dealloc(Summary *self) {
+    Py_XDECREF(self->tokens), Py_XDECREF(self->frontier);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *summary_repr(Summary *self) {
+    return PyUnicode_FromFormat("WalkSummary(tokens=%R, frontier=%R, nbytes=%zd)", self->tokens, self->frontier,
+                                self->nbytes);
+}
+
+static PyMemberDef summary_members[] = {
+    {"tokens", T_OBJECT_EX, offsetof(Summary, tokens), READONLY, "the token sets the states alone allow (a tuple)"},
+    {"frontier", T_OBJECT_EX, offsetof(Summary, frontier), READONLY, "(path, subtree) pairs left to real stacks"},
+    {"nbytes", T_PYSSIZET, offsetof(Summary, nbytes), READONLY, "what a memo counts for `tokens`"},
+    {NULL},
+};
+
+PyTypeObject SummaryType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "grammarc.runtime._gss.WalkSummary",
+    .tp_basicsize = sizeof(Summary),
+    .tp_dealloc = (destructor)summary_dealloc,
+    .tp_repr = (reprfunc)summary_repr,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "WalkSummary(tokens, frontier, nbytes): see grammarc.engine.WalkSummary.",
+    .tp_members = summary_members,
+    .tp_new = summary_new,
 };
 
 /* -- the walk --------------------------------------------------------------------------- */
@@ -397,12 +486,13 @@ done:
 }
 
 int tree_module_init(PyObject *m) {
-    if (PyType_Ready(&TreeType) < 0) return -1;
+    if (PyType_Ready(&TreeType) < 0 || PyType_Ready(&SummaryType) < 0) return -1;
     if (!(str_part = PyUnicode_InternFromString("part")) ||
         !(str_candidates = PyUnicode_InternFromString("candidates")) ||
-        !(tree_no_part = PyTuple_Pack(2, Py_None, Py_None)))
+        !(tree_no_part = PyTuple_Pack(2, Py_None, Py_None)) || !(cand_cache = PyDict_New()))
         return -1;
     if (PyModule_AddObjectRef(m, "Tree", (PyObject *)&TreeType) < 0 ||
+        PyModule_AddObjectRef(m, "WalkSummary", (PyObject *)&SummaryType) < 0 ||
         PyModule_AddObjectRef(m, "NO_PART", tree_no_part) < 0)
         return -1;
     return 0;

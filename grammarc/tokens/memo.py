@@ -89,7 +89,15 @@ class Memo:
         return key in self._entries
 
 
+_TUPLE_BYTES = sys.getsizeof(())  # a tuple's header; each element adds a pointer
+_POINTER_BYTES = sys.getsizeof((None,)) - _TUPLE_BYTES
+
+
 def set_bytes(items: frozenset | tuple) -> int:
     """Rough bytes of a frozenset or tuple of small tuples (GSS items): the container and
-    one 4-tuple per element; the GSS vertices inside are the parser core's, not counted."""
+    one 4-tuple per element; the GSS vertices inside are the parser core's, not counted.
+    A tuple's size is computed (what ``sys.getsizeof`` says, without its call: a new
+    schema's walks count thousands of keys)."""
+    if type(items) is tuple:
+        return _TUPLE_BYTES + (_POINTER_BYTES + 72) * len(items)
     return sys.getsizeof(items) + 72 * len(items)
