@@ -46,6 +46,11 @@ typedef struct {
                                              * character past ASCII leads to leads_outcome */
 } Ctx;
 
+/* base**k values that k more digits read: 16**k (hex), 64**k (UTF-8 continuation bytes),
+ * k <= 4 */
+static const i64 widths[2][5] = {{1, 16, 256, 4096, 65536}, {1, 64, 4096, 262144, 16777216}};
+#define WIDTH(kind, k) widths[(kind) == UTF8][(k)]
+
 static i32 new_state(Ctx *x)
 {
     if (x->n >= x->max_states) { x->overflow = 1; return -2; }
@@ -154,8 +159,7 @@ static i32 reader_inside(Ctx *x, int kind, int k, i64 lo, const Fn *f, Inside *l
 static i32 reader(Ctx *x, int kind, int k, i64 lo, const Fn *f)
 {
     int base = kind == UTF8 ? 64 : 16;
-    i64 width = 1;
-    for (int i = 0; i < k; i++) width *= base;
+    i64 width = WIDTH(kind, k);
     i64 a = lo < f->clip_lo ? f->clip_lo : lo, b = lo + width - 1 > f->clip_hi ? f->clip_hi : lo + width - 1;
     if (a > b) return -1;
     i64 first = 0, last = f->n;  /* the first run that reaches a */
@@ -199,9 +203,7 @@ static i32 reader(Ctx *x, int kind, int k, i64 lo, const Fn *f)
  * an object), so most of its UTF-8 leads and hex digits are looked up once, not each. */
 static i32 reader_inside(Ctx *x, int kind, int k, i64 lo, const Fn *f, Inside *last)
 {
-    i64 width = 1;
-    for (int i = 0; i < k; i++) width *= kind == UTF8 ? 64 : 16;
-    i64 hi = lo + width - 1, run = -1;
+    i64 hi = lo + WIDTH(kind, k) - 1, run = -1;
     if (lo >= f->clip_lo && hi <= f->clip_hi) {
         i64 first = last->cursor;  /* the first run that reaches lo: a loop's intervals ascend */
         while (first < f->n && f->hi[first] - f->offset < lo) first++;
@@ -283,10 +285,13 @@ static int build_char(Ctx *x, i64 q, const i64 *lo, const i64 *hi, const i64 *ds
     runs_clear(hex);
     if (push_chars(chars, lo, hi, dst, m, 0, 0x10FFFF) < 0) return -1;
     Fn all = {chars->lo.v, chars->hi.v, chars->out.v, (i64)chars->out.n, 0, 0x10FFFF, 0};
-    for (i64 b = 0x20, r = 0; b < 0x80; b++) {  /* outcome(&all, b), the runs walked once */
-        while (r < all.n && all.hi[r] < b) r++;
-        if (b == '"' || b == '\\') continue;
-        x->rows[(i64)s * 256 + b] = r < all.n && all.lo[r] <= b ? all.out[r] : -1;
+    {  /* the printable ASCII characters, raw, run by run (the row is fresh: every cell -1) */
+        i32 *row = x->rows + (i64)s * 256;  /* before any reader: new states may move the rows */
+        for (i64 r = 0; r < all.n && all.lo[r] < 0x80; r++) {
+            i64 from = all.lo[r] < 0x20 ? 0x20 : all.lo[r], to = all.hi[r] > 0x7F ? 0x7F : all.hi[r];
+            for (i64 b = from; b <= to; b++) row[b] = all.out[r];
+        }
+        row['"'] = row['\\'] = -1;  /* never raw: the end of the string, and escapes (below) */
     }
     if (accept) x->rows[(i64)s * 256 + '"'] = FINAL;
     static const int leads[3][5] = {  /* first lead, last lead, continuations, min, max code point */
