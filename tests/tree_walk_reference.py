@@ -26,9 +26,10 @@ class Tree:
 
     __slots__ = ("_parts", "_candidates", "_source", "serial")
 
-    def __init__(self, source=None):
+    def __init__(self, source=None, candidates=None):
         self._parts: dict[int, tuple] | None = None
-        self._candidates: frozenset[int] | None = None if source is not None else frozenset()
+        self._candidates: frozenset[int] | None = (
+            frozenset(candidates) if candidates is not None else None if source is not None else frozenset())
         self._source = source
         self.serial = next(_serials)
 

@@ -198,6 +198,7 @@ class TokenIndex:
         self.vocab = vocab
         self.ref = weakref.ref(self)  # what its trees' levels hold (one for all)
         self.terminals = compiled.terminals
+        self._limits = [terminal.token_limit for terminal in compiled.terminals]  # except!'s budgets, or None
         # terminal -> the terminals that may follow it, ascending (read off the LR tables:
         # `ParserCore.follows`, one pass over their cells in C)
         self._follow_lists = parser_core(compiled).follows(compiled.bnf.n_terminals)
@@ -541,7 +542,7 @@ class TokenIndex:
         if n < BUCKETED_ROWS:
             if after is None:
                 after = _scan.next_bytes(self.tokens.native, rows, pos)[2]
-            return Tree(_Small(self, previous, rows, pos, after))
+            return self._small_child(previous, rows, pos, after)
         suffixes = Suffixes(self.tokens, np.frombuffer(rows, np.int32), np.frombuffer(pos, np.int32), after)
         return Tree(_Level(self, previous, suffixes, False))
 
@@ -580,13 +581,23 @@ class TokenIndex:
     def _small_part(self, level: _Small, u: int) -> "tuple[TokenSet | None, Tree | None]":
         """The part of terminal `u` in the small tree over `level` (under the build lock):
         one walk over all its suffixes, which picks those whose next byte opens `u`."""
-        limit = self.terminals[u].token_limit
+        limit = self._limits[u]
         if limit is not None:
             return self._limited_part(u, np.frombuffer(level.rows, np.int32), np.frombuffer(level.pos, np.int32),
                                       None, limit)
-        tokens, rows, pos, after = self._walked(u, level.rows, level.pos, None)
-        child = self._child(u, rows, pos, after)
+        # `_walked` and `_child` inline: a new schema's walks make thousands of small parts
+        packed, rows, pos, after = _scan.scan_part(self._tables[u] or self._table(u), self.tokens.native, level.rows,
+                                                   level.pos, None, self.n_words)
+        tokens = None if packed is None else TokenSet._of_packed(packed)
+        child = self._small_child(u, rows, pos, after) if len(rows) < 4 * BUCKETED_ROWS else self._child(u, rows, pos, after)
         return _NO_PART if tokens is None and child is None else (tokens, child)
+
+    def _small_child(self, previous: int, rows: bytes, pos: bytes, after: int) -> "Tree | None":
+        """`_child` of fewer than `BUCKETED_ROWS` splits, their next bytes known: its
+        candidates read now (a memo lookup; asked for by the walk, a call back per tree)."""
+        if not rows:
+            return None
+        return Tree(_Small(self, previous, rows, pos, after), candidates=self._starting(previous, after))
 
     def _limited_part(self, u: int, rows: np.ndarray, pos: np.ndarray, starts: np.ndarray | None,
                       limit: int) -> "tuple[TokenSet | None, Tree | None]":
