@@ -16,13 +16,20 @@
 
 /* ---- small vectors and pointer sets ------------------------------------------------------ */
 
+/* Room for `need` items of `size` bytes in *p (PyMem, capacity *cap, doubled from 16); -1 with
+ * MemoryError set, *p left as it was. */
+int grow(void **p, Py_ssize_t *cap, Py_ssize_t need, size_t size) {
+    if (need <= *cap) return 0;
+    Py_ssize_t cap2 = *cap ? *cap : 16;
+    while (cap2 < need) cap2 *= 2;
+    void *q = PyMem_Realloc(*p, (size_t)cap2 * size);
+    if (!q) { PyErr_NoMemory(); return -1; }
+    *p = q, *cap = cap2;
+    return 0;
+}
+
 int vec_push(Vec *v, void *x) {
-    if (v->n == v->cap) {
-        Py_ssize_t cap = v->cap ? 2 * v->cap : 16;
-        void **p = PyMem_Realloc(v->p, (size_t)cap * sizeof(void *));
-        if (!p) { PyErr_NoMemory(); return -1; }
-        v->p = p, v->cap = cap;
-    }
+    if (grow((void **)&v->p, &v->cap, v->n + 1, sizeof(void *))) return -1;
     v->p[v->n++] = x;
     return 0;
 }

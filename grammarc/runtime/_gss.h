@@ -114,6 +114,7 @@ typedef struct {
 } Vec;
 
 /* _gss.c */
+int grow(void **p, Py_ssize_t *cap, Py_ssize_t need, size_t size); /* PyMem, doubling */
 int vec_push(Vec *v, void *x);
 int read_completions(PyObject *completions, Vec *nodes, int **terms); /* nodes: new references */
 void cl_decref(Closure *c);

@@ -53,20 +53,6 @@ static int read_dict_rows(PyObject *rows, Py_ssize_t n, Py_ssize_t **off, Pair *
     return 0;
 }
 
-/* A growable int buffer for `setup` (PyMem). */
-typedef struct { int *v; Py_ssize_t n, cap; } Ints;
-
-static int ints_push(Ints *b, int x) {
-    if (b->n == b->cap) {
-        Py_ssize_t cap = b->cap ? 2 * b->cap : 256;
-        int *grown = PyMem_Realloc(b->v, (size_t)cap * sizeof(int));
-        if (!grown) { PyErr_NoMemory(); return -1; }
-        b->v = grown, b->cap = cap;
-    }
-    b->v[b->n++] = x;
-    return 0;
-}
-
 /* (production, lookahead) of one reduction cell; sorted by production, then lookahead */
 typedef struct { int prod, la; } Reduced;
 
@@ -86,15 +72,23 @@ static void sort_unless_sorted(void *base, Py_ssize_t n, size_t size, int (*cmp)
         }
 }
 
+/* What `setup` reads, row after row, into arrays that grow (`grow`) and become the core's. */
+typedef struct {
+    Pair *shift; Py_ssize_t n_shift, cap_shift;
+    int *own; Py_ssize_t n_own, cap_own;
+    Red *red; Py_ssize_t n_red, cap_red;
+    int *las; Py_ssize_t n_las, cap_las;
+    Reduced *cells; Py_ssize_t cap_cells; /* one row's reduction cells, sorted before they are read */
+} Read;
+
 /* One ACTION row (lr.LRTables.action[s]: terminal, -1 for EOF -> tuple of actions: a >= 0
- * shifts to state a, -1 accepts, a < -1 reduces production ~a) into the core's arrays: its
- * shifts (EOF is never shifted) by ascending terminal, its reductions by ascending production
- * with ascending lookaheads, and `own`, the terminals it shifts plus EOF in the accepting
- * state, ascending. Appends to the growing buffers; *red_n counts reductions. */
-static int read_action_row(Core *c, PyObject *row, int s, Ints *shift, Ints *red, Ints *own, Reduced **cells,
-                           Py_ssize_t *cells_cap, PyObject *lhs, PyObject *rhs_len, int *maxt) {
+ * shifts to state a, -1 accepts, a < -1 reduces production ~a) appended to `r`: its shifts
+ * (EOF is never shifted) by ascending terminal, its reductions by ascending production, each
+ * with its lookaheads ascending and once, and `own`, the terminals it shifts plus EOF in the
+ * accepting state, ascending. */
+static int read_action_row(Core *c, PyObject *row, int s, Read *r, PyObject *lhs, PyObject *rhs_len, int *maxt) {
     if (!PyDict_Check(row)) { PyErr_SetString(PyExc_TypeError, "an ACTION row is not a dict"); return -1; }
-    Py_ssize_t pos = 0, n_red = 0, first_shift = shift->n, first_own = own->n;
+    Py_ssize_t pos = 0, n_cells = 0, first_shift = r->n_shift, first_own = r->n_own;
     PyObject *key, *cell;
     while (PyDict_Next(row, &pos, &key, &cell)) {
         int la;
@@ -108,42 +102,42 @@ static int read_action_row(Core *c, PyObject *row, int s, Ints *shift, Ints *red
             if (a >= 0) {
                 if (la == -1) continue; /* EOF is never shifted */
                 if (a >= c->n_states) { PyErr_SetString(PyExc_ValueError, "a state out of range"); return -1; }
-                if (ints_push(shift, la) || ints_push(shift, a) || ints_push(own, la)) return -1;
+                if (grow((void **)&r->shift, &r->cap_shift, r->n_shift + 1, sizeof(Pair)) ||
+                    grow((void **)&r->own, &r->cap_own, r->n_own + 1, sizeof(int)))
+                    return -1;
+                r->shift[r->n_shift++] = (Pair){la, a}, r->own[r->n_own++] = la;
             } else if (a < -1) { /* -1 reduces production 0 on EOF: accepting, not a reduction */
-                if (n_red == *cells_cap) {
-                    Py_ssize_t cap = *cells_cap ? 2 * *cells_cap : 64;
-                    Reduced *grown = PyMem_Realloc(*cells, (size_t)cap * sizeof(Reduced));
-                    if (!grown) { PyErr_NoMemory(); return -1; }
-                    *cells = grown, *cells_cap = cap;
-                }
-                (*cells)[n_red++] = (Reduced){~a, la};
+                if (grow((void **)&r->cells, &r->cap_cells, n_cells + 1, sizeof(Reduced))) return -1;
+                r->cells[n_cells++] = (Reduced){~a, la};
             }
         }
     }
-    if (s == c->accept_state && ints_push(own, -1)) return -1;
-    sort_unless_sorted(shift->v + first_shift, (shift->n - first_shift) / 2, sizeof(Pair), cmp_pair);
-    sort_unless_sorted(own->v + first_own, own->n - first_own, sizeof(int), cmp_int);
-    sort_unless_sorted(*cells, n_red, sizeof(Reduced), cmp_reduced);
-    /* each production's reduction: lhs, length, then its lookaheads' count and the lookaheads */
-    for (Py_ssize_t i = 0; i < n_red;) {
-        Py_ssize_t j = i;
-        while (j < n_red && (*cells)[j].prod == (*cells)[i].prod) j++;
-        int p = (*cells)[i].prod, l, len;
-        if (p >= PySequence_Fast_GET_SIZE(lhs) || p >= PySequence_Fast_GET_SIZE(rhs_len)) {
-            PyErr_SetString(PyExc_ValueError, "a reduction's production is out of range");
-            return -1;
-        }
-        if (as_int(PySequence_Fast_GET_ITEM(lhs, p), &l) || as_int(PySequence_Fast_GET_ITEM(rhs_len, p), &len))
-            return -1;
-        if (len < 1) { PyErr_SetString(PyExc_ValueError, "a reduction pops at least one vertex"); return -1; }
-        Py_ssize_t count_at = red->n + 2;
-        if (ints_push(red, l) || ints_push(red, len) || ints_push(red, 0)) return -1;
-        for (Py_ssize_t k = i; k < j; k++)
-            if (k == i || (*cells)[k].la != (*cells)[k - 1].la) { /* a lookahead once */
-                if (ints_push(red, (*cells)[k].la)) return -1;
-                red->v[count_at]++;
+    if (s == c->accept_state) {
+        if (grow((void **)&r->own, &r->cap_own, r->n_own + 1, sizeof(int))) return -1;
+        r->own[r->n_own++] = -1;
+    }
+    sort_unless_sorted(r->shift + first_shift, r->n_shift - first_shift, sizeof(Pair), cmp_pair);
+    sort_unless_sorted(r->own + first_own, r->n_own - first_own, sizeof(int), cmp_int);
+    sort_unless_sorted(r->cells, n_cells, sizeof(Reduced), cmp_reduced);
+    for (Py_ssize_t i = 0; i < n_cells; i++) {
+        const Reduced *cell_i = &r->cells[i];
+        if (i && cell_i->prod == cell_i[-1].prod) { /* the same production under another lookahead */
+            if (cell_i->la == cell_i[-1].la) continue; /* a lookahead once */
+        } else { /* a production's first cell: its reduction */
+            int p = cell_i->prod, l, len;
+            if (p >= PySequence_Fast_GET_SIZE(lhs) || p >= PySequence_Fast_GET_SIZE(rhs_len)) {
+                PyErr_SetString(PyExc_ValueError, "a reduction's production is out of range");
+                return -1;
             }
-        i = j;
+            if (as_int(PySequence_Fast_GET_ITEM(lhs, p), &l) || as_int(PySequence_Fast_GET_ITEM(rhs_len, p), &len))
+                return -1;
+            if (len < 1) { PyErr_SetString(PyExc_ValueError, "a reduction pops at least one vertex"); return -1; }
+            if (grow((void **)&r->red, &r->cap_red, r->n_red + 1, sizeof(Red))) return -1;
+            r->red[r->n_red++] = (Red){l, len, r->n_las, 0};
+        }
+        if (grow((void **)&r->las, &r->cap_las, r->n_las + 1, sizeof(int))) return -1;
+        r->las[r->n_las++] = cell_i->la;
+        r->red[r->n_red - 1].la_n++;
     }
     return 0;
 }
@@ -159,49 +153,30 @@ static int setup(Core *c, PyObject *action, PyObject *lhs, PyObject *rhs_len, Py
         return -1;
     }
     c->n_states = (int)n;
-    Ints shift = {0}, red = {0}, own = {0};
-    Reduced *cells = NULL;
-    Py_ssize_t cells_cap = 0;
+    Read r = {0};
     int maxt = 0, failed = -1;
     c->shift_off = PyMem_Malloc((size_t)(n + 1) * sizeof(Py_ssize_t));
     c->red_off = PyMem_Malloc((size_t)(n + 1) * sizeof(Py_ssize_t));
     c->own_off = PyMem_Malloc((size_t)(n + 1) * sizeof(Py_ssize_t));
     c->has_reduce = PyMem_Malloc((size_t)n);
-    Py_ssize_t *red_at = PyMem_Malloc((size_t)(n + 1) * sizeof(Py_ssize_t)); /* into `red`'s ints */
-    if (!c->shift_off || !c->red_off || !c->own_off || !c->has_reduce || !red_at) { PyErr_NoMemory(); goto done; }
-    Py_ssize_t n_red = 0;
+    if (!c->shift_off || !c->red_off || !c->own_off || !c->has_reduce) { PyErr_NoMemory(); goto done; }
+    /* room for one of each: the core's arrays are never NULL, even for tables without them */
+    if (grow((void **)&r.shift, &r.cap_shift, 1, sizeof(Pair)) || grow((void **)&r.own, &r.cap_own, 1, sizeof(int)) ||
+        grow((void **)&r.red, &r.cap_red, 1, sizeof(Red)) || grow((void **)&r.las, &r.cap_las, 1, sizeof(int)))
+        goto done;
     for (Py_ssize_t s = 0; s < n; s++) {
-        c->shift_off[s] = shift.n / 2, c->own_off[s] = own.n, red_at[s] = red.n;
-        if (read_action_row(c, PySequence_Fast_GET_ITEM(action, s), (int)s, &shift, &red, &own, &cells, &cells_cap,
-                            lhs, rhs_len, &maxt))
-            goto done;
-        c->has_reduce[s] = red.n > red_at[s];
+        c->shift_off[s] = r.n_shift, c->own_off[s] = r.n_own, c->red_off[s] = r.n_red;
+        if (read_action_row(c, PySequence_Fast_GET_ITEM(action, s), (int)s, &r, lhs, rhs_len, &maxt)) goto done;
+        c->has_reduce[s] = r.n_red > c->red_off[s];
     }
-    c->shift_off[n] = shift.n / 2, c->own_off[n] = own.n, red_at[n] = red.n;
-    /* the reductions' ints into Red entries and their lookaheads */
-    for (Py_ssize_t i = 0; i < red.n; i += 3 + red.v[i + 2]) n_red++;
-    c->red = PyMem_Malloc((size_t)(n_red + 1) * sizeof(Red));
-    c->las = PyMem_Malloc((size_t)(red.n + 1) * sizeof(int));
-    if (!c->red || !c->las) { PyErr_NoMemory(); goto done; }
-    Py_ssize_t r = 0, la_at = 0;
-    for (Py_ssize_t s = 0; s < n; s++) {
-        c->red_off[s] = r;
-        for (Py_ssize_t i = red_at[s]; i < red_at[s + 1]; i += 3 + red.v[i + 2], r++) {
-            c->red[r] = (Red){red.v[i], red.v[i + 1], la_at, red.v[i + 2]};
-            memcpy(c->las + la_at, red.v + i + 3, (size_t)red.v[i + 2] * sizeof(int));
-            la_at += red.v[i + 2];
-        }
-    }
-    c->red_off[n] = r;
-    c->shift = (Pair *)shift.v, shift.v = NULL; /* (t, to) ints, laid out as Pairs */
-    c->own = own.v ? own.v : PyMem_Malloc(sizeof(int)), own.v = NULL;
-    if (!c->shift && !(c->shift = PyMem_Malloc(sizeof(Pair)))) { PyErr_NoMemory(); goto done; }
-    if (!c->own) { PyErr_NoMemory(); goto done; }
+    c->shift_off[n] = r.n_shift, c->own_off[n] = r.n_own, c->red_off[n] = r.n_red;
+    c->shift = r.shift, c->own = r.own, c->red = r.red, c->las = r.las; /* the core's now */
+    r.shift = NULL, r.own = NULL, r.red = NULL, r.las = NULL;
     if (read_dict_rows(gotos, n, &c->goto_off, &c->gotos, NULL)) goto done;
     c->n_terms = maxt + 1;
     failed = 0;
 done:
-    PyMem_Free(shift.v), PyMem_Free(red.v), PyMem_Free(own.v), PyMem_Free(cells), PyMem_Free(red_at);
+    PyMem_Free(r.shift), PyMem_Free(r.own), PyMem_Free(r.red), PyMem_Free(r.las), PyMem_Free(r.cells);
     return failed;
 }
 

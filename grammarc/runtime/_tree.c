@@ -358,16 +358,6 @@ typedef struct {
     int *path; /* path[d]: the terminal frame d went on with to frame d + 1 */
 } Walk;
 
-static int grow(void **p, Py_ssize_t *cap, Py_ssize_t need, size_t size) {
-    if (need <= *cap) return 0;
-    Py_ssize_t cap2 = *cap ? *cap : 16;
-    while (cap2 < need) cap2 *= 2;
-    void *q = PyMem_Realloc(*p, (size_t)cap2 * size);
-    if (!q) { PyErr_NoMemory(); return -1; }
-    *p = q, *cap = cap2;
-    return 0;
-}
-
 /* push a frame for `node` over the last s_n states of the stack */
 static int push(Walk *w, Tree *node, Py_ssize_t s_n) {
     if (tree_candidates(node)) return -1; /* read here: the walk reads them without a call */
