@@ -54,6 +54,7 @@ State = frozenset[Item]  # a configuration: items (vertex, terminal, dfa state, 
 # The memos' budgets (bytes per token index, least recently used evicted) are in
 # grammarc.tokens.memo: MASK_BYTES, WALK_BYTES, SUMMARY_BYTES.
 _WALK_PARTS = 4  # a memoized walk keeps up to this many token sets unmerged
+_INT32 = np.dtype(np.int32)
 
 
 class TokenRejected(GrammarcError, ValueError):
@@ -83,7 +84,7 @@ class Engine:
         self.core = parser_core(compiled)
         self.max_rollback = max_rollback
         self._terminals = compiled.terminals
-        self._eos = np.array(sorted(vocab.eos_token_ids), dtype=np.int32)
+        self._eos = TokenSet.of(np.array(sorted(vocab.eos_token_ids), dtype=np.int64), self.index.n_words)
         self._initial: State = stepping.initial(self.core)
         self._limited = any(t.token_limit is not None for t in self._terminals)  # any except!(X, n)
         self._memo = self.index.masks  # (state, empty text) -> packed mask, shared by the index's engines
@@ -151,8 +152,7 @@ class Engine:
         if words is None:
             words = self._compute_mask(self._state)
             if self.accepts_eos():
-                for eos in self._eos.tolist():
-                    words[eos >> 5] |= np.uint32(1 << (eos & 31))
+                self._eos.or_into(words)
             words.flags.writeable = False
             words = self._memo.put(key, words, words.nbytes + 112 + set_bytes(self._state))
         return words
@@ -172,15 +172,12 @@ class Engine:
         target = _as_numpy(buf)
         if target.ndim == 2 and target.shape[0] == 1:
             target = target[0]
-        if target.ndim != 1 or target.dtype != np.int32:
+        if target.ndim != 1 or (target.dtype is not _INT32 and target.dtype != _INT32):
             raise ValueError(
                 f"fill_bitmask takes a 1-D int32 buffer (for a batch, pass one row: buf[i]); "
                 f"got shape {tuple(target.shape)} of {target.dtype}"
             )
-        if target.shape[0] < len(words):
-            raise ValueError(f"bitmask buffer has {target.shape[0]} words; {len(words)} needed")
-        target[: len(words)] = words.view(np.int32)  # writes through strided views too
-        target[len(words) :] = 0
+        _gss.copy_mask(target, words)  # the rest zeroed; strided views too; a short buffer: ValueError
 
     def mask_logits(self, logits: Any) -> Any:
         """Set disallowed logits to -inf in place (numpy or torch; 1-D or one row)."""

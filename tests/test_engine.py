@@ -490,9 +490,15 @@ def test_fill_bitmask_batch_rows_and_bad_buffers():
     engine.fill_bitmask(batch[1])  # one row of a batch, written in place
     assert batch[0].tolist() == [-1, -1] and batch[2].tolist() == [-1, -1]
     assert bits_of(batch[1], 64) == engine.allowed_token_ids().tolist()
-    column = np.full((2, 3), -1, dtype=np.int32)
-    engine.fill_bitmask(column[:, 0])  # a strided view is written through
-    assert bits_of(column[:, 0], 64) == engine.allowed_token_ids().tolist()
+    column = np.full((4, 3), -1, dtype=np.int32)
+    engine.fill_bitmask(column[:, 1])  # a strided view is written through, its tail cleared
+    assert bits_of(column[:, 1], 128) == engine.allowed_token_ids().tolist()
+    assert column[2:, 1].tolist() == [0, 0]
+    assert (column[:, [0, 2]] == -1).all()  # nothing between its words is touched
+    frozen = np.zeros(2, dtype=np.int32)
+    frozen.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        engine.fill_bitmask(frozen)
     with pytest.raises(ValueError, match=r"1-D int32 buffer \(for a batch, pass one row: buf\[i\]\); got shape \(3, 2\) of int32"):
         engine.fill_bitmask(batch)
     with pytest.raises(ValueError, match=r"got shape \(2,\) of int64"):
