@@ -86,7 +86,8 @@ class Engine:
         self._terminals = compiled.terminals
         self._eos = TokenSet.of(np.array(sorted(vocab.eos_token_ids), dtype=np.int64), self.index.n_words)
         self._initial: State = stepping.initial(self.core)
-        self._limited = any(t.token_limit is not None for t in self._terminals)  # any except!(X, n)
+        self._limits = tuple(t.token_limit for t in self._terminals)  # except!(X, n)'s n, or None
+        self._limited = any(limit is not None for limit in self._limits)
         self._memo = self.index.masks  # (state, empty text) -> packed mask, shared by the index's engines
         self._last_complete: tuple[State | None, bool] = (None, False)  # `_complete`'s last state and answer
         self.reset()
@@ -298,17 +299,23 @@ class Engine:
         # items' own `inside` and `mid` parts: no separate "after" tree is needed.
         index, core = self.index, self.core
         mask = np.zeros(index.n_words, dtype=np.uint32)  # packed, like fill_bitmask
-        groups: dict[tuple[int, int, int], set[Node]] = {}  # items of one (terminal, state, budget left)
-        for node, t, q, k in state:
-            limit = self._terminals[t].token_limit
-            if limit is not None and k >= limit:
-                continue  # no token may touch this terminal any more; it can only end
-            groups.setdefault((t, q, 0 if limit is None else limit - k), set()).add(node)
-        for (t, q, budget), nodes in groups.items():
+        # the vertices of each (terminal, state, budget left: 0 when unlimited)
+        groups: dict[tuple[int, int, int], list[tuple[Node, int]]] = {}
+        if self._limited:
+            limits = self._limits
+            for node, t, q, k in state:
+                limit = limits[t]
+                if limit is not None and k >= limit:
+                    continue  # no token may touch this terminal any more; it can only end
+                groups.setdefault((t, q, 0 if limit is None else limit - k), []).append((node, t))
+        else:
+            for node, t, q, _ in state:
+                groups.setdefault((t, q, 0), []).append((node, t))
+        for (t, q, budget), completions in groups.items():
             (index.inside_within(t, q, budget) if budget else index.inside(t, q)).or_into(mask)
             tree = index.mid(t, q)
             if tree.candidates:
-                for tokens in self._tree_tokens(tree, core.level(frozenset((node, t) for node in nodes))):
+                for tokens in self._tree_tokens(tree, core.level(frozenset(completions))):
                     tokens.or_into(mask)
         return mask
 
