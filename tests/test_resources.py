@@ -11,6 +11,7 @@ import weakref
 import numpy as np
 import pydantic
 import pytest
+from hypothesis import example, given, settings, strategies as st
 
 import grammarc
 from grammarc import Grammar, Vocabulary
@@ -181,6 +182,53 @@ def test_the_memo_evicts_the_least_recently_used_and_counts_keys():
     assert len(memo) == 1 and memo.get("big") == "X"
 
 
+_MEMO_OPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("get"), st.integers(0, 7)),
+        st.tuples(st.just("put"), st.integers(0, 7), st.integers(0, 400)),
+        st.tuples(st.just("budget"), st.integers(0, 2_000)),
+        st.tuples(st.just("clear")),
+    ),
+    max_size=60,
+)
+
+
+@given(budget=st.integers(0, 2_000), ops=_MEMO_OPS)
+@example(budget=400, ops=[("put", 0, 0), ("put", 1, 0), ("get", 0)])  # at half its budget: no use recorded
+@settings(max_examples=300, deadline=None)
+def test_the_compiled_memo_does_what_its_python_oracle_does(budget, ops):
+    from grammarc.tokens.memo import Memo
+    from memo_reference import Memo as Reference
+
+    memo, reference = Memo(budget), Reference(budget)
+    for op in ops:
+        if op[0] == "get":
+            assert memo.get(op[1]) == reference.get(op[1])
+        elif op[0] == "put":
+            value = ("value", op[1], op[2])
+            assert memo.put(op[1], value, op[2]) == reference.put(op[1], value, op[2])
+        elif op[0] == "budget":
+            memo.budget = reference.budget = op[1]
+        else:
+            memo.clear(), reference.clear()
+        state = (memo.keys(), memo.values(), memo.nbytes, memo.evictions, len(memo))
+        assert state == (reference.keys(), reference.values(), reference.nbytes, reference.evictions, len(reference))
+        assert all((key in memo) == (key in reference) for key in range(8))
+
+
+def test_the_compiled_memo_refuses_what_it_cannot_keep():
+    from grammarc.tokens.memo import Memo
+
+    memo = Memo(100)
+    with pytest.raises(ValueError, match=r"Memo.put: None cannot be kept \(get answers None for a key not kept\)"):
+        memo.put("a", None, 1)
+    with pytest.raises(ValueError, match=r"Memo.put: size -1 out of range"):
+        memo.put("a", 1, -1)
+    with pytest.raises(TypeError, match=r"unhashable type: 'list'"):
+        memo.put([], 1, 1)
+    assert len(memo) == 0 and memo.nbytes == 0
+
+
 def test_memos_key_trees_by_serial_not_address():
     from grammarc.tokens.index import Tree
 
@@ -201,7 +249,7 @@ def test_memos_key_trees_by_serial_not_address():
 
     for tree in engine.index._mid.values():
         collect(tree)
-    keys = list(engine.index.walks._entries) + list(engine.index.summaries._entries)
+    keys = engine.index.walks.keys() + engine.index.summaries.keys()
     assert keys and all(key[0] in trees for key in keys)
 
 

@@ -4,89 +4,39 @@ Every memo here is exact: a value depends only on its key, so an evicted entry i
 computed again. Each memo counts what it keeps — the value and, roughly, the key and the
 table entry — and evicts the entries used least recently once that passes its budget.
 
-Thread-safe: lookups take no lock (each dictionary operation is atomic under the GIL;
-an entry evicted between the lookup and the move to the recent end is just not moved);
-insertions publish at most one value per key (`put` returns the value already there, so
-racing threads end up sharing one object).
+Thread-safe: each call of the compiled `Memo` is atomic under the GIL, its keys being
+ints, tuples, frozensets and the runtime's compiled objects, which hash and compare without
+running Python code; so insertions publish at most one value per key (`put` returns the
+value already there, and racing threads end up sharing one object).
 """
 
 from __future__ import annotations
 
 import sys
-import threading
-from collections import OrderedDict
-from typing import Any, Hashable
+
+from grammarc.tokens import _memo
 
 # Default budgets per token index, in bytes (see docs/guarantees.rst).
 MASK_BYTES = 64 << 20
 WALK_BYTES = 32 << 20
 SUMMARY_BYTES = 16 << 20
 
-ENTRY_OVERHEAD = 100  # an OrderedDict entry: hash slot, linked-list node, key tuple
+ENTRY_OVERHEAD = _memo.ENTRY_OVERHEAD  # an entry: hash slots, the ordered list's node, the key tuple
 
-
-class Memo:
-    """A least-recently-used memo bounded by the bytes its entries are counted at.
-
-    Uses are recorded once the memo is past half its budget (before that nothing is
-    evicted, and a hit costs one dictionary read): from then on the entries evicted are
-    those used least recently, counting only uses since the memo passed half its budget."""
-
-    __slots__ = ("budget", "nbytes", "evictions", "_entries", "_sizes", "_lock")
-
-    def __init__(self, budget: int):
-        self.budget = budget
-        self.nbytes = 0
-        self.evictions = 0
-        self._entries: OrderedDict[Hashable, Any] = OrderedDict()
-        self._sizes: dict[Hashable, int] = {}
-        self._lock = threading.Lock()
-
-    def get(self, key: Hashable) -> Any:
-        value = self._entries.get(key)
-        # Recency is recorded only once the memo is past half its budget: below that no
-        # entry is near eviction, and a replayed state's lookup stays one dictionary read.
-        if value is not None and self.nbytes > self.budget >> 1:
-            try:
-                self._entries.move_to_end(key)
-            except KeyError:  # evicted meanwhile by another thread: the value is still right
-                pass
-        return value
-
-    def put(self, key: Hashable, value: Any, size: int) -> Any:
-        """Keep `value` (counted at `size` bytes plus the entry) unless another thread
-        published one first; returns the value kept. The entries used least recently go
-        once the memo passes its budget (the new one stays, whatever its size)."""
-        size += ENTRY_OVERHEAD
-        with self._lock:
-            found = self._entries.get(key)
-            if found is not None:
-                return found
-            self._entries[key] = value
-            self._sizes[key] = size
-            self.nbytes += size
-            while self.nbytes > self.budget and len(self._entries) > 1:
-                old, _ = self._entries.popitem(last=False)
-                self.nbytes -= self._sizes.pop(old)
-                self.evictions += 1
-        return value
-
-    def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
-            self._sizes.clear()
-            self.nbytes = 0
-
-    def values(self) -> list:
-        """The values kept now (a snapshot, least recently used first)."""
-        with self._lock:
-            return list(self._entries.values())
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-    def __contains__(self, key: Hashable) -> bool:
-        return key in self._entries
+Memo = _memo.Memo
+# ``Memo(budget)``: a least-recently-used memo bounded by the bytes its entries are counted at
+# (compiled: grammarc/tokens/_memo.c; its Python oracle is tests/memo_reference.py).
+#
+# ``get(key)``: the value kept, or None. Uses are recorded once the memo is past half its
+# budget (before that nothing is evicted, and a hit costs one dictionary read): from then on
+# the entries evicted are those used least recently, counting only uses since the memo passed
+# half its budget.
+# ``put(key, value, size)``: keep `value` (not None), counted at `size` bytes plus
+# ENTRY_OVERHEAD, unless a value is kept under `key` already; returns the value kept (the
+# first published stays). The entries used least recently go once the memo passes its budget
+# (the new one stays, whatever its size).
+# ``clear()``; ``values()``, ``keys()`` (lists, least recently used first); ``len``, ``in``;
+# ``budget`` (settable), ``nbytes``, ``evictions``.
 
 
 _TUPLE_BYTES = sys.getsizeof(())  # a tuple's header; each element adds a pointer
