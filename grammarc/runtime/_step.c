@@ -98,6 +98,15 @@ static PyObject *make_item(PyObject *node, int t, long q, long k) {
     return item;
 }
 
+/* (node, t): a completion, as GSS levels are keyed (no format string parsed per pair) */
+static PyObject *make_pair(PyObject *node, int t) {
+    PyObject *u = PyLong_FromLong(t);
+    if (!u) return NULL;
+    PyObject *pair = PyTuple_Pack(2, node, u);
+    Py_DECREF(u);
+    return pair;
+}
+
 static int add_new(PyObject *set, PyObject *item) {
     if (!item) return -1;
     int rc = PySet_Add(set, item);
@@ -194,7 +203,7 @@ PyObject *py_step(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObj
             if (!ti) goto done;
             if (ti->any_token) {
                 if (whole && it.q == 0 && len) {
-                    PyObject *pair = Py_BuildValue("(Oi)", it.node, it.t);
+                    PyObject *pair = make_pair(it.node, it.t);
                     if (add_new(after_any, make_item(it.node, it.t, 1, 1)) || add_new(any_ended, pair)) goto done;
                 }
                 continue;
@@ -250,7 +259,7 @@ PyObject *py_step(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObj
                 Py_DECREF(walked);
                 goto done;
             }
-            PyObject *pair = PyTuple_GET_SIZE(ends) ? Py_BuildValue("(Oi)", it->node, it->t) : NULL;
+            PyObject *pair = PyTuple_GET_SIZE(ends) ? make_pair(it->node, it->t) : NULL;
             if (PyTuple_GET_SIZE(ends) && !pair) { Py_DECREF(walked); goto done; }
             for (Py_ssize_t e = 0; e < PyTuple_GET_SIZE(ends); e++) {
                 Py_ssize_t p = PyLong_AsSsize_t(PyTuple_GET_ITEM(ends, e));
@@ -335,7 +344,7 @@ PyObject *py_complete(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
             PyErr_Format(PyExc_IndexError, "no state %ld in terminal %d's DFA", it.q, it.t);
             goto done;
         }
-        if (ti->accept[it.q] && add_new(ended, Py_BuildValue("(Oi)", it.node, it.t))) goto done;
+        if (ti->accept[it.q] && add_new(ended, make_pair(it.node, it.t))) goto done;
     }
     if (!PySet_GET_SIZE(ended)) {
         result = Py_NewRef(Py_False);
