@@ -141,6 +141,25 @@ static int put_value(Buffer *b, PyObject *value, const Shapes *shapes, int depth
     return put_repr(b, value);
 }
 
+/* 0 when every item of `fields` (one per class) is a tuple of str, else -1 with a TypeError
+ * naming `who`. */
+static int check_fields(PyObject *fields, const char *who)
+{
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(fields); k++) {
+        PyObject *names = PyTuple_GET_ITEM(fields, k);
+        if (!PyTuple_Check(names)) {
+            PyErr_Format(PyExc_TypeError, "%s: a class's field names are not a tuple", who);
+            return -1;
+        }
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(names); i++)
+            if (!PyUnicode_Check(PyTuple_GET_ITEM(names, i))) {
+                PyErr_Format(PyExc_TypeError, "%s: a field name is not a str", who);
+                return -1;
+            }
+    }
+    return 0;
+}
+
 static PyObject *encode(PyObject *self, PyObject *args)
 {
     (void)self;
@@ -151,18 +170,7 @@ static PyObject *encode(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "encode: one tuple of field names per class (at most 255 classes)");
         return NULL;
     }
-    for (Py_ssize_t k = 0; k < n; k++) {
-        PyObject *names = PyTuple_GET_ITEM(fields, k);
-        if (!PyTuple_Check(names)) {
-            PyErr_SetString(PyExc_TypeError, "encode: a class's field names are not a tuple");
-            return NULL;
-        }
-        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(names); i++)
-            if (!PyUnicode_Check(PyTuple_GET_ITEM(names, i))) {
-                PyErr_SetString(PyExc_TypeError, "encode: a field name is not a str");
-                return NULL;
-            }
-    }
+    if (check_fields(fields, "encode") < 0) return NULL;
     Shapes shapes = {&PyTuple_GET_ITEM(classes, 0), &PyTuple_GET_ITEM(fields, 0), n};
     Buffer b = {0};
     PyObject *result = NULL;
@@ -182,7 +190,7 @@ static PyObject *encode(PyObject *self, PyObject *args)
  * hash in `slot` (the ``_hash`` slot's member descriptor), and one already kept is read, not
  * recomputed. The IR's composite nodes hash here (grammarc.ir.nodes._remembers_its_hash):
  * in Python, the first hash of a grammar made a frame, a tuple and a failed slot read (an
- * AttributeError) per node, ~7% of compiling a MaskBench schema. Recursive like put_value,
+ * AttributeError) per node, ~4% of compiling a MaskBench schema. Recursive like put_value,
  * at most MAX_NESTING deep (RecursionError past it, as Python's own hash recursion gave). */
 
 #if SIZEOF_PY_UHASH_T > 4
@@ -285,21 +293,13 @@ static PyObject *tree_hash(PyObject *self, PyObject *args)
     PyTypeObject *owner = PyDescr_TYPE(slot);
     const char *flags = PyBytes_AS_STRING(remember);
     for (Py_ssize_t k = 0; k < n; k++) {
-        PyObject *cls = PyTuple_GET_ITEM(classes, k), *names = PyTuple_GET_ITEM(fields, k);
+        PyObject *cls = PyTuple_GET_ITEM(classes, k);
         if (!PyType_Check(cls) || (flags[k] && !PyType_IsSubtype((PyTypeObject *)cls, owner))) {
             PyErr_SetString(PyExc_TypeError, "tree_hash: a class is not a type, or cannot hold the slot");
             return NULL;
         }
-        if (!PyTuple_Check(names)) {
-            PyErr_SetString(PyExc_TypeError, "tree_hash: a class's field names are not a tuple");
-            return NULL;
-        }
-        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(names); i++)
-            if (!PyUnicode_Check(PyTuple_GET_ITEM(names, i))) {
-                PyErr_SetString(PyExc_TypeError, "tree_hash: a field name is not a str");
-                return NULL;
-            }
     }
+    if (check_fields(fields, "tree_hash") < 0) return NULL;
     Hashing h = {{&PyTuple_GET_ITEM(classes, 0), &PyTuple_GET_ITEM(fields, 0), n}, flags,
                  ((PyMemberDescrObject *)slot)->d_member->offset};
     Py_hash_t result;
