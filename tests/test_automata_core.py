@@ -501,3 +501,37 @@ def test_byte_runs_cut_exactly_where_some_state_treats_neighbours_apart(table):
         apart = any(trans[s, b] != trans[s, b - 1] for s in range(n))
         assert runs[b] == runs[b - 1] + apart, b
     assert DFA(CombTable.from_dense(trans), accept).byte_runs == DFA(trans, accept).byte_runs
+
+
+def _literal_oracle(data: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """The chain of states a byte string's DFA is, through numpy (what `operations._literal`
+    built before the core wrote it): state i reads data[i] to i + 1, the last accepts."""
+    n = len(data)
+    trans = np.full((n + 1, 256), -1, dtype=np.int32)
+    trans[np.arange(n), np.frombuffer(data, dtype=np.uint8)] = np.arange(1, n + 1)
+    accept = np.zeros(n + 1, dtype=bool)
+    accept[n] = True
+    return trans, accept
+
+
+@given(st.binary(max_size=80))
+@SETTINGS
+def test_literal_table_and_code_equal_the_oracle(data):
+    """The core's table, accept flags and code are the chain's, and the code is the one
+    `suffix_code` reads off that table (so `DFA.key` is the language's); the DFA the
+    regular algebra returns for the literal says so too."""
+    trans, accept, code = _core.literal(data)
+    want_trans, want_accept = _literal_oracle(data)
+    assert np.array_equal(np.frombuffer(trans, dtype=np.int32).reshape(-1, 256), want_trans)
+    assert np.array_equal(np.frombuffer(accept, dtype=bool), want_accept)
+    assert code == _core.suffix_code(want_trans, want_accept.view(np.uint8), 0) == suffix_code(DFA(want_trans, want_accept), 0)
+    dfa = operations.literal(data)
+    assert dfa.key == DFA(want_trans, want_accept).key
+    assert dfa.matches(data) and not dfa.matches(data + b"x") and (not data or not dfa.matches(data[:-1]))
+
+
+def test_literal_refuses_what_is_not_bytes():
+    with pytest.raises(TypeError):
+        _core.literal("text")
+    with pytest.raises(TypeError):
+        _core.literal()

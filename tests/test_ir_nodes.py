@@ -99,3 +99,53 @@ def test_slot_init_binds_arguments_as_the_dataclass_init(data) -> None:
     assert [getattr(mine, name) for name in names] == [getattr(theirs, name) for name in names]
     with pytest.raises(dataclasses.FrozenInstanceError):
         setattr(mine, names[0], 1)
+
+
+def _hash_mirror(value):
+    """`value` as plain tuples: a node as the tuple of its hashed fields (what its dataclass
+    would hash), a tuple item by item. Python's own hash of the mirror is the oracle of
+    `_canon.tree_hash` (composite nodes' and grammars' hashes)."""
+    if isinstance(value, tuple):
+        return tuple(_hash_mirror(item) for item in value)
+    if type(value) in EXPR_TYPES:
+        return tuple(_hash_mirror(getattr(value, f.name)) for f in dataclasses.fields(value)
+                     if (f.compare if f.hash is None else f.hash))
+    return value
+
+
+@given(grammars(max_rules=5))
+@settings(max_examples=200, deadline=None)
+def test_hashes_are_the_dataclass_hashes_and_kept_on_the_way(grammar) -> None:
+    """The compiled core's hash of a node (and of a grammar) is ``hash(tuple(fields))``, as
+    the generated one was; the first hash of a grammar leaves every composite node below
+    it holding its own, which equals what a fresh copy of the node computes alone."""
+    fresh = pickle.loads(pickle.dumps(grammar))  # nothing hashed yet
+    assert hash(fresh) == hash((_hash_mirror(grammar.start), _hash_mirror(grammar.rules)))
+    composites = [node for _, expr in fresh.rules for node in walk(expr) if isinstance(node, (Seq, Alt, Repeat))]
+    for node in composites:
+        assert isinstance(object.__getattribute__(node, "_hash"), int)  # kept by the grammar's hash
+    for node in composites:
+        alone = pickle.loads(pickle.dumps(node))
+        assert hash(alone) == hash(node) == hash(_hash_mirror(node))
+
+
+def test_tree_hash_sees_subclasses_as_their_base_and_refuses_bad_input() -> None:
+    from grammarc.ir import _canon, nodes
+
+    class Mine(Seq):  # not a dataclass of its own: it inherits the hash and the fields
+        __slots__ = ()
+
+    items = (Literal("a"), Repeat(Ref("x"), 0, 2))
+    assert hash(Mine(items)) == hash(Seq(items)) == hash(_hash_mirror(Seq(items)))
+    deep = Literal("a")
+    for _ in range(5000):
+        deep = Seq((deep,))
+    with pytest.raises(RecursionError):
+        hash(deep)
+    classes, fields, remember, slot = nodes._HASHING
+    with pytest.raises(ValueError):
+        _canon.tree_hash(deep, classes, fields, remember[:-1], slot)
+    with pytest.raises(TypeError):
+        _canon.tree_hash(deep, classes, fields, remember, Seq.__dict__["items"])  # a slot of one class only
+    with pytest.raises(TypeError):
+        _canon.tree_hash(deep, classes, fields, remember, object())

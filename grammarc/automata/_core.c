@@ -354,6 +354,10 @@ static PyMethodDef methods[] = {
      "suffix_code(runs, accept, state) -> bytes: the canonical code (breadth-first numbering, runs "
      "in byte order) of the automaton reachable from `state`, given DFA._runs (or the int32 [n, 256] "
      "byte table) and bool accept [n]."},
+    {"literal", py_literal, METH_VARARGS,
+     "literal(data) -> (trans, accept, code): the DFA of exactly the byte string `data`, a chain of "
+     "len(data) + 1 states (minimal and canonical as built): bytes of int32 [n + 1, 256] and bool [n + 1], "
+     "and its canonical code (as suffix_code)."},
     {"byte_classes", py_byte_classes, METH_VARARGS,
      "byte_classes(trans) -> (table, b2c, k): an int32 [n, 256] byte table's columns merged into "
      "classes, numbered by their first byte: bytes of int32 [n, k] and uint8 [256] with "

@@ -116,6 +116,7 @@ static inline unsigned char *code_run(unsigned char *c, int lo, int hi, i32 targ
 PyObject *py_runs(PyObject *self, PyObject *args);
 PyObject *py_run_arrays(PyObject *self, PyObject *args);
 PyObject *py_suffix_code(PyObject *self, PyObject *args);
+PyObject *py_literal(PyObject *self, PyObject *args);
 PyObject *py_byte_classes(PyObject *self, PyObject *args);
 PyObject *py_json_string(PyObject *self, PyObject *args);
 PyObject *py_except_runs(PyObject *self, PyObject *args); /* _keys.c */

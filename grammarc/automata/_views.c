@@ -5,6 +5,7 @@
  * suffix_code - the canonical code of the language accepted from one state
  *               (grammarc.automata.suffix.suffix_key);
  * byte_classes - a byte table's columns merged into classes (grammarc.automata.dfa.byte_classes);
+ * literal     - the table and canonical code of one byte string's DFA (operations.literal);
  * walk        - a DFA's walk over some bytes (grammarc.automata.dfa.DFA.walk).
  *
  * Their Python oracles live in tests/ (tests/test_automata_core.py, tests/test_suffix_scans.py).
@@ -437,3 +438,44 @@ PyTypeObject WalkerType = {
     .tp_vectorcall_offset = offsetof(Walker, call),
     .tp_call = PyVectorcall_Call,
 };
+
+/* literal(data) -> (trans, accept, code): the DFA of exactly the bytes `data`, n of them: a
+ * chain of n + 1 states, state i reading data[i] to state i + 1 and only the last accepting,
+ * which is minimal and canonically numbered as it stands; as bytes of int32 [n + 1, 256] and
+ * bool [n + 1], and its canonical code (as suffix_code would read it off the table), written
+ * on the way. grammarc.automata.operations.literal's dense tables: through numpy and
+ * suffix_code, a 20-byte JSON property name cost ~100k instructions. */
+PyObject *py_literal(PyObject *self, PyObject *args)
+{
+    (void)self;
+    Py_buffer data;
+    if (!PyArg_ParseTuple(args, "y*", &data)) return NULL;
+    Py_ssize_t n = data.len;
+    PyObject *trans = NULL, *acc = NULL, *code = NULL, *result = NULL;
+    if (n >= INT32_MAX || (size_t)n >= SIZE_MAX / (256 * sizeof(i32)) - 1) {
+        PyErr_SetString(PyExc_ValueError, "literal: too long");
+        goto done;
+    }
+    /* fresh objects, filled here (never a shared one-byte singleton) */
+    trans = PyBytes_FromStringAndSize(NULL, (n + 1) * 256 * (Py_ssize_t)sizeof(i32));
+    acc = PyBytes_FromStringAndSize(NULL, n + 1);
+    code = PyBytes_FromStringAndSize(NULL, 9 * n + 3);
+    if (!trans || !acc || !code) goto done;
+    i32 *t = (i32 *)PyBytes_AS_STRING(trans);
+    char *a = PyBytes_AS_STRING(acc);
+    unsigned char *c = (unsigned char *)PyBytes_AS_STRING(code);
+    const unsigned char *d = data.buf;
+    memset(t, 0xff, (size_t)(n + 1) * 256 * sizeof(i32));  /* -1: no transition */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        t[i * 256 + d[i]] = (i32)(i + 1);
+        a[i] = 0;
+        c = code_run(code_head(c, 0, 1), d[i], d[i], (i32)(i + 1));
+    }
+    a[n] = 1;
+    code_head(c, 1, 0);
+    result = PyTuple_Pack(3, trans, acc, code);
+done:
+    Py_XDECREF(trans); Py_XDECREF(acc); Py_XDECREF(code);
+    PyBuffer_Release(&data);
+    return result;
+}

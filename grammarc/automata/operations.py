@@ -13,6 +13,7 @@ from typing import Sequence
 
 import numpy as np
 
+from grammarc.automata import _core
 from grammarc.errors import StateBudgetExceeded
 from grammarc.automata.dfa import (
     COMPACT_FROM, DEFAULT_MAX_STATES, DFA, _budget_error, _check_budget, _empty, _finalize, _make, _make_edges,
@@ -48,13 +49,12 @@ def _short_literal(data: bytes) -> DFA:
 
 def _literal(data: bytes) -> DFA:
     n = len(data)
+    if n + 1 < COMPACT_FROM:  # the common short literal: its dense table and its code from the core
+        trans, accept, code = _core.literal(data)
+        return _make(np.frombuffer(trans, dtype=np.int32).reshape(n + 1, 256), np.frombuffer(accept, dtype=bool), code)
     accept = np.zeros(n + 1, dtype=bool)
     accept[n] = True
     states = np.arange(n, dtype=np.int64)
-    if n + 1 < COMPACT_FROM:  # the common short literal: its dense table directly
-        trans = np.full((n + 1, 256), -1, dtype=np.int32)
-        trans[states, np.frombuffer(data, dtype=np.uint8)] = states + 1
-        return _make(trans, accept)
     return _make_edges(n + 1, states, np.frombuffer(data, dtype=np.uint8), states + 1, accept)
 
 

@@ -22,6 +22,7 @@
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,6 +141,25 @@ static int put_value(Buffer *b, PyObject *value, const Shapes *shapes, int depth
     return put_repr(b, value);
 }
 
+/* 0 when every item of `fields` (one per class) is a tuple of str, else -1 with a TypeError
+ * naming `who`. */
+static int check_fields(PyObject *fields, const char *who)
+{
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(fields); k++) {
+        PyObject *names = PyTuple_GET_ITEM(fields, k);
+        if (!PyTuple_Check(names)) {
+            PyErr_Format(PyExc_TypeError, "%s: a class's field names are not a tuple", who);
+            return -1;
+        }
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(names); i++)
+            if (!PyUnicode_Check(PyTuple_GET_ITEM(names, i))) {
+                PyErr_Format(PyExc_TypeError, "%s: a field name is not a str", who);
+                return -1;
+            }
+    }
+    return 0;
+}
+
 static PyObject *encode(PyObject *self, PyObject *args)
 {
     (void)self;
@@ -150,18 +170,7 @@ static PyObject *encode(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "encode: one tuple of field names per class (at most 255 classes)");
         return NULL;
     }
-    for (Py_ssize_t k = 0; k < n; k++) {
-        PyObject *names = PyTuple_GET_ITEM(fields, k);
-        if (!PyTuple_Check(names)) {
-            PyErr_SetString(PyExc_TypeError, "encode: a class's field names are not a tuple");
-            return NULL;
-        }
-        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(names); i++)
-            if (!PyUnicode_Check(PyTuple_GET_ITEM(names, i))) {
-                PyErr_SetString(PyExc_TypeError, "encode: a field name is not a str");
-                return NULL;
-            }
-    }
+    if (check_fields(fields, "encode") < 0) return NULL;
     Shapes shapes = {&PyTuple_GET_ITEM(classes, 0), &PyTuple_GET_ITEM(fields, 0), n};
     Buffer b = {0};
     PyObject *result = NULL;
@@ -171,8 +180,142 @@ static PyObject *encode(PyObject *self, PyObject *args)
     return result;
 }
 
+/* tree_hash(value, classes, fields, remember, slot) -> int
+ *
+ * The hash of `value` (an IR node, or a tuple such as a grammar's (start, rules)) as the
+ * nodes' dataclasses define it: a node of classes[k], the tuple hash of its fields[k]
+ * attributes; a tuple, the tuple hash of its items; anything else, its own hash. The tuple
+ * hash is CPython's (tuplehash: xxHash's lanes over the items' hashes), so a node hashes as
+ * ``hash(tuple(its fields))``; each node of a class whose `remember` byte is set keeps its
+ * hash in `slot` (the ``_hash`` slot's member descriptor), and one already kept is read, not
+ * recomputed. The IR's composite nodes hash here (grammarc.ir.nodes._remembers_its_hash):
+ * in Python, the first hash of a grammar made a frame, a tuple and a failed slot read (an
+ * AttributeError) per node, ~4% of compiling a MaskBench schema. Recursive like put_value,
+ * at most MAX_NESTING deep (RecursionError past it, as Python's own hash recursion gave). */
+
+#if SIZEOF_PY_UHASH_T > 4
+#define XXPRIME_1 ((Py_uhash_t)11400714785074694791ULL)
+#define XXPRIME_2 ((Py_uhash_t)14029467366897019727ULL)
+#define XXPRIME_5 ((Py_uhash_t)2870177450012600261ULL)
+#define XXROTATE(x) ((x << 31) | (x >> 33))
+#else
+#define XXPRIME_1 ((Py_uhash_t)2654435761UL)
+#define XXPRIME_2 ((Py_uhash_t)2246822519UL)
+#define XXPRIME_5 ((Py_uhash_t)374761393UL)
+#define XXROTATE(x) ((x << 13) | (x >> 19))
+#endif
+
+typedef struct { Shapes shapes; const char *remember; Py_ssize_t offset; } Hashing;
+
+static Py_uhash_t lane_in(Py_uhash_t acc, Py_uhash_t lane)
+{
+    acc += lane * XXPRIME_2;
+    acc = XXROTATE(acc);
+    return acc * XXPRIME_1;
+}
+
+static Py_hash_t lanes_done(Py_uhash_t acc, Py_ssize_t n)
+{
+    acc += (Py_uhash_t)n ^ (XXPRIME_5 ^ 3527539UL);  /* as tuplehash: hash(()) keeps its historical value */
+    return acc == (Py_uhash_t)-1 ? 1546275796 : (Py_hash_t)acc;
+}
+
+static Py_hash_t value_hash(PyObject *value, const Hashing *h, int depth);
+
+static Py_hash_t node_hash(PyObject *node, Py_ssize_t k, const Hashing *h, int depth)
+{
+    PyObject **slot = h->remember[k] ? (PyObject **)((char *)node + h->offset) : NULL;
+    if (slot && *slot && PyLong_CheckExact(*slot)) {
+        Py_hash_t kept = PyLong_AsSsize_t(*slot);
+        if (kept != -1) return kept;
+        if (PyErr_Occurred()) return -1;
+    }
+    PyObject *names = h->shapes.fields[k];
+    Py_ssize_t n = PyTuple_GET_SIZE(names);
+    Py_uhash_t acc = XXPRIME_5;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *field = PyObject_GetAttr(node, PyTuple_GET_ITEM(names, i));
+        if (!field) return -1;
+        Py_hash_t lane = value_hash(field, h, depth + 1);
+        Py_DECREF(field);
+        if (lane == -1) return -1;
+        acc = lane_in(acc, (Py_uhash_t)lane);
+    }
+    Py_hash_t result = lanes_done(acc, n);
+    if (slot) {
+        PyObject *kept = PyLong_FromSsize_t(result), *old = *slot;
+        if (!kept) return -1;
+        *slot = kept;
+        Py_XDECREF(old);  /* another thread's equal value, set while a field's hash ran Python code */
+    }
+    return result;
+}
+
+static Py_hash_t value_hash(PyObject *value, const Hashing *h, int depth)
+{
+    if (depth > MAX_NESTING) {
+        PyErr_Format(PyExc_RecursionError, "tree_hash: the value nests deeper than %d levels", MAX_NESTING);
+        return -1;
+    }
+    PyTypeObject *type = Py_TYPE(value);
+    if (type == &PyTuple_Type) {
+        Py_ssize_t n = PyTuple_GET_SIZE(value);
+        Py_uhash_t acc = XXPRIME_5;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            Py_hash_t lane = value_hash(PyTuple_GET_ITEM(value, i), h, depth + 1);
+            if (lane == -1) return -1;
+            acc = lane_in(acc, (Py_uhash_t)lane);
+        }
+        return lanes_done(acc, n);
+    }
+    for (Py_ssize_t k = 0; k < h->shapes.n_classes; k++)
+        if ((PyObject *)type == h->shapes.classes[k]) return node_hash(value, k, h, depth);
+    return PyObject_Hash(value);
+}
+
+static PyObject *tree_hash(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *value, *classes, *fields, *remember, *slot;
+    if (!PyArg_ParseTuple(args, "OO!O!O!O", &value, &PyTuple_Type, &classes, &PyTuple_Type, &fields, &PyBytes_Type,
+                          &remember, &slot))
+        return NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(classes);
+    if (n != PyTuple_GET_SIZE(fields) || n != PyBytes_GET_SIZE(remember)) {
+        PyErr_SetString(PyExc_ValueError, "tree_hash: one tuple of field names and one remember byte per class");
+        return NULL;
+    }
+    if (!Py_IS_TYPE(slot, &PyMemberDescr_Type) || ((PyMemberDescrObject *)slot)->d_member->type != T_OBJECT_EX
+        || (((PyMemberDescrObject *)slot)->d_member->flags & READONLY)) {
+        PyErr_SetString(PyExc_TypeError, "tree_hash: the slot is not a writable object slot's member descriptor");
+        return NULL;
+    }
+    PyTypeObject *owner = PyDescr_TYPE(slot);
+    const char *flags = PyBytes_AS_STRING(remember);
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *cls = PyTuple_GET_ITEM(classes, k);
+        if (!PyType_Check(cls) || (flags[k] && !PyType_IsSubtype((PyTypeObject *)cls, owner))) {
+            PyErr_SetString(PyExc_TypeError, "tree_hash: a class is not a type, or cannot hold the slot");
+            return NULL;
+        }
+    }
+    if (check_fields(fields, "tree_hash") < 0) return NULL;
+    Hashing h = {{&PyTuple_GET_ITEM(classes, 0), &PyTuple_GET_ITEM(fields, 0), n}, flags,
+                 ((PyMemberDescrObject *)slot)->d_member->offset};
+    Py_hash_t result;
+    PyTypeObject *type = Py_TYPE(value);
+    Py_ssize_t k = 0;
+    for (; k < n && (PyObject *)type != h.shapes.classes[k]; k++) {}
+    if (k == n)  /* a subclass of a node class that inherits its hash: hashed as its base */
+        for (k = 0; k < n && !PyObject_TypeCheck(value, (PyTypeObject *)h.shapes.classes[k]); k++) {}
+    result = k < n ? node_hash(value, k, &h, 0) : value_hash(value, &h, 0);
+    return result == -1 ? NULL : PyLong_FromSsize_t(result);
+}
+
 static PyMethodDef methods[] = {
     {"encode", encode, METH_VARARGS, "encode(value, classes, fields) -> the canonical bytes of a grammar's rules"},
+    {"tree_hash", tree_hash, METH_VARARGS,
+     "tree_hash(value, classes, fields, remember, slot) -> the hash of an IR value, kept by the nodes that remember"},
     {NULL, NULL, 0, NULL},
 };
 

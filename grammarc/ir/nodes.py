@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, fields
 from typing import Iterator, Literal as TypingLiteral, Mapping, Union
 
 from grammarc.allocation import slot_init
-from grammarc.ir import _walk
+from grammarc.ir import _canon, _walk
 from grammarc.errors import GrammarError, Span
 
 RegexMode = TypingLiteral["match", "early", "complement"]
@@ -41,16 +41,16 @@ class _Node:
 def _remembers_its_hash(cls):
     """Keep a composite node's hash once computed: the generated one hashes the whole tree
     under the node on every call, and the compiler keys its memos by subtrees, so an
-    uncached hash makes memo lookups quadratic in the depth of a schema's grammar."""
-    compute = cls.__hash__
+    uncached hash makes memo lookups quadratic in the depth of a schema's grammar. The
+    first hash of a node is the compiled core's (`_canon.tree_hash`: the dataclass's value,
+    ``hash(tuple(fields))``), which leaves the hash of every composite node below it kept
+    too, in one call instead of a Python frame and a failed slot read per node."""
 
     def __hash__(self) -> int:
         try:
             return self._hash
         except AttributeError:
-            value = compute(self)
-            object.__setattr__(self, "_hash", value)
-            return value
+            return _canon.tree_hash(self, *_HASHING)
 
     cls.__hash__ = __hash__
     return cls
@@ -171,6 +171,14 @@ class Except(_Node):
 
 Expr = Union[Literal, Regex, Substrings, JsonStringExcept, Ref, Seq, Alt, Repeat, AnyToken, Except]
 EXPR_TYPES = (Literal, Regex, Substrings, JsonStringExcept, Ref, Seq, Alt, Repeat, AnyToken, Except)
+# what `_canon.tree_hash` reads: each class's hashed fields (the dataclass's: compared ones
+# unless a field says otherwise), which classes keep their hash, and the slot they keep it in
+_HASHING = (
+    EXPR_TYPES,
+    tuple(tuple(f.name for f in fields(cls) if (f.compare if f.hash is None else f.hash)) for cls in EXPR_TYPES),
+    bytes(cls in (Seq, Alt, Repeat) for cls in EXPR_TYPES),
+    _Node.__dict__["_hash"],
+)
 _LEAVES = frozenset((Literal, Regex, Substrings, JsonStringExcept, Ref, AnyToken))
 # the IR's classes in the order the compiled walks read them (grammarc/ir/_walk.c)
 WALK_CLASSES = (Seq, Alt, Repeat, Except, Literal, Substrings, Ref, Regex, JsonStringExcept, AnyToken)
@@ -301,4 +309,5 @@ class Grammar:
         return self.start == other.start and self.rules == other.rules
 
     def __hash__(self) -> int:
-        return hash((self.start, self.rules))
+        """``hash((start, rules))``, the rules' nodes hashed (and kept) in one compiled call."""
+        return _canon.tree_hash((self.start, self.rules), *_HASHING)

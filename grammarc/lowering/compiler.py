@@ -52,12 +52,25 @@ class Terminal:
 
     `any_token` marks ``any!`` (exactly one vocabulary token; any non-empty bytes without a
     vocabulary); `token_limit` is the n of ``except!(X, n)``. Neither is merged with others.
+    `label` is its name, or the (expression, rule) that `name` describes: only error
+    messages, summaries and the disk cache read a name, so the lowering leaves printing it
+    (an expression's EBNF, a literal's JSON) to the first that does.
     """
 
-    name: str
+    label: Name
     dfa: DFA
     any_token: bool = False
     token_limit: int | None = None
+
+    @property
+    def name(self) -> str:
+        """The terminal's name: `label`, printed once (and then kept) where it describes one."""
+        label = self.label
+        if isinstance(label, str):
+            return label
+        name = _describe(*label)
+        object.__setattr__(self, "label", name)  # where a frozen instance keeps what it computed
+        return name
 
 
 @dataclass(frozen=True, eq=False)
@@ -200,7 +213,7 @@ class _Lowering:
         known = self._terminal_ids.get(key)
         if known is None:
             known = self._terminal_ids[key] = len(self.terminals)
-            self.terminals.append(Terminal(_named(name), dfa, any_token, token_limit))
+            self.terminals.append(Terminal(name, dfa, any_token, token_limit))
         return known
 
     def terminal_symbols(self, dfa: DFA, name: Name) -> tuple[Sym, ...]:
