@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from grammarc.errors import SchemaError
-from grammarc.frontends.jsonschema.documents import MAX_DEPTH, check_tree, escape_ptr, pointer
+from grammarc.frontends.jsonschema.documents import MAX_DEPTH, _shallow, check_tree, escape_ptr, pointer
 
 
 def reference_check_tree(doc, ptr: str = "#") -> None:
@@ -110,3 +110,35 @@ def test_the_documents_reach_every_outcome() -> None:
         found = outcome(check_tree, document(rnd, rnd.randrange(1, MAX_DEPTH + 4), rnd.random() < 0.3, rnd.random() < 0.3))
         seen.add(None if found is None else found[0].split(":")[-1].split("(")[0].strip()[:20])
     assert len(seen) == 3, seen
+
+
+@given(st.randoms(use_true_random=False), st.integers(1, MAX_DEPTH + 4), st.booleans(), st.booleans())
+@settings(max_examples=200, deadline=None)
+def test_the_level_pass_clears_exactly_the_accepted_documents(rnd, spine, share, cycle) -> None:
+    # check_tree's fast path: it must clear every document the reference accepts (else the
+    # exact walk does the work) and none it refuses (else a refusal is lost)
+    doc = document(rnd, spine, share, cycle)
+    assert _shallow(doc) == (outcome(reference_check_tree, doc) is None)
+
+
+class _Counted(list):
+    """A list that counts how often it is read."""
+
+    reads = 0
+
+    def __iter__(self):
+        _Counted.reads += 1
+        return super().__iter__()
+
+
+def test_the_level_pass_reads_a_shared_container_once_per_level() -> None:
+    # each container holds the next one twice: 2**20 paths, 21 containers
+    doc = inner = _Counted()
+    for _ in range(20):
+        nxt = _Counted()
+        inner.extend([nxt, nxt])
+        inner = nxt
+    _Counted.reads = 0
+    assert _shallow(doc)
+    assert _Counted.reads <= 21
+    check_tree(doc)

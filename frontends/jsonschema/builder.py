@@ -7,7 +7,7 @@ import warnings
 from collections import Counter
 from itertools import chain
 from functools import lru_cache
-from typing import Callable
+from typing import Mapping
 from urllib.parse import unquote
 
 from grammarc.errors import SchemaError, UnsupportedSchemaError
@@ -28,7 +28,7 @@ from .merge import Merged, Merging
 from .negation import Negation
 from .numbers import Numbers
 from .objects import Objects
-from .sharing import ReferenceCache, identifier, reachable, share
+from .sharing import identifier, reachable_from, share
 from .strings import Strings
 from .validate import Validation
 from .values import dec, json_kind
@@ -90,12 +90,15 @@ class Builder(Combinators, Merging, Negation, Numbers, Strings, Arrays, Objects,
                 raise SchemaError(*self.empty_reason)
             raise SchemaError("the schema matches no JSON value", root.ptr)
         self.rules = {start: body, **self.rules}
-        refs_of = ReferenceCache()  # the passes below read the same bodies' references again
-        if self.layout.ws is not None and any("ws" in refs_of(body) for body in self.rules.values()):
+        # each body's references, read once for the passes below (the ws check, reachability, inlining)
+        refs = {name: references(body) for name, body in self.rules.items()}
+        if self.layout.ws is not None and any("ws" in used for used in refs.values()):
             self._add_ws_rule()
+            refs["ws"] = []
         if self.ignored and self.lenient:
             warnings.warn("ignored JSON Schema keywords (lenient=True): " + ", ".join(self.ignored), stacklevel=3)
-        rules = _inline_single_use(reachable(self.rules, start, refs_of=refs_of), self.internal, start, refs_of=refs_of)
+        live = reachable_from(self.rules, start, (), refs)
+        rules = _inline_single_use(live, self.internal, start, refs=refs)
         rules = share(rules, start, self.terminal_names, reserved=("ws",))
         return Grammar(rules=tuple(rules.items()), start=start)
 
@@ -513,17 +516,19 @@ def _title_hint(schema, hint: str) -> str:
 
 
 def _inline_single_use(rules: dict, internal: set, start: str, max_nesting: int = 6,
-                       refs_of: Callable[[Expr], list[str]] = references) -> dict:
+                       refs: Mapping[str, list[str]] | None = None) -> dict:
     """Inline internal helper rules referenced exactly once (keeps the .ebnf readable).
 
     A chain of such helpers (an object's optional members, one rule each) is inlined at most
     `max_nesting` levels deep; the rule where it is cut stays a rule, so no expression ever
     nests deeper than that however long the chain is. Sequences and alternations come out
     flat; rules with nothing to inline or flatten are kept as they are (the same objects).
-    The walk is `grammarc.ir.nodes.inline_rules`, in the compiled core.
+    The walk is `grammarc.ir.nodes.inline_rules`, in the compiled core. `refs`: each rule's
+    references (`grammarc.ir.references`) where the caller has them (a superset of `rules`).
     """
-    refs = {name: refs_of(body) for name, body in rules.items()}
-    counts = Counter(chain.from_iterable(refs.values()))
+    if refs is None:
+        refs = {name: references(body) for name, body in rules.items()}
+    counts = Counter(chain.from_iterable(map(refs.__getitem__, rules)))
     inline = {n for n in internal if counts.get(n) == 1 and n in rules and n not in refs[n]}
     if not inline:
         return rules

@@ -45,10 +45,33 @@ def escape_ptr(token: str) -> str:
 def check_tree(doc, ptr: str = "#") -> None:
     """Refuse a cyclic Python object or a document nested deeper than MAX_DEPTH (iteratively).
 
-    A container's place is kept as (its parent's place, its key) and written out as a
-    pointer only for the error: most documents have none."""
-    if not isinstance(doc, (dict, list)):
+    Most documents are neither: `_shallow` says so level by level (one comprehension per
+    level); only a document it cannot clear goes through `_check_places`, which finds which
+    of the two it is and where."""
+    if not isinstance(doc, (dict, list)) or _shallow(doc):
         return
+    _check_places(doc, ptr)
+
+
+def _shallow(doc) -> bool:
+    """Whether no chain of containers under `doc` holds more than MAX_DEPTH of them: the
+    containers `depth` steps below it, level by level, run out before level MAX_DEPTH (a
+    cycle never runs out). A container held twice in one level is kept once, so that shared
+    containers cost at most a level each, never a path each."""
+    level = [doc]
+    for _ in range(MAX_DEPTH):
+        level = [value for obj in level for value in (obj.values() if isinstance(obj, dict) else obj)
+                 if isinstance(value, (dict, list))]
+        if not level:
+            return True
+        if len(level) > 1 and len(set(map(id, level))) < len(level):
+            level = list({id(obj): obj for obj in level}.values())
+    return False
+
+
+def _check_places(doc, ptr: str) -> None:
+    """`check_tree`'s walk with each container's place: its place is kept as (its parent's
+    place, its key) and written out as a pointer only for the error."""
     height: dict[int, int] = {}  # id -> nesting below (1 for a leaf container)
     on_path: set[int] = set()
     stack: list = [(doc, ptr, None)]  # (container, place, None; or its child containers once entered)

@@ -22,20 +22,18 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Callable, Iterable, Mapping
+from typing import Iterable, Mapping
 
-from grammarc.ir import Alt, Expr, JsonStringExcept, Ref, Regex, Repeat, Seq, references, walk
+from grammarc.ir import Alt, Expr, JsonStringExcept, Ref, Regex, Repeat, Seq, walk
 from grammarc.ir.nodes import shape, substituted
 
-__all__ = ["share", "hoist_terminals", "merge_equal_rules", "identifier", "ReferenceCache", "shorten", "unique"]
+__all__ = ["share", "hoist_terminals", "merge_equal_rules", "identifier", "reachable_from", "shorten", "unique"]
 
 MIN_TERMINAL = 24  # pattern length from which a repeated regex gets a rule (and a named one, once)
 MIN_NAMED_TERMINAL = 12  # pattern length from which a regex the builder names gets a rule, repeated
 MIN_MERGED_NODES = 5  # IR nodes from which equal rule bodies are merged
 MAX_MERGE_ROUNDS = 16  # each round may make bodies that referred to merged rules equal
 MAX_NAME = 40
-
-RefsOf = Callable[[Expr], list[str]]  # a rule body -> the names it refers to (`grammarc.ir.references`)
 
 
 def share(rules: Mapping[str, Expr], start: str, hints: Mapping[Expr, str],
@@ -69,7 +67,8 @@ def hoist_terminals(rules: Mapping[str, Expr], hints: Mapping[Expr, str], reserv
 def _hoist_terminals(rules: Mapping[str, Expr], hints: Mapping[Expr, str], reserved: tuple[str, ...],
                      terminals: Mapping[str, list[Expr]]) -> dict[str, Expr]:
     """`hoist_terminals`, given each rule's terminals in order (`_terminals`)."""
-    named = {_terminal_key(t): name for t, name in hints.items() if type(t) in _TERMINALS}
+    named = {(Regex, t.pattern, t.mode) if type(t) is Regex else (JsonStringExcept, t.words): name
+             for t, name in hints.items() if type(t) in _TERMINALS}  # keyed as `_terminal_key` keys them
     uses: dict[tuple, int] = {}  # candidate -> occurrences
     first: dict[tuple, Expr] = {}  # candidate -> the terminal where it first occurs
     small: set[tuple] = set()  # terminals too small to be candidates
@@ -148,8 +147,10 @@ def _merge_equal_rules(rules: Mapping[str, Expr], start: str, reserved: tuple[st
     forms = {name: shapes.form(body) for name, body in out.items()}
     refs = {name: frozenset(used).union(opaque) for name, (_, used, opaque, _) in forms.items()}
     # references to the rule itself all alike (so that ``a ::= "" | x a`` and ``b ::= "" | x
-    # b``, the same language, compare equal): no rule has the empty name
-    written = {name: tuple(["" if used == name else used for used in form[1]]) for name, form in forms.items()}
+    # b``, the same language, compare equal): no rule has the empty name. Most rules do not
+    # refer to themselves: their list of references is read as it is
+    written = {name: ["" if used == name else used for used in form[1]] if name in form[1] else form[1]
+               for name, form in forms.items()}
     classes = _Classes(out)
     # a key stays true of its rule as more rules are found equal: keys of earlier rounds stay
     groups: dict[tuple, str] = {}
@@ -190,7 +191,7 @@ def _merge_equal_rules(rules: Mapping[str, Expr], start: str, reserved: tuple[st
             else:
                 merged[new] = _substituted(body, rename, {})
                 merged_refs[new] = frozenset(renames.get(used, used) for used in forms[name][1]) | forms[name][2]
-    return _reachable(merged, start, reserved, merged_refs.__getitem__), terminals
+    return reachable_from(merged, start, reserved, merged_refs), terminals
 
 
 _Form = tuple  # (shape, names referred to in walk order, names inside opaque nodes, terminals in order)
@@ -254,44 +255,25 @@ class _Classes:
         return [sorted(members, key=order) for members in self._members.values() if len(members) > 1]
 
 
-def reachable(rules: dict[str, Expr], start: str, reserved: tuple[str, ...] = (),
-              refs_of: RefsOf | None = None) -> dict[str, Expr]:
+def reachable_from(rules: Mapping[str, Expr], start: str, reserved: tuple[str, ...],
+                   refs: Mapping[str, Iterable[str]]) -> dict[str, Expr]:
     """The rules that the start rule (or a `reserved` one) can reach, in their order: helpers
-    built for dead branches go away."""
-    refs_of = refs_of or references
-    return _reachable(rules, start, reserved, lambda name: refs_of(rules[name]))
-
-
-def _reachable(rules: dict[str, Expr], start: str, reserved: tuple[str, ...],
-               refs_of_rule: Callable[[str], Iterable[str]]) -> dict[str, Expr]:
-    """`reachable`, given the names each rule refers to by the rule's name (the merge knows
-    them without walking a body again)."""
+    built for dead branches go away. `refs`: the names each rule refers to, by the rule's name
+    (the builder and the merge know them without walking a body again). A rule's references
+    are read as one set less those already seen: a Python step per rule reached, not one per
+    reference (layouts refer to ``ws`` from every member)."""
     seen = {start, *(name for name in reserved if name in rules)}
     todo = list(seen)
     while todo:
-        for name in refs_of_rule(todo.pop()):
-            if name not in seen and name in rules:
+        found = set(refs[todo.pop()])
+        found -= seen
+        for name in found:
+            if name in rules:
                 seen.add(name)
                 todo.append(name)
+    if len(seen) == len(rules) and start in rules:  # nothing dead (seen holds rules only)
+        return dict(rules)
     return {name: body for name, body in rules.items() if name in seen}
-
-
-class ReferenceCache:
-    """`references` of rule bodies, each body object walked once across the passes of one
-    build: the builder's checks, reachability and inlining read the same bodies again (most
-    pass through a pass unchanged). An entry keeps its body alive, so no id is reused while
-    it is cached; a cache lives as long as the build that made it."""
-
-    def __init__(self) -> None:
-        self._known: dict[int, tuple[Expr, list[str]]] = {}
-
-    def __call__(self, body: Expr) -> list[str]:
-        hit = self._known.get(id(body))
-        if hit is not None and hit[0] is body:
-            return hit[1]
-        found = references(body)
-        self._known[id(body)] = (body, found)
-        return found
 
 
 def _has_nodes(expr: Expr, count: int) -> bool:
