@@ -597,11 +597,14 @@ done:
  * start (state 0), as `scan` walks them, each checked first (`row_ok`). Fills `out`: the
  * `pack_ids` (bits, words, count) of the tokens' ids for the rows that end inside the
  * terminal, or None; the splits; the bytes right after them (what the next level's
- * terminals are picked by). Without the GIL while walking when `release` (a small level's
+ * terminals are picked by). With `next` (pick NULL), the suffixes' next bytes, one each:
+ * the suffixes are a small level's, checked when it was made (each strictly inside its
+ * token), and picked by those bytes. Without the GIL while walking when `release` (a small level's
  * walk keeps it: its part is made and published with no other thread in between). 0, or
  * -1 with an error set; `part_walk_free` after either. */
 int part_walk(TableObject *table, TokensObject *tokens, const int32_t *r, const int32_t *p, Py_ssize_t n_suffixes,
-              const int64_t *pick, Py_ssize_t n, Py_ssize_t n_words, int release, PartWalk *out) {
+              const int64_t *pick, Py_ssize_t n, Py_ssize_t n_words, int release, const uint8_t *next,
+              PartWalk *out) {
     Walk w = {0};
     memset(out, 0, sizeof *out);
     if (setup(&w, table, tokens, 0, "scan_part")) return -1;
@@ -609,7 +612,7 @@ int part_walk(TableObject *table, TokensObject *tokens, const int32_t *r, const 
         PyErr_SetString(PyExc_ValueError, "scan_part: inconsistent array sizes");
         return -1;
     }
-    for (Py_ssize_t i = 0; i < n; i++) {
+    for (Py_ssize_t i = 0; !next && i < n; i++) {
         Py_ssize_t k = pick ? pick[i] : i;
         if (k < 0 || k >= n_suffixes || !row_ok(&tokens->lengths, &tokens->offsets, &tokens->data, r[k], p[k])) {
             PyErr_SetString(PyExc_ValueError, "scan_part: a pick, row or position is out of range");
@@ -618,7 +621,11 @@ int part_walk(TableObject *table, TokensObject *tokens, const int32_t *r, const 
     }
     int failed = 0;
     PyThreadState *saved = release ? PyEval_SaveThread() : NULL;
-    if (pick)
+    if (next) /* a small level's suffixes (each checked when it was made), their next bytes known */
+        for (Py_ssize_t i = 0; i < n && !failed; i++) {
+            if (step(&w.t, 0, next[i]) >= 0) failed = walk_row(&w, r[i], p[i]);
+        }
+    else if (pick)
         for (Py_ssize_t i = 0; i < n && !failed; i++) failed = walk_row(&w, r[pick[i]], p[pick[i]]);
     else  /* the suffixes whose next byte opens the terminal: the others die at once */
         for (Py_ssize_t i = 0; i < n && !failed; i++)
@@ -671,7 +678,7 @@ static PyObject *scan_part(PyObject *self, PyObject *args) {
     Py_ssize_t n_suffixes = rows.len / (Py_ssize_t)sizeof(int32_t);
     const int64_t *pick = picks_obj == Py_None ? NULL : picks.buf;
     Py_ssize_t n = pick ? picks.len / (Py_ssize_t)sizeof(int64_t) : n_suffixes;
-    if (part_walk(table, tokens, rows.buf, pos.buf, n_suffixes, pick, n, n_words, 1, &part)) goto done;
+    if (part_walk(table, tokens, rows.buf, pos.buf, n_suffixes, pick, n, n_words, 1, NULL, &part)) goto done;
     result = Py_BuildValue("(ONNN)", part.packed, vec_bytes(&part.split_rows), vec_bytes(&part.split_pos),
                            byte_set_int(part.next));
 done:

@@ -149,7 +149,8 @@ typedef struct {
     unsigned char next[32];    /* the bytes right after the splits (bit b % 8 of next[b / 8]) */
 } PartWalk;
 int part_walk(TableObject *table, TokensObject *tokens, const int32_t *r, const int32_t *p, Py_ssize_t n_suffixes,
-              const int64_t *pick, Py_ssize_t n, Py_ssize_t n_words, int release, PartWalk *out);
+              const int64_t *pick, Py_ssize_t n, Py_ssize_t n_words, int release, const uint8_t *next,
+              PartWalk *out);
 void part_walk_free(PartWalk *out);
 
 /* _small.c: a small token tree level made in C (`PartMaker`, `SmallLevel`) */

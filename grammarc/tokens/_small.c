@@ -18,7 +18,8 @@
  *   are mostly those of another level after the same terminal). `made`: parts made.
  *
  * SmallLevel(maker, previous, rows, pos): a tree's source (int32 buffers, copied unless
- *   bytes; each suffix checked to lie strictly inside its token). candidates() ->
+ *   bytes; each suffix checked to lie strictly inside its token, and its next byte kept:
+ *   each part's walk picks its suffixes by it). candidates() ->
  *   `starting(previous, its next bytes)`. The compiled tree makes its parts through
  *   `small_make` (the capsule `SOURCE_API`, _source.h): one walk over all the suffixes,
  *   picking those whose next byte opens the terminal; the ends packed into a TokenSet and
@@ -53,6 +54,7 @@ typedef struct {
     MakerObject *maker;
     int32_t previous;
     PyObject *rows, *pos; /* bytes of int32 */
+    uint8_t *next;        /* each suffix's next byte (owned) */
     unsigned char after[32];
 } SmallObject;
 
@@ -188,18 +190,29 @@ static PyTypeObject MakerType = {
 
 /* -- a small level ----------------------------------------------------------------------- */
 
-/* A level over the splits (rows, pos) (bytes of int32, stolen: NULL fails) whose next bytes
- * are `after`; nothing checked (the caller's walk gave them). */
-static PyObject *small_of(MakerObject *m, int32_t previous, PyObject *rows, PyObject *pos,
+/* A level over the suffixes (rows, pos) (bytes of int32, stolen: NULL fails), each strictly
+ * inside its token, whose next bytes are `next` (n of them, stolen, PyMem) and, as a set,
+ * `after`; nothing checked (the caller did, or its walk gave them). */
+static PyObject *small_of(MakerObject *m, int32_t previous, PyObject *rows, PyObject *pos, uint8_t *next,
                           const unsigned char after[32]) {
-    SmallObject *s = rows && pos ? PyObject_New(SmallObject, &SmallType) : NULL;
+    SmallObject *s = rows && pos && next ? PyObject_New(SmallObject, &SmallType) : NULL;
     if (!s) {
-        Py_XDECREF(rows), Py_XDECREF(pos);
-        return NULL;
+        Py_XDECREF(rows), Py_XDECREF(pos), PyMem_Free(next);
+        return rows && pos && !next ? PyErr_NoMemory() : NULL;
     }
-    s->maker = (MakerObject *)Py_NewRef(m), s->previous = previous, s->rows = rows, s->pos = pos;
+    s->maker = (MakerObject *)Py_NewRef(m), s->previous = previous, s->rows = rows, s->pos = pos, s->next = next;
     memcpy(s->after, after, 32);
     return (PyObject *)s;
+}
+
+/* The next byte of each of n suffixes (r[i], p[i]) (each strictly inside its token), in a
+ * new PyMem buffer (NULL: out of memory). */
+static uint8_t *next_bytes_of(const TokensObject *tokens, const int32_t *r, const int32_t *p, Py_ssize_t n) {
+    uint8_t *next = PyMem_Malloc((size_t)(n ? n : 1));
+    const int64_t *off = tokens->offsets.buf;
+    const uint8_t *data = tokens->data.buf;
+    for (Py_ssize_t i = 0; next && i < n; i++) next[i] = data[off[r[i]] + p[i]];
+    return next;
 }
 
 static PyObject *small_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
@@ -225,18 +238,15 @@ static PyObject *small_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     const int32_t *r = (const int32_t *)PyBytes_AS_STRING(rows), *p = (const int32_t *)PyBytes_AS_STRING(pos);
     TokensObject *tokens = m->tokens;
     const int32_t *len = tokens->lengths.buf;
-    const int64_t *off = tokens->offsets.buf;
-    const uint8_t *data = tokens->data.buf;
-    unsigned char after[32] = {0};
-    for (Py_ssize_t i = 0; i < n; i++) {
+    for (Py_ssize_t i = 0; i < n; i++)
         if (!row_ok(&tokens->lengths, &tokens->offsets, &tokens->data, r[i], p[i]) || p[i] >= len[r[i]]) {
             PyErr_SetString(PyExc_ValueError, "SmallLevel: a suffix does not lie inside its token");
             goto fail;
         }
-        uint8_t b = data[off[r[i]] + p[i]];
-        after[b >> 3] |= (unsigned char)(1u << (b & 7));
-    }
-    return small_of(m, previous, rows, pos, after);
+    uint8_t *next = next_bytes_of(tokens, r, p, n);
+    unsigned char after[32] = {0};
+    for (Py_ssize_t i = 0; next && i < n; i++) after[next[i] >> 3] |= (unsigned char)(1u << (next[i] & 7));
+    return small_of(m, previous, rows, pos, next, after);
 fail:
     Py_XDECREF(rows), Py_XDECREF(pos);
     return NULL;
@@ -244,6 +254,7 @@ fail:
 
 static void small_dealloc(SmallObject *s) {
     Py_XDECREF(s->maker), Py_XDECREF(s->rows), Py_XDECREF(s->pos);
+    PyMem_Free(s->next);
     PyObject_Free(s);
 }
 
@@ -313,7 +324,8 @@ static int small_child(MakerObject *m, int u, PartWalk *w, SourcePart *out) {
             Py_XDECREF(rows), Py_XDECREF(pos);
             return -1;
         }
-        out->child = small_of(m, u, rows, pos, w->next);
+        out->child = small_of(m, u, rows, pos, next_bytes_of(m->tokens, w->split_rows.data, w->split_pos.data, n),
+                              w->next);
         return out->child ? 0 : -1;
     }
     PyObject *index = rows && pos ? maker_index(m) : NULL, *after = index ? byte_set_int(w->next) : NULL;
@@ -337,7 +349,7 @@ static int small_make(PyObject *source, int u, SourcePart *out) {
     PartWalk w;
     Py_ssize_t n = PyBytes_GET_SIZE(s->rows) / 4;
     int failed = part_walk(table, m->tokens, (const int32_t *)PyBytes_AS_STRING(s->rows),
-                           (const int32_t *)PyBytes_AS_STRING(s->pos), n, NULL, n, m->n_words, 0, &w);
+                           (const int32_t *)PyBytes_AS_STRING(s->pos), n, NULL, n, m->n_words, 0, s->next, &w);
     if (!failed)
         out->tokens = w.packed == Py_None ? Py_NewRef(Py_None) : PyObject_Call(m->token_set, w.packed, NULL);
     failed = failed || !out->tokens || small_child(m, u, &w, out);
