@@ -15,6 +15,7 @@
  * part published stays), and a part is only ever added, never dropped: the trees a walk
  * holds borrowed stay alive while the tree it was given does. */
 #include "_gss.h"
+#include "../tokens/_source.h"
 #include <string.h>
 #include <structmember.h>
 
@@ -31,12 +32,9 @@ static int tree_take_candidates(Tree *t, PyObject *set);
 
 /* -- the tree --------------------------------------------------------------------------- */
 
-/* Tree(source=None, candidates=None): with `candidates` (a frozenset), the tree has them at
- * once and never asks its source (which knows them as it makes the tree: no call back). */
-static PyObject *tree_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"source", "candidates", NULL};
-    PyObject *source = Py_None, *candidates = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OO", kwlist, &source, &candidates)) return NULL;
+/* A tree of `type` over `source` (None: no parts) with `candidates` (a frozenset, or
+ * None: read from the source on first use); a new reference, or NULL with an error set. */
+static PyObject *tree_make(PyTypeObject *type, PyObject *source, PyObject *candidates) {
     Tree *t = (Tree *)type->tp_alloc(type, 0); /* zeroed */
     if (!t) return NULL;
     if (PyType_IS_GC(type)) PyObject_GC_UnTrack(t); /* a Python subclass is a GC type: nothing to track (below) */
@@ -50,6 +48,15 @@ static PyObject *tree_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     t->source = Py_NewRef(source);
     if (candidates != Py_None && tree_take_candidates(t, Py_NewRef(candidates))) { Py_DECREF(t); return NULL; }
     return (PyObject *)t;
+}
+
+/* Tree(source=None, candidates=None): with `candidates` (a frozenset), the tree has them at
+ * once and never asks its source (which knows them as it makes the tree: no call back). */
+static PyObject *tree_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"source", "candidates", NULL};
+    PyObject *source = Py_None, *candidates = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OO", kwlist, &source, &candidates)) return NULL;
+    return tree_make(type, source, candidates);
 }
 
 static void tree_dealloc(Tree *t) {
@@ -155,18 +162,44 @@ static int tree_publish_at(Tree *t, Py_ssize_t i, PyObject *part) {
     return 0;
 }
 
+/* A compiled source's type and its `make` (grammarc/tokens/_source.h), handed over once by
+ * tokens/tree.py (`_compiled_source`); NULL before. */
+static const SourceApi *source_api;
+
+/* The part a compiled source made (`SourceApi.make`; its references stolen), as a part
+ * tuple (new reference): a child source becomes a tree of t's type with its candidates. */
+static PyObject *compiled_part(Tree *t, SourcePart *made) {
+    PyObject *part = NULL;
+    if (made->candidates) {
+        PyObject *child = tree_make(Py_TYPE(t), made->child, made->candidates);
+        Py_SETREF(made->child, child);
+    }
+    if (made->child)
+        part = made->tokens == Py_None && made->child == Py_None ? Py_NewRef(tree_no_part)
+                                                                  : PyTuple_Pack(2, made->tokens, made->child);
+    Py_XDECREF(made->tokens), Py_XDECREF(made->child), Py_XDECREF(made->candidates);
+    return part;
+}
+
 /* The part of candidate i (borrowed: the tree keeps it), made by the source if it is not
- * yet; NULL with an exception set. */
+ * yet: a compiled source's with one C call, another's with its Python `part(tree, u)`;
+ * NULL with an exception set. */
 static PyObject *tree_part_at(Tree *t, Py_ssize_t i) {
     if (t->parts[i]) return t->parts[i];
     PyObject *source = t->source; /* set while some part is not made */
     if (!source) { PyErr_SetString(PyExc_RuntimeError, "a tree without a source lacks a part"); return NULL; }
-    PyObject *u = PyLong_FromLong(t->cand[i]);
-    if (!u) return NULL;
+    PyObject *found;
     Py_INCREF(source), Py_INCREF(t);
-    PyObject *found = PyObject_CallMethodObjArgs(source, str_part, (PyObject *)t, u, NULL);
-    Py_DECREF(source), Py_DECREF(u);
-    int bad = !found || tree_publish_at(t, i, found); /* a source publishes it; if not, here */
+    if (source_api && Py_TYPE(source) == source_api->type) {
+        SourcePart made;
+        found = source_api->make(source, t->cand[i], &made) ? NULL : compiled_part(t, &made);
+    } else {
+        PyObject *u = PyLong_FromLong(t->cand[i]);
+        found = u ? PyObject_CallMethodObjArgs(source, str_part, (PyObject *)t, u, NULL) : NULL;
+        Py_XDECREF(u);
+    }
+    Py_DECREF(source);
+    int bad = !found || tree_publish_at(t, i, found); /* a source may have published one: the first stays */
     Py_XDECREF(found);
     Py_DECREF(t); /* the caller holds the tree */
     return bad ? NULL : t->parts[i];
@@ -475,6 +508,24 @@ done:
     return out;
 }
 
+/* _compiled_source(capsule): the compiled source type whose parts trees make with one C
+ * call (`SOURCE_API_NAME`, handed over by tokens/tree.py); the last one handed over stays. */
+static PyObject *compiled_source_m(PyObject *self, PyObject *capsule) {
+    (void)self;
+    const SourceApi *api = PyCapsule_GetPointer(capsule, SOURCE_API_NAME);
+    if (!api) return NULL;
+    if (!api->type || !api->make) { PyErr_SetString(PyExc_ValueError, "_compiled_source: an empty API"); return NULL; }
+    Py_INCREF(api->type); /* kept while the module lives */
+    source_api = api;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef tree_functions[] = {
+    {"_compiled_source", compiled_source_m, METH_O,
+     "_compiled_source(capsule): trees make parts of sources of the capsule's type in C (tokens/_source.h)."},
+    {NULL},
+};
+
 int tree_module_init(PyObject *m) {
     if (PyType_Ready(&TreeType) < 0 || PyType_Ready(&SummaryType) < 0) return -1;
     if (!(str_part = PyUnicode_InternFromString("part")) ||
@@ -483,7 +534,7 @@ int tree_module_init(PyObject *m) {
         return -1;
     if (PyModule_AddObjectRef(m, "Tree", (PyObject *)&TreeType) < 0 ||
         PyModule_AddObjectRef(m, "WalkSummary", (PyObject *)&SummaryType) < 0 ||
-        PyModule_AddObjectRef(m, "NO_PART", tree_no_part) < 0)
+        PyModule_AddObjectRef(m, "NO_PART", tree_no_part) < 0 || PyModule_AddFunctions(m, tree_functions) < 0)
         return -1;
     return 0;
 }

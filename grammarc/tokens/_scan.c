@@ -591,69 +591,98 @@ done:
     return result;
 }
 
-/* scan_part(table, tokens, rows, pos, picks, n_words):
- * a token tree's part for one terminal, in one call: the suffixes (rows[i], pos[i]) for i in
- * `picks` (int64; None: every suffix whose next byte the start takes, in order) walked from
- * the terminal's start (state 0), as `scan` walks them; returns
- * (the `pack_ids` TokenSet of the tokens' ids[r] for the rows that end inside the
- * terminal, or None when none do; split_rows; split_pos; the bytes right after the splits,
- * as `next_bytes` gives them: what the next level's terminals are picked by). A new schema's trees make
- * thousands of parts of a few suffixes each, where gathering, walking and packing in
- * separate calls cost more than the walks. */
-static PyObject *scan_part(PyObject *self, PyObject *args) {
-    (void)self;
-    TableObject *table;
-    TokensObject *tokens;
-    PyObject *picks_obj, *result = NULL, *packed = NULL;
-    Py_buffer rows = {0}, pos = {0}, picks = {0};
-    Py_ssize_t n_words;
+/* A token tree's part for one terminal (`scan_part`'s walk, and a small tree level's in
+ * _small.c): the suffixes (r[k], p[k]) of the n_suffixes for k in `pick` (n of them; NULL:
+ * all n, each walked when its next byte opens the terminal) walked from the terminal's
+ * start (state 0), as `scan` walks them, each checked first (`row_ok`). Fills `out`: the
+ * `pack_ids` (bits, words, count) of the tokens' ids for the rows that end inside the
+ * terminal, or None; the splits; the bytes right after them (what the next level's
+ * terminals are picked by). With `next` (pick NULL), the suffixes' next bytes, one each:
+ * the suffixes are a small level's, checked when it was made (each strictly inside its
+ * token), and picked by those bytes. Without the GIL while walking when `release` (a small level's
+ * walk keeps it: its part is made and published with no other thread in between). 0, or
+ * -1 with an error set; `part_walk_free` after either. */
+int part_walk(TableObject *table, TokensObject *tokens, const int32_t *r, const int32_t *p, Py_ssize_t n_suffixes,
+              const int64_t *pick, Py_ssize_t n, Py_ssize_t n_words, int release, const uint8_t *next,
+              PartWalk *out) {
     Walk w = {0};
-    if (!PyArg_ParseTuple(args, "O!O!y*y*On", &TableType, &table, &TokensType, &tokens, &rows, &pos, &picks_obj,
-                          &n_words))
-        return NULL;
-    if (picks_obj != Py_None && PyObject_GetBuffer(picks_obj, &picks, PyBUF_SIMPLE)) goto done;
-    if (setup(&w, table, tokens, 0, "scan_part") || need(&rows, sizeof(int32_t), "rows") ||
-        need(&pos, sizeof(int32_t), "pos") || need(&picks, sizeof(int64_t), "picks"))
-        goto done;
-    if (pos.len != rows.len || !tokens->ids.len) {
+    memset(out, 0, sizeof *out);
+    if (setup(&w, table, tokens, 0, "scan_part")) return -1;
+    if (!tokens->ids.len) {
         PyErr_SetString(PyExc_ValueError, "scan_part: inconsistent array sizes");
-        goto done;
+        return -1;
     }
-    Py_ssize_t n_suffixes = rows.len / (Py_ssize_t)sizeof(int32_t);
-    Py_ssize_t n = picks_obj == Py_None ? n_suffixes : picks.len / (Py_ssize_t)sizeof(int64_t);
-    const int32_t *r = rows.buf, *p = pos.buf;
-    const int64_t *pick = picks_obj == Py_None ? NULL : picks.buf;
-    for (Py_ssize_t i = 0; i < n; i++) {
+    for (Py_ssize_t i = 0; !next && i < n; i++) {
         Py_ssize_t k = pick ? pick[i] : i;
         if (k < 0 || k >= n_suffixes || !row_ok(&tokens->lengths, &tokens->offsets, &tokens->data, r[k], p[k])) {
             PyErr_SetString(PyExc_ValueError, "scan_part: a pick, row or position is out of range");
-            goto done;
+            return -1;
         }
     }
     int failed = 0;
-    Py_BEGIN_ALLOW_THREADS
-    if (pick)
+    PyThreadState *saved = release ? PyEval_SaveThread() : NULL;
+    if (next) /* a small level's suffixes (each checked when it was made), their next bytes known */
+        for (Py_ssize_t i = 0; i < n && !failed; i++) {
+            if (step(&w.t, 0, next[i]) >= 0) failed = walk_row(&w, r[i], p[i]);
+        }
+    else if (pick)
         for (Py_ssize_t i = 0; i < n && !failed; i++) failed = walk_row(&w, r[pick[i]], p[pick[i]]);
     else  /* the suffixes whose next byte opens the terminal: the others die at once */
         for (Py_ssize_t i = 0; i < n && !failed; i++)
             if (p[i] < w.lengths[r[i]] && step(&w.t, 0, w.data[w.offsets[r[i]] + p[i]]) >= 0)
                 failed = walk_row(&w, r[i], p[i]);
-    Py_END_ALLOW_THREADS
-    if (failed) {
-        PyErr_NoMemory();
+    if (saved) PyEval_RestoreThread(saved);
+    out->split_rows = w.out[2], out->split_pos = w.out[3];
+    if (failed) PyErr_NoMemory();
+    else out->packed = packed_ends(&w, tokens->ids.buf, n_words);
+    free(w.out[0].data), free(w.out[1].data);
+    if (!out->packed) return -1;
+    for (Py_ssize_t i = 0; i < out->split_rows.len; i++) { /* a split lies strictly inside its token: a byte follows */
+        uint8_t b = w.data[w.offsets[out->split_rows.data[i]] + out->split_pos.data[i]];
+        out->next[b >> 3] |= (unsigned char)(1u << (b & 7));
+    }
+    return 0;
+}
+
+void part_walk_free(PartWalk *out) {
+    Py_CLEAR(out->packed);
+    free(out->split_rows.data), free(out->split_pos.data);
+    out->split_rows = out->split_pos = (Vec){0};
+}
+
+/* scan_part(table, tokens, rows, pos, picks, n_words): `part_walk` over the suffixes
+ * (rows[i], pos[i]) (int32 buffers) at `picks` (int64; None: those whose next byte opens
+ * the terminal), without the GIL; returns (the ends' (bits, words, count) or None,
+ * split_rows, split_pos, the bytes right after the splits as an int, as `next_bytes` gives
+ * them). A big tree level's parts (index.py `_walked`); a small level's are made in C
+ * (_small.c). */
+static PyObject *scan_part(PyObject *self, PyObject *args) {
+    (void)self;
+    TableObject *table;
+    TokensObject *tokens;
+    PyObject *picks_obj, *result = NULL;
+    Py_buffer rows = {0}, pos = {0}, picks = {0};
+    Py_ssize_t n_words;
+    PartWalk part = {0};
+    if (!PyArg_ParseTuple(args, "O!O!y*y*On", &TableType, &table, &TokensType, &tokens, &rows, &pos, &picks_obj,
+                          &n_words))
+        return NULL;
+    if (picks_obj != Py_None && PyObject_GetBuffer(picks_obj, &picks, PyBUF_SIMPLE)) goto done;
+    if (need(&rows, sizeof(int32_t), "rows") || need(&pos, sizeof(int32_t), "pos") ||
+        need(&picks, sizeof(int64_t), "picks"))
+        goto done;
+    if (pos.len != rows.len) {
+        PyErr_SetString(PyExc_ValueError, "scan_part: inconsistent array sizes");
         goto done;
     }
-    if (!(packed = packed_ends(&w, tokens->ids.buf, n_words))) goto done;
-    unsigned char next[32] = {0}; /* a split lies strictly inside its token: a byte follows */
-    for (Py_ssize_t i = 0; i < w.out[2].len; i++) {
-        uint8_t b = w.data[w.offsets[w.out[2].data[i]] + w.out[3].data[i]];
-        next[b >> 3] |= (unsigned char)(1u << (b & 7));
-    }
-    result = Py_BuildValue("(NNNN)", packed, vec_bytes(&w.out[2]), vec_bytes(&w.out[3]), byte_set_int(next));
-    packed = NULL;
+    Py_ssize_t n_suffixes = rows.len / (Py_ssize_t)sizeof(int32_t);
+    const int64_t *pick = picks_obj == Py_None ? NULL : picks.buf;
+    Py_ssize_t n = pick ? picks.len / (Py_ssize_t)sizeof(int64_t) : n_suffixes;
+    if (part_walk(table, tokens, rows.buf, pos.buf, n_suffixes, pick, n, n_words, 1, NULL, &part)) goto done;
+    result = Py_BuildValue("(ONNN)", part.packed, vec_bytes(&part.split_rows), vec_bytes(&part.split_pos),
+                           byte_set_int(part.next));
 done:
-    Py_XDECREF(packed);
-    for (int i = 0; i < 4; i++) free(w.out[i].data);
+    part_walk_free(&part);
     PyBuffer_Release(&rows), PyBuffer_Release(&pos), PyBuffer_Release(&picks);
     return result;
 }
@@ -751,7 +780,7 @@ PyMODINIT_FUNC PyInit__scan(void) {
     }
     if (PyModule_AddObjectRef(m, "Tokens", (PyObject *)&TokensType) < 0 ||
         PyModule_AddObjectRef(m, "Table", (PyObject *)&TableType) < 0 ||
-        PyModule_AddObjectRef(m, "PackedSet", (PyObject *)&SetType) < 0) {
+        PyModule_AddObjectRef(m, "PackedSet", (PyObject *)&SetType) < 0 || small_module_init(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -142,6 +142,20 @@ PyObject *packed_ids(const int64_t *id, Py_ssize_t n, Py_ssize_t n_words);
 PyObject *set_of_dense(const uint32_t *dense, Py_ssize_t n_words);
 int or_set(uint32_t *a, Py_ssize_t n_acc, const SetObject *set, const char *who);
 
+/* _scan.c: a token tree part's walk (`part_walk`; its contract is at its definition) */
+typedef struct {
+    PyObject *packed;          /* (bits, words, count) of the ends' token ids, or None */
+    Vec split_rows, split_pos; /* the splits, by row as the walk met them */
+    unsigned char next[32];    /* the bytes right after the splits (bit b % 8 of next[b / 8]) */
+} PartWalk;
+int part_walk(TableObject *table, TokensObject *tokens, const int32_t *r, const int32_t *p, Py_ssize_t n_suffixes,
+              const int64_t *pick, Py_ssize_t n, Py_ssize_t n_words, int release, const uint8_t *next,
+              PartWalk *out);
+void part_walk_free(PartWalk *out);
+
+/* _small.c: a small token tree level made in C (`PartMaker`, `SmallLevel`) */
+int small_module_init(PyObject *m);
+
 /* _pairs.c */
 PyObject *agree_depth(PyObject *self, PyObject *args);
 PyObject *agree_bytes(PyObject *self, PyObject *args);

@@ -59,9 +59,7 @@ class _Level:
         self.previous, self.suffixes, self.shared = previous, suffixes, shared
 
     def candidates(self) -> frozenset[int]:
-        index = self._index()
-        with index._build_lock:  # `_starting` fills the index's memo
-            return index._starting(self.previous, self.suffixes.byte_set())
+        return self._index()._parts.starting(self.previous, self.suffixes.byte_set())
 
     def part(self, tree: Tree, u: int) -> "tuple[TokenSet | None, Tree | None]":
         index = self._index()
@@ -77,35 +75,6 @@ class _Level:
                         if tree._made(v) is None:
                             tree._publish(v, index._tree_part(self, v, suffixes.taking(index._openers[v])))
                     found = tree._made(u)
-        return found
-
-
-class _Small:
-    """What a small tree's parts are made from (fewer than `BUCKETED_ROWS` suffixes, the
-    common case: a new schema's walks make thousands of them): the suffixes ``(rows[i],
-    pos[i])`` (int32 buffers, as the walk that found them gave them) after terminal
-    `previous`, and their next bytes as an int (`byte_set`). Each part walks them all, its
-    walk picking those whose next byte opens its terminal; kept until every candidate's
-    part is made (most never are). Nothing else is made for them: no arrays, no buckets."""
-
-    __slots__ = ("_index", "previous", "rows", "pos", "byte_set")
-
-    def __init__(self, index: "TokenIndex", previous: int, rows, pos, byte_set: int):
-        self._index = index.ref
-        self.previous, self.rows, self.pos, self.byte_set = previous, rows, pos, byte_set
-
-    def candidates(self) -> frozenset[int]:
-        index = self._index()
-        with index._build_lock:
-            return index._starting(self.previous, self.byte_set)
-
-    def part(self, tree: Tree, u: int) -> "tuple[TokenSet | None, Tree | None]":
-        index = self._index()
-        with index._build_lock:
-            found = tree._made(u)
-            if found is None:
-                found = index._small_part(self, u)
-                tree._publish(u, found)
         return found
 
 
@@ -203,10 +172,8 @@ class TokenIndex:
         # `ParserCore.follows`, one pass over their cells in C)
         self._follow_lists = parser_core(compiled).follows(compiled.bnf.n_terminals)
         self._openers = _openers(compiled.terminals)
-        self._opening_bits = _byte_sets(self._openers)  # terminal -> its first bytes, as an int
         self._tables: list[_scan.Table | None] = [None] * len(compiled.terminals)  # `walk_table`s, read once
         self._suffix_keys: dict[tuple[int, int], str] = {}  # (t, q) -> suffix_key, for the shared store
-        self._starting_memo: dict[tuple[int, int], frozenset[int]] = {}  # (previous, next bytes) -> `_starting`
         self._recent: dict[int, list[tuple[int, Scan]]] = {}  # t -> its last wide scans (`_scan_near`)
         self.tokens = token_bytes(vocab)  # the rows that scans walk
         self._first_starts = self.tokens.first_starts  # first byte -> where its rows begin
@@ -215,6 +182,11 @@ class TokenIndex:
         self.token_ids = self.tokens.ids  # row -> token id
         self.size = vocab.size
         self.n_words = -(-vocab.size // 32)
+        # what small tree levels read, their parts made in C (`_scan.SmallLevel`): the tables
+        # above as they are read, the follow lists and first bytes that pick the candidates
+        self._parts = _scan.PartMaker(self._tables, self.tokens.native, self.n_words, self._limits,
+                                      self._follow_lists, _first_bytes(self._openers), TokenSet, self.ref,
+                                      BUCKETED_ROWS)
         self._all: TokenSet | None = None  # every normal token: any!'s first part, made on first use
         self._inside: dict[tuple[int, int], TokenSet] = {}
         self._inside_within: dict[tuple[int, int, int], TokenSet] = {}  # token-limited terminals only
@@ -531,7 +503,7 @@ class TokenIndex:
             return Tree()
         if len(rows) >= BUCKETED_ROWS:
             return Tree(_Level(self, previous, shared(scan, self.tokens), True))
-        return Tree(_Small(self, previous, rows, pos, _scan.next_bytes(self.tokens.native, rows, pos)[2]))
+        return Tree(_scan.SmallLevel(self._parts, previous, rows, pos))
 
     def _child(self, previous: int, rows: bytes, pos: bytes, after: int | None) -> "Tree | None":
         """The subtree of a part's splits (int32 buffers, as its walk gives them; `after`:
@@ -540,27 +512,9 @@ class TokenIndex:
         if not n:
             return None
         if n < BUCKETED_ROWS:
-            if after is None:
-                after = _scan.next_bytes(self.tokens.native, rows, pos)[2]
-            return self._small_child(previous, rows, pos, after)
+            return Tree(_scan.SmallLevel(self._parts, previous, rows, pos))
         suffixes = Suffixes(self.tokens, np.frombuffer(rows, np.int32), np.frombuffer(pos, np.int32), after)
         return Tree(_Level(self, previous, suffixes, False))
-
-    def _starting(self, previous: int, present: int) -> frozenset[int]:
-        """The terminals after `previous` that can start with a byte of `present` (a set of
-        byte values as an int: bit b = byte b), memoized: a tree level's next bytes are
-        mostly those of another level after the same terminal (the bytes that follow a
-        string's end in tokens, say), and a big grammar follows a terminal with hundreds of
-        others."""
-        key = (previous, present)
-        found = self._starting_memo.get(key)
-        if found is None:
-            if len(self._starting_memo) >= STARTING_MEMO_LIMIT:
-                self._starting_memo.clear()
-            opening = self._opening_bits
-            found = self._starting_memo[key] = frozenset(
-                u for u in self._follow_lists[previous] if opening[u] & present)
-        return found
 
     def _tree_part(self, level: _Level, u: int, starts: np.ndarray) -> "tuple[TokenSet | None, Tree | None]":
         """The part of terminal `u` in the big tree over `level`: its suffixes at `starts`
@@ -578,26 +532,18 @@ class TokenIndex:
         child = self._child(u, rows, pos, after)
         return _NO_PART if tokens is None and child is None else (tokens, child)
 
-    def _small_part(self, level: _Small, u: int) -> "tuple[TokenSet | None, Tree | None]":
-        """The part of terminal `u` in the small tree over `level` (under the build lock):
-        one walk over all its suffixes, which picks those whose next byte opens `u`."""
-        limit = self._limits[u]
-        if limit is not None:
-            return self._limited_part(u, np.frombuffer(level.rows, np.int32), np.frombuffer(level.pos, np.int32),
-                                      None, limit)
-        # `_walked` and `_child` inline: a new schema's walks make thousands of small parts
-        packed, rows, pos, after = _scan.scan_part(self._tables[u] or self._table(u), self.tokens.native, level.rows,
-                                                   level.pos, None, self.n_words)
-        tokens = None if packed is None else TokenSet._of_packed(packed)
-        child = self._small_child(u, rows, pos, after) if len(rows) < 4 * BUCKETED_ROWS else self._child(u, rows, pos, after)
-        return _NO_PART if tokens is None and child is None else (tokens, child)
+    def _small_limited(self, u: int, rows: bytes, pos: bytes) -> "tuple[TokenSet | None, Tree | None]":
+        """The part of the token-limited terminal `u` over a small level's suffixes (int32
+        buffers), which the compiled level leaves to Python (`_scan.SmallLevel`)."""
+        with self._build_lock:
+            return self._limited_part(u, np.frombuffer(rows, np.int32), np.frombuffer(pos, np.int32), None,
+                                      self._limits[u])
 
-    def _small_child(self, previous: int, rows: bytes, pos: bytes, after: int) -> "Tree | None":
-        """`_child` of fewer than `BUCKETED_ROWS` splits, their next bytes known: its
-        candidates read now (a memo lookup; asked for by the walk, a call back per tree)."""
-        if not rows:
-            return None
-        return Tree(_Small(self, previous, rows, pos, after), candidates=self._starting(previous, after))
+    def _small_big_child(self, u: int, rows: bytes, pos: bytes, after: int) -> "Tree | None":
+        """The child of a small level's part with `BUCKETED_ROWS` splits or more (rare: its
+        suffixes went on through `u` to many splits), which the compiled level leaves to Python."""
+        with self._build_lock:
+            return self._child(u, rows, pos, after)
 
     def _limited_part(self, u: int, rows: np.ndarray, pos: np.ndarray, starts: np.ndarray | None,
                       limit: int) -> "tuple[TokenSet | None, Tree | None]":
@@ -623,10 +569,6 @@ class TokenIndex:
         packed, rows, pos, after = _scan.scan_part(self._table(u), self.tokens.native, rows, pos, picks, self.n_words)
         return None if packed is None else TokenSet._of_packed(packed), rows, pos, after
 
-
-# `TokenIndex._starting` answers kept per index (each a set of the terminals that may follow
-# one: at most a few kilobytes on a big schema).
-STARTING_MEMO_LIMIT = 4096
 
 # A tree's root level over at least this many token suffixes reads them through the
 # process's shared `Suffixes`; another level that big is made whole on first read, picking
@@ -701,10 +643,10 @@ def _openers(terminals) -> np.ndarray:
     return out
 
 
-def _byte_sets(flags: np.ndarray) -> list[int]:
-    """Each row of bool [n, 256] as a set of byte values (`suffixes.byte_bits`), packed in one call."""
-    packed = np.packbits(flags, axis=1, bitorder="little").tobytes()
-    return [int.from_bytes(packed[i:i + 32], "little") for i in range(0, len(packed), 32)]
+def _first_bytes(flags: np.ndarray) -> bytes:
+    """Each row of bool [n, 256] as 32 bytes (bit b % 8 of byte b // 8 = byte b), end to end:
+    what `_scan.PartMaker` tests a level's next bytes against."""
+    return np.packbits(flags, axis=1, bitorder="little").tobytes()
 
 
 _indexes: "weakref.WeakKeyDictionary[CompiledGrammar, dict[str, TokenIndex]]" = weakref.WeakKeyDictionary()

@@ -17,7 +17,9 @@ array, parts in a parallel one), with the walk that reads them (``ParserCore.wal
 engine.walk_summary): a new schema's masks walk thousands of tree nodes, and Python ran only
 to make a part not made yet (the source's ``part(tree, u)``, under the index's lock, which
 publishes it with ``tree._publish(u, part)``; the first published stays, so threads sharing
-the index share one object per part). Once every candidate's part is made the tree lets its
+the index share one object per part). A small level (`_scan.SmallLevel`, index.py) makes
+its parts in C, called from the tree's C without Python in between (tokens/_source.h). Once
+every candidate's part is made the tree lets its
 source go (its arrays). Trees are keyed in memos by `serial`, a number no other tree of the
 process has, never by ``id()``, which a freed tree's successor may reuse.
 """
@@ -25,11 +27,16 @@ process has, never by ``id()``, which a freed tree's successor may reuse.
 from __future__ import annotations
 
 from grammarc.runtime import _gss
+from grammarc.tokens import _scan
 from grammarc.tokens.token_set import TokenSet
 
 __all__ = ["NO_PART", "Tree"]
 
 NO_PART: "tuple[TokenSet | None, Tree | None]" = _gss.NO_PART  # (None, None): nothing for a terminal
+
+# A small level's parts (`_scan.SmallLevel`, the common case) are made by one C call from the
+# tree's (tokens/_source.h), not by its Python `part`.
+_gss._compiled_source(_scan.SOURCE_API)
 
 
 class Tree(_gss.Tree):
