@@ -114,3 +114,19 @@ def _only(schema, kept: tuple[str, ...]):
     if isinstance(schema, list):
         return [_only(v, kept) for v in schema]
     return schema
+
+
+@given(_schemas(False), st.sampled_from(("allOf", "anyOf", "oneOf")), st.sampled_from(("$ref", "$dynamicRef")),
+       st.integers(0, 3))
+@settings(max_examples=200, deadline=None)
+def test_a_document_that_refers_to_itself_in_place_is_refused(other, word, ref, where) -> None:
+    """The oracle needs no walk: the root's own combinator refers back to the root (the other
+    branches, before it, hold no reference that could fail first)."""
+    branches = [other] * where + [{ref: "#"}]
+    index = Index({word: branches}, dialect_named("2020-12"), {})
+    try:
+        check_cycles(index, index.root)
+    except GrammarcError as exc:
+        assert "refers to itself without reading any part of the value" in str(exc)
+    else:
+        raise AssertionError("an in-place cycle through the root was not refused")
