@@ -76,7 +76,13 @@ def _leaf(schema) -> bool:
 
 
 def check_cycles(index: Index, root: Node) -> None:
-    """Raise SchemaError at the first in-place cycle reachable from `root` (iterative DFS)."""
+    """Raise SchemaError at the first in-place cycle reachable from `root` (iterative DFS).
+
+    A cycle takes a reference: the schemas as read, less their references, are a tree (or a
+    DAG where the document shares objects; `check_tree` refused cyclic ones). A document read
+    without any (most) has none to find, and nothing reads further documents for it."""
+    if not index.has_refs:
+        return None
     state: dict[int, int] = {}  # id(schema) -> 1 on the in-place path, 2 done
     roots: list[_Sub] = [(root.schema, root.ptr, root.base)]
     seen_roots = {id(root.schema)}

@@ -145,6 +145,7 @@ class Index:
         self.originals: list = []  # keeps the documents alive (memo keys are ids)
         self.registry = registry
         self.refused: dict[str, str] = {}  # registry documents in a dialect we refuse: uri -> why
+        self.has_refs = False  # whether a schema read so far has a $ref, $dynamicRef or $recursiveRef
         self.root = self._add_document(root, DEFAULT_BASE, "#", dialect)
         self.pending = dict(registry)  # read on the first $ref that needs it (most never do)
 
@@ -200,6 +201,7 @@ class Index:
                 if not isinstance(value, str):
                     raise SchemaError(f"{key} must be a string, not {type(value).__name__}", f"{ptr}/{key}")
                 out[key] = value
+                self.has_refs = True
             elif key in _SCHEMA_MAPS and isinstance(value, dict):
                 out[key] = {name: sub(key, s, "/" + escape_ptr(name)) for name, s in value.items()}
             elif key in _DEFINITIONS and isinstance(value, dict):
