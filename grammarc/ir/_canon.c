@@ -193,12 +193,14 @@ static void shapes_done(Shapes *shapes)
     shapes->at = NULL;
 }
 
-/* Field i of `node` (of exactly classes[k]): a new reference, or NULL with an error set. A
- * slot never set reads through getattr, which raises as it would. */
+/* Field i of `node`, of classes[k] or (tree_hash's top node) a subclass of it: a new
+ * reference, or NULL with an error set. A node of exactly classes[k] is read from its slot;
+ * a subclass's (which may override the field), or a slot never set (getattr raises as it
+ * would), through getattr. */
 static PyObject *field_of(PyObject *node, Py_ssize_t k, Py_ssize_t i, const Shapes *shapes)
 {
     Py_ssize_t offset = shapes->at[k][i];
-    if (offset >= 0) {
+    if (offset >= 0 && (PyObject *)Py_TYPE(node) == shapes->classes[k]) {
         PyObject *value = *(PyObject **)((char *)node + offset);
         if (value) return Py_NewRef(value);
     }
