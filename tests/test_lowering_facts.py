@@ -1,6 +1,7 @@
 """The lowering's shortcuts against the general computations they stand for.
 
-`_Lowering._item_facts` gives the facts `_chunks` cuts a regular run by (`_merged_size`,
+`_Lowering.is_regular` (leaves and references answered without its memo) against its
+definition; `_Lowering._item_facts` gives the facts `_chunks` cuts a regular run by (`_merged_size`,
 `_word`) without those calls for literals, references and bounded repetitions of a
 reference (JSON's ``ws?``), from what a rule's first reference found; `symbols` dispatches
 on a node's exact class, a subclass of an IR class as its class; `build_tables` reads the
@@ -43,8 +44,21 @@ def _run_items(grammar: Grammar):
                 yield from node.items
 
 
+def _regular(expr, regular_rules: set[str]) -> bool:
+    """`_Lowering.is_regular` written out: no ``any!``, no ``except!`` with a token limit, no
+    reference to a rule that is not regular, anywhere in `expr`."""
+    if isinstance(expr, nodes.AnyToken) or (isinstance(expr, nodes.Except) and expr.limit is not None):
+        return False
+    if isinstance(expr, nodes.Ref):
+        return expr.name in regular_rules
+    return all(_regular(child, regular_rules) for child in nodes.children(expr))
+
+
 def _check_facts(grammar: Grammar) -> None:
     lowering = _lowered(grammar)
+    for _, expr in grammar.rules:
+        for node in nodes.walk(expr):
+            assert lowering.is_regular(node) == _regular(node, lowering.regular_rules), node
     for item in _run_items(grammar):
         if lowering.is_regular(item):
             assert lowering._item_facts(item) == (lowering._merged_size(item), lowering._word(item)), item
