@@ -145,3 +145,102 @@ def test_malformed_shapes_are_refused():
         _canon.encode((), (nodes.Literal,), ("text",))
     with pytest.raises(TypeError, match="a field name is not a str"):
         _canon.encode((), (nodes.Literal,), ((1,),))
+
+
+# -- fields read from their slots (offsets located once per (classes, fields) pair) -----------
+
+
+class _Pair:
+    """A slotted class of two fields, for shapes of the tests' own."""
+
+    __slots__ = ("a", "b")
+
+    def __init__(self, a, b):
+        self.a, self.b = a, b
+
+
+def _pair_code(value) -> bytes:
+    """The code of `value` under shapes ((_Pair,), (("a", "b"),)), written out."""
+    u64 = lambda n: struct.pack("<Q", n)  # noqa: E731
+    if type(value) is _Pair:
+        return b"E\0" + _pair_code(value.a) + _pair_code(value.b)
+    if type(value) is tuple:
+        return b"T" + u64(len(value)) + b"".join(map(_pair_code, value))
+    if type(value) is str:
+        return b"S\1" + u64(len(value)) + value.encode("latin-1")
+    if type(value) is int:
+        return b"I" + struct.pack("<q", value)
+    text = repr(value).encode()
+    return b"R" + u64(len(text)) + text
+
+
+def test_fields_follow_the_class_when_it_changes():
+    # a class attribute reassigned after the offsets were located (its type version changes):
+    # the field is read as getattr reads it, through the new descriptor
+    class Changing(_Pair):
+        __slots__ = ()
+
+    shapes = ((Changing,), (("a", "b"),))
+    value = (Changing("x", 1), Changing("y", 2))
+    assert _canon.encode(value, *shapes) == _pair_code((_Pair("x", 1), _Pair("y", 2)))
+    Changing.a = property(lambda self: "p")
+    try:
+        assert _canon.encode(value, *shapes) == _pair_code((_Pair("p", 1), _Pair("p", 2)))
+    finally:
+        del Changing.a
+    assert _canon.encode(value, *shapes) == _pair_code((_Pair("x", 1), _Pair("y", 2)))
+
+
+def test_a_field_that_is_no_slot_or_never_set_reads_as_getattr():
+    class Computed:
+        __slots__ = ("a",)
+
+        def __init__(self, a):
+            self.a = a
+
+        @property
+        def b(self):
+            return len(self.a)
+
+    assert _canon.encode(Computed("xyz"), (Computed,), (("a", "b"),)) == _pair_code(_Pair("xyz", 3))
+    unset = _Pair("x", 1)
+    del unset.b
+    with pytest.raises(AttributeError):
+        _canon.encode(unset, (_Pair,), (("a", "b"),))
+    with pytest.raises(TypeError, match="a class is not a type"):
+        _canon.encode((), (1,), (("a",),))
+
+
+class _Reentrant:
+    """A value whose repr encodes under shapes of its own, taking the kept pairs' places."""
+
+    def __repr__(self):
+        for i in range(3):
+            cls = type(f"Other{i}", (_Pair,), {"__slots__": ()})
+            assert _canon.encode(cls("q", i), (cls,), (("a", "b"),)) == _pair_code(_Pair("q", i))
+        return "reentrant"
+
+
+def test_pairs_taken_over_while_in_use_and_in_turn_stay_right():
+    shapes = ((_Pair,), (("a", "b"),))
+    value = (_Pair("a", _Reentrant()), _Pair("b", 2), _Pair(_Reentrant(), 3), _Pair("c", 4))
+    for _ in range(3):
+        assert _canon.encode(value, *shapes) == _pair_code(value)
+    for i in range(5):  # more pairs than are kept, one after the other
+        cls = type(f"Turn{i}", (_Pair,), {"__slots__": ()})
+        assert _canon.encode(cls("t", i), (cls,), (("a", "b"),)) == _pair_code(_Pair("t", i))
+        grammar = grammarc.stdlib("arithmetic")
+        assert encode(grammar) == reference((grammar.start, grammar.rules))
+
+
+def test_tree_hash_reads_a_subclass_field_as_getattr():
+    # a subclass may override a field: only a node of exactly its class is read from the slot
+    class Overriding(nodes.Seq):
+        __slots__ = ()
+
+        @property
+        def items(self):
+            return (nodes.Literal("o"),)
+
+    node = Overriding((nodes.Literal("a"), nodes.Ref("r")))
+    assert hash(node) == hash(nodes.Seq((nodes.Literal("o"),)))

@@ -46,8 +46,10 @@ class DFA:
     trans: np.ndarray | CombTable  # int32 [n_states, 256]
     accept: np.ndarray  # bool [n_states]
 
-    @property
+    @cached_property
     def n_states(self) -> int:
+        """Remembered: the lowering asks it of every part it sizes up for a merge, thousands of
+        times per grammar (a property's call each time)."""
         return int(self.trans.shape[0])
 
     @cached_property

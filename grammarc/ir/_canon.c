@@ -95,7 +95,117 @@ static int put_repr(Buffer *b, PyObject *value)
     return failed ? -1 : 0;
 }
 
-typedef struct { PyObject *const *classes; PyObject *const *fields; Py_ssize_t n_classes; } Shapes;
+/* The node classes, each one's field names, and where each field lives: `at[k]` points at
+ * class k's offsets, one per field, of the object slot that holds it (-1: read through
+ * getattr instead). */
+typedef struct {
+    PyObject *const *classes; PyObject *const *fields; Py_ssize_t n_classes;
+    Py_ssize_t **at;
+    struct Located *held;  /* the kept pair `at` belongs to (released by shapes_done), or NULL: `at` is its own */
+} Shapes;
+
+/* Where class `cls` keeps attribute `name`: the offset of its object slot when the class's
+ * attribute is a plain member descriptor of one (what ``__slots__`` and slotted dataclasses
+ * make), else -1. A node's fields are read straight from its slots: getattr through the type's
+ * lookup was a third of `encode` and `tree_hash`. The node must be of exactly `cls` (both
+ * functions dispatch on the exact class), whose layout fixes the offset. */
+static Py_ssize_t slot_offset(PyObject *cls, PyObject *name)
+{
+    PyObject *descr = _PyType_Lookup((PyTypeObject *)cls, name);  /* borrowed; no error set */
+    if (!descr || !Py_IS_TYPE(descr, &PyMemberDescr_Type)) return -1;
+    PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
+    if ((member->type != T_OBJECT_EX && member->type != T_OBJECT) || (member->flags & PY_AUDIT_READ)) return -1;
+    if (!PyType_IsSubtype((PyTypeObject *)cls, PyDescr_TYPE(descr))) return -1;
+    return member->offset;
+}
+
+/* The located offsets of one (classes, fields) pair, kept between calls: both functions are
+ * called with the same module-level tuples (grammarc.ir.nodes._HASHING,
+ * grammarc.lowering.compiled_cache._SHAPES) thousands of times per grammar, most on a small
+ * tree, so locating every field anew would cost more than it saves. A pair is located again
+ * when a tuple differs or a class's type version changed (an attribute reassigned). */
+typedef struct Located {
+    PyObject *classes, *fields;   /* strong references; NULL: empty */
+    unsigned int *tags;            /* each class's tp_version_tag when located */
+    Py_ssize_t **at;
+    int busy;                      /* calls reading `at` now (a field's hash or repr may run Python code) */
+} Located;
+
+static Located located[2];  /* the pairs of the last calls (the GIL guards them) */
+
+static void located_clear(Located *l)
+{
+    Py_CLEAR(l->classes); Py_CLEAR(l->fields);
+    free(l->tags); free(l->at);
+    l->tags = NULL; l->at = NULL;
+}
+
+/* shapes->at for every class and field, from `located` or located now (the classes are
+ * types, checked by the caller); 0, or -1 with MemoryError set. */
+static int shapes_locate(Shapes *shapes, PyObject *classes, PyObject *fields)
+{
+    Py_ssize_t total = 0, n = shapes->n_classes;
+    for (int j = 0; j < 2; j++) {
+        Located *l = &located[j];
+        if (l->classes != classes || l->fields != fields) continue;
+        Py_ssize_t k = 0;
+        for (; k < n; k++) {
+            PyTypeObject *cls = (PyTypeObject *)shapes->classes[k];
+            if (!(cls->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG) || cls->tp_version_tag != l->tags[k]) break;
+        }
+        if (k == n) { shapes->at = l->at; shapes->held = l; l->busy++; return 0; }
+        if (!l->busy) located_clear(l);
+    }
+    for (Py_ssize_t k = 0; k < n; k++) total += PyTuple_GET_SIZE(shapes->fields[k]);
+    Py_ssize_t **at = malloc((size_t)(n ? n : 1) * sizeof(Py_ssize_t *) + (size_t)(total ? total : 1) * sizeof(Py_ssize_t));
+    unsigned int *tags = malloc((size_t)(n ? n : 1) * sizeof(unsigned int));
+    if (!at || !tags) { free(at); free(tags); PyErr_NoMemory(); return -1; }
+    Py_ssize_t *cells = (Py_ssize_t *)(at + (n ? n : 1));
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *names = shapes->fields[k];
+        at[k] = cells;
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(names); i++)
+            *cells++ = slot_offset(shapes->classes[k], PyTuple_GET_ITEM(names, i));
+        /* _PyType_Lookup above gave each class a valid version tag where it could */
+        PyTypeObject *cls = (PyTypeObject *)shapes->classes[k];
+        tags[k] = cls->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG ? cls->tp_version_tag : 0;
+    }
+    shapes->at = at;
+    shapes->held = NULL;
+    static int evict;  /* both taken: replace them in turn */
+    Located *l = !located[0].classes ? &located[0] : !located[1].classes ? &located[1] : &located[evict ^= 1];
+    if (l->busy) {  /* in use further up the stack: this call keeps its own */
+        free(tags);
+        return 0;
+    }
+    located_clear(l);
+    l->classes = Py_NewRef(classes); l->fields = Py_NewRef(fields);
+    l->tags = tags; l->at = at; l->busy = 1;
+    shapes->held = l;
+    return 0;
+}
+
+/* The end of a call: its pair released, or its own offsets freed. */
+static void shapes_done(Shapes *shapes)
+{
+    if (shapes->held) shapes->held->busy--;
+    else free(shapes->at);
+    shapes->at = NULL;
+}
+
+/* Field i of `node`, of classes[k] or (tree_hash's top node) a subclass of it: a new
+ * reference, or NULL with an error set. A node of exactly classes[k] is read from its slot;
+ * a subclass's (which may override the field), or a slot never set (getattr raises as it
+ * would), through getattr. */
+static PyObject *field_of(PyObject *node, Py_ssize_t k, Py_ssize_t i, const Shapes *shapes)
+{
+    Py_ssize_t offset = shapes->at[k][i];
+    if (offset >= 0 && (PyObject *)Py_TYPE(node) == shapes->classes[k]) {
+        PyObject *value = *(PyObject **)((char *)node + offset);
+        if (value) return Py_NewRef(value);
+    }
+    return PyObject_GetAttr(node, PyTuple_GET_ITEM(shapes->fields[k], i));
+}
 
 static int put_value(Buffer *b, PyObject *value, const Shapes *shapes, int depth);
 
@@ -104,7 +214,7 @@ static int put_node(Buffer *b, PyObject *node, Py_ssize_t k, const Shapes *shape
     PyObject *names = shapes->fields[k];
     if (put_byte(b, 'E') < 0 || put_byte(b, (unsigned char)k) < 0) return -1;
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(names); i++) {
-        PyObject *field = PyObject_GetAttr(node, PyTuple_GET_ITEM(names, i));
+        PyObject *field = field_of(node, k, i, shapes);
         if (!field) return -1;
         int failed = put_value(b, field, shapes, depth + 1);
         Py_DECREF(field);
@@ -171,12 +281,19 @@ static PyObject *encode(PyObject *self, PyObject *args)
         return NULL;
     }
     if (check_fields(fields, "encode") < 0) return NULL;
-    Shapes shapes = {&PyTuple_GET_ITEM(classes, 0), &PyTuple_GET_ITEM(fields, 0), n};
+    for (Py_ssize_t k = 0; k < n; k++)
+        if (!PyType_Check(PyTuple_GET_ITEM(classes, k))) {
+            PyErr_SetString(PyExc_TypeError, "encode: a class is not a type");
+            return NULL;
+        }
+    Shapes shapes = {&PyTuple_GET_ITEM(classes, 0), &PyTuple_GET_ITEM(fields, 0), n, NULL, NULL};
+    if (shapes_locate(&shapes, classes, fields) < 0) return NULL;
     Buffer b = {0};
     PyObject *result = NULL;
     if (put_value(&b, value, &shapes, 0) == 0)
         result = PyBytes_FromStringAndSize((const char *)b.data, (Py_ssize_t)b.n);
     free(b.data);
+    shapes_done(&shapes);
     return result;
 }
 
@@ -234,7 +351,7 @@ static Py_hash_t node_hash(PyObject *node, Py_ssize_t k, const Hashing *h, int d
     Py_ssize_t n = PyTuple_GET_SIZE(names);
     Py_uhash_t acc = XXPRIME_5;
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *field = PyObject_GetAttr(node, PyTuple_GET_ITEM(names, i));
+        PyObject *field = field_of(node, k, i, &h->shapes);
         if (!field) return -1;
         Py_hash_t lane = value_hash(field, h, depth + 1);
         Py_DECREF(field);
@@ -300,8 +417,9 @@ static PyObject *tree_hash(PyObject *self, PyObject *args)
         }
     }
     if (check_fields(fields, "tree_hash") < 0) return NULL;
-    Hashing h = {{&PyTuple_GET_ITEM(classes, 0), &PyTuple_GET_ITEM(fields, 0), n}, flags,
+    Hashing h = {{&PyTuple_GET_ITEM(classes, 0), &PyTuple_GET_ITEM(fields, 0), n, NULL, NULL}, flags,
                  ((PyMemberDescrObject *)slot)->d_member->offset};
+    if (shapes_locate(&h.shapes, classes, fields) < 0) return NULL;
     Py_hash_t result;
     PyTypeObject *type = Py_TYPE(value);
     Py_ssize_t k = 0;
@@ -309,6 +427,7 @@ static PyObject *tree_hash(PyObject *self, PyObject *args)
     if (k == n)  /* a subclass of a node class that inherits its hash: hashed as its base */
         for (k = 0; k < n && !PyObject_TypeCheck(value, (PyTypeObject *)h.shapes.classes[k]); k++) {}
     result = k < n ? node_hash(value, k, &h, 0) : value_hash(value, &h, 0);
+    shapes_done(&h.shapes);
     return result == -1 ? NULL : PyLong_FromSsize_t(result);
 }
 

@@ -161,6 +161,7 @@ class _Lowering:
         self._regular: dict[Expr, bool] = {}
         self._built: dict[Expr, DFA | None] = {}  # composite parts tried for a merge (None: too big)
         self._symbols_of: dict[str, tuple[Sym, ...]] = {}  # DFA key -> its `terminal_symbols`
+        self._ref_facts: dict[str, tuple[int, bool]] = {}  # rule -> a reference's (`_merged_size`, `_word`)
         self._pending: list[str] = []  # rules whose nonterminal exists but has no productions yet
 
     # -- entry point ------------------------------------------------------------------
@@ -252,31 +253,33 @@ class _Lowering:
 
     # -- expressions ------------------------------------------------------------------
     def symbols(self, expr: Expr, rule: str) -> tuple[Sym, ...]:
-        """A sequence of symbols deriving exactly the language of `expr`."""
-        if isinstance(expr, _TEXT_LEAVES):  # the commonest nodes first
+        """A sequence of symbols deriving exactly the language of `expr`. Dispatched on the
+        exact class, commonest first (a chain of `isinstance` checks cost more than the rest
+        of a call); a subclass of an IR class is lowered as its class."""
+        kind = type(expr)
+        if kind not in _IR_CLASSES:
+            kind = _ir_class(expr)
+        if kind in _PLAIN_LEAVES:
             return self.terminal_symbols(self.atomic(expr), (expr, rule))
-        if isinstance(expr, Ref):
+        if kind is Ref:
             if expr.name in self.regular_rules and (dfa := self.merged(expr)) is not None:
                 return self.terminal_symbols(dfa, (expr, rule))
             return self.rule_symbols(expr.name)
-        if self.is_regular(expr) and not isinstance(expr, Except):
-            if (dfa := self.merged(expr)) is not None:
-                return self.terminal_symbols(dfa, (expr, rule))
-        if isinstance(expr, Except) and expr.limit is None:
-            return self.terminal_symbols(self.atomic(expr), (expr, rule))
-        if isinstance(expr, Except):
+        if kind is Except:
+            if expr.limit is None:
+                return self.terminal_symbols(self.atomic(expr), (expr, rule))
             return (self.terminal((expr, rule), self.atomic(expr), token_limit=expr.limit),)
-        if isinstance(expr, AnyToken):
+        if kind is AnyToken:
             return (self.terminal("any!", automata.any_bytes(), any_token=True),)
-        if isinstance(expr, Seq):
+        if self.is_regular(expr) and (dfa := self.merged(expr)) is not None:
+            return self.terminal_symbols(dfa, (expr, rule))
+        if kind is Seq:
             return self.sequence(expr.items, rule)
-        if isinstance(expr, Alt):
+        if kind is Alt:
             nt = self.new_nonterminal(f"{rule}#alt")
             self.alternatives(nt, expr.items, rule)
             return (~nt,)
-        if isinstance(expr, Repeat):
-            return self.repeat(expr, rule)
-        raise TypeError(f"not an IR expression: {expr!r}")
+        return self.repeat(expr, rule)
 
     def alternatives(self, nt: int, items: tuple[Expr, ...], rule: str) -> None:
         """Productions of `nt` for each alternative; many literals among them become one
@@ -285,21 +288,20 @@ class _Lowering:
         if group is not None:
             self.add(nt, (self.terminal(f"{rule}#literals", self._literal_alternation(group)),))
         by_rest: dict[tuple[Sym, ...], list[int]] = {}  # A -> T1 R | T2 R  ==  A -> (T1|T2) R
+        terminals = self.terminals
         for item in items:
             rhs = self.symbols(item, rule)
-            if rhs and not is_nonterminal(rhs[0]) and self._plain(rhs[0]):
-                by_rest.setdefault(rhs[1:], []).append(rhs[0])
+            first = rhs[0] if rhs else -1  # is_nonterminal and _plain inline: a call each per item cost more
+            if first >= 0 and not terminals[first].any_token and terminals[first].token_limit is None:
+                by_rest.setdefault(rhs[1:], []).append(first)
             else:
-                self.add(nt, rhs)
+                self.productions.append((nt, rhs))
         for rest, firsts in by_rest.items():
             firsts = list(dict.fromkeys(firsts))
             if len(firsts) >= LITERAL_GROUP:
                 firsts = self._unite(firsts, f"{rule}#alts")
             for t in firsts:
                 self.add(nt, (t,) + rest)
-
-    def _plain(self, t: int) -> bool:
-        return not self.terminals[t].any_token and self.terminals[t].token_limit is None
 
     def _unite(self, ts: list[int], name: str) -> list[int]:
         """Terminals for the union of terminals `ts`: pairs merged level by level while a
@@ -364,17 +366,37 @@ class _Lowering:
         sizes: list[int] = []
         words: list[bool] = []
         for item in run:
-            if type(item) is Literal:  # the commonest item: `_merged_size` and `_word` from its bytes alone
-                size = len(item.text.encode("utf-8"))
-                sizes.append(size + 1)
-                words.append(size >= WORD_BYTES)
-            else:
-                sizes.append(self._merged_size(item))
-                words.append(self._word(item))
+            size, word = self._item_facts(item)
+            sizes.append(size)
+            words.append(word)
         chunks: list[tuple[Expr, ...]] = []
         for start, end in _words_apart(words, sizes):
             chunks.extend(self._cut(run[start:end], sizes[start:end]))
         return chunks
+
+    def _item_facts(self, item: Expr) -> tuple[int, bool]:
+        """(`_merged_size`, `_word`) of an item of a run, the commonest kinds without those
+        calls: a literal from its bytes alone, a reference (and JSON's ``ws?``, a bounded
+        repetition of one) from what its rule's first reference found."""
+        kind = type(item)
+        if kind is Literal:
+            size = len(item.text.encode("utf-8"))
+            return size + 1, size >= WORD_BYTES
+        if kind is Ref:
+            return self._ref_facts.get(item.name) or self._new_ref_facts(item)
+        if kind is Repeat and type(item.item) is Ref and item.max is not None:
+            size = (self._ref_facts.get(item.item.name) or self._new_ref_facts(item.item))[0]
+            return size * max(1, item.min), False  # as `_merged_size`; a repetition is no word
+        return self._merged_size(item), self._word(item)
+
+    def _new_ref_facts(self, ref: Ref) -> tuple[int, bool]:
+        """(`_merged_size`, `_word`) of a reference, remembered for its rule once they are
+        final: a regular rule's size once its DFA is tried (the lowering merges every regular
+        rule before it lowers any sequence), any other rule's at once (it never has a DFA)."""
+        facts = (self._merged_size(ref), self._word(ref))
+        if ref.name in self._rule_dfa or ref.name not in self.regular_rules:
+            self._ref_facts[ref.name] = facts
+        return facts
 
     def _word(self, expr: Expr) -> bool:
         """Whether `expr` is a word of its run (see `_words_apart`): a literal of `WORD_BYTES`
@@ -687,6 +709,15 @@ _PLAIN_LEAVES = frozenset(_TEXT_LEAVES)
 _ATOMIC = (*_TEXT_LEAVES, Except)  # nodes `atomic` builds
 _REF_OR_TEXT = (Ref, *_TEXT_LEAVES)
 _UNTRIED = object()  # a memo's answer for a part never tried
+_IR_CLASSES = frozenset((*_TEXT_LEAVES, Ref, Except, AnyToken, Seq, Alt, Repeat))
+
+
+def _ir_class(expr: Expr) -> type:
+    """The IR class `expr` is an instance of (it may be a subclass of one)."""
+    for cls in _IR_CLASSES:
+        if isinstance(expr, cls):
+            return cls
+    raise TypeError(f"not an IR expression: {expr!r}")
 
 
 def _regular_rules(checked: Checked) -> list[str]:

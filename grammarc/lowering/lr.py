@@ -90,10 +90,24 @@ def build_tables(bnf: Bnf) -> LRTables:
     ``tuple(sorted(set(actions), reverse=True))``: the shift, then the reductions by
     ascending production. GOTO rows are in ascending nonterminal order.
     """
-    productions = bnf.productions
-    rhss = [production.rhs for production in productions]
-    lhs = np.array([production.lhs for production in productions], np.int32)
-    starts = np.array(list(accumulate(map(len, rhss), initial=0)), np.int32)
-    rhs = np.array(list(chain.from_iterable(rhss)), np.int32)
-    action, goto = _lalr.tables(bnf.n_terminals, len(bnf.nonterminals), lhs, starts, rhs)
+    flat = bnf.__dict__.get(_FLAT)
+    if flat is None:
+        productions = bnf.productions
+        rhss = [production.rhs for production in productions]
+        lhs = np.array([production.lhs for production in productions], np.int32)
+        starts = np.array(list(accumulate(map(len, rhss), initial=0)), np.int32)
+        rhs = np.array(list(chain.from_iterable(rhss)), np.int32)
+        flat = (lhs, starts, rhs)
+    action, goto = _lalr.tables(bnf.n_terminals, len(bnf.nonterminals), *flat)
     return LRTables(action, goto)
+
+
+_FLAT = "_flat"  # where a Bnf keeps its productions flattened, when it was made from them
+
+
+def keep_flat(bnf: Bnf, flat: tuple[bytes, bytes, bytes]) -> None:
+    """Let `bnf` keep `flat`, its productions as the compiled core reads them (int32 lhs,
+    rhs starts and rhs, as `grammarc.lowering.bnf.normalize` received them from it): the
+    tables are built from those, not from the productions flattened again (a list and an
+    array per part, over every production)."""
+    object.__setattr__(bnf, _FLAT, flat)  # frozen: outside its fields, as a cached property would be
