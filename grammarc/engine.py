@@ -55,6 +55,7 @@ State = frozenset[Item]  # a configuration: items (vertex, terminal, dfa state, 
 # grammarc.tokens.memo: MASK_BYTES, WALK_BYTES, SUMMARY_BYTES.
 _WALK_PARTS = 4  # a memoized walk keeps up to this many token sets unmerged
 _INT32 = np.dtype(np.int32)
+_NOTHING = TokenSet.empty()  # the mask of a finished engine
 
 
 class TokenRejected(GrammarcError, ValueError):
@@ -91,7 +92,7 @@ class Engine:
         self._memo = self.index.masks  # (state, empty text) -> packed mask, shared by the index's engines
         # read once: `advance` runs per token
         self._size, self._token_bytes = vocab.size, vocab.tokens
-        self._accepts_empty = compiled.accepts_empty
+        self._accepts_empty, self._n_words = compiled.accepts_empty, self.index.n_words
         self._special_ids, self._eos_ids = vocab.special_ids, vocab.eos_token_ids
         self._last_complete: tuple[State | None, bool] = (None, False)  # `_complete`'s last state and answer
         self.reset()
@@ -146,21 +147,29 @@ class Engine:
         return False
 
     def packed_mask(self) -> np.ndarray:
-        """The allowed tokens as uint32 words (read-only): bit i % 32 of word i // 32."""
+        """The allowed tokens as uint32 words (a new array): bit i % 32 of word i // 32."""
+        words = np.zeros(self.index.n_words, dtype=np.uint32)
+        self._mask_tokens().or_into(words)
+        return words
+
+    def _mask_tokens(self) -> TokenSet:
+        """The allowed tokens, as the masks' memo keeps them: a set, sparse where the mask
+        touches few words (most masks of a schema: a few dozen of Llama-3's 4,008), so a
+        memo entry costs what the mask holds rather than the vocabulary's width."""
         if self._finished:
-            return np.zeros(self.index.n_words, dtype=np.uint32)
+            return _NOTHING
         # The EOS bit depends on the state and, for a grammar that accepts the empty text,
         # on whether the text is empty: a non-empty text can lead back to the very items
         # of the start (e.g. 'a' under (a*ba)*), where EOS is not allowed.
         key = (self._state, self._text_len == 0 and self._accepts_empty)
-        words = self._memo.get(key)
-        if words is None:
-            words = self._compute_mask(self._state)
+        tokens = self._memo.get(key)
+        if tokens is None:
+            parts = self._mask_parts(self._state)
             if self.accepts_eos():
-                self._eos.or_into(words)
-            words.flags.writeable = False
-            words = self._memo.put(key, words, words.nbytes + 112 + set_bytes(self._state))
-        return words
+                parts.append(self._eos)
+            tokens = TokenSet.union(parts, self._n_words) or _NOTHING  # sparse parts: only their words touched
+            tokens = self._memo.put(key, tokens, tokens.nbytes + 112 + set_bytes(self._state))
+        return tokens
 
     def allowed_mask(self) -> np.ndarray:
         """Bool array over the vocabulary: token i may come next."""
@@ -173,10 +182,10 @@ class Engine:
 
     def fill_bitmask(self, buf: Any) -> None:
         """Write the mask into int32[ceil(V/32)]: bit i % 32 of word i // 32 = token i."""
-        words = self.packed_mask()
+        tokens = self._mask_tokens()
         if type(buf) is not np.ndarray or buf.ndim != 1 or buf.dtype is not _INT32:  # else: the common case
             buf = _bitmask_row(buf)
-        _gss.copy_mask(buf, words)  # the rest zeroed; strided views too; a short buffer: ValueError
+        tokens.write_into(buf, self._n_words)  # the rest zeroed; strided views too; a short buffer: ValueError
 
     def mask_logits(self, logits: Any) -> Any:
         """Set disallowed logits to -inf in place (numpy or torch; 1-D or one row)."""
@@ -294,12 +303,13 @@ class Engine:
             if terminals[t].token_limit is None or can_finish(t, q, terminals[t].token_limit - k)
         )
 
-    def _compute_mask(self, state: State) -> np.ndarray:
+    def _mask_parts(self, state: State) -> list[TokenSet]:
+        """The token sets whose union is the mask of `state` (EOS aside): the index's own
+        sets and the walks' memoized ones, shared, not copied."""
         # A state holds an opening item for every terminal that may start where an item's
         # terminal can end, so tokens that start a new terminal are covered by those
         # items' own `inside` and `mid` parts: no separate "after" tree is needed.
         index, core = self.index, self.core
-        mask = np.zeros(index.n_words, dtype=np.uint32)  # packed, like fill_bitmask
         # the vertices of each (terminal, state, budget left: 0 when unlimited)
         groups: dict[tuple[int, int, int], list[tuple[Node, int]]] = {}
         if self._limited:
@@ -312,13 +322,13 @@ class Engine:
         else:
             for node, t, q, _ in state:
                 groups.setdefault((t, q, 0), []).append((node, t))
+        parts: list[TokenSet] = []
         for (t, q, budget), completions in groups.items():
-            (index.inside_within(t, q, budget) if budget else index.inside(t, q)).or_into(mask)
+            parts.append(index.inside_within(t, q, budget) if budget else index.inside(t, q))
             tree = index.mid(t, q)
             if tree.candidates:
-                for tokens in self._tree_tokens(tree, core.level(frozenset(completions))):
-                    tokens.or_into(mask)
-        return mask
+                parts.extend(self._tree_tokens(tree, core.level(frozenset(completions))))
+        return parts
 
     def _tree_tokens(self, tree: Tree, level: Level) -> tuple[TokenSet, ...]:
         """The token sets of `tree` the parser can take from `level` (the index's own
