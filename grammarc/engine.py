@@ -55,6 +55,7 @@ State = frozenset[Item]  # a configuration: items (vertex, terminal, dfa state, 
 # grammarc.tokens.memo: MASK_BYTES, WALK_BYTES, SUMMARY_BYTES.
 _WALK_PARTS = 4  # a memoized walk keeps up to this many token sets unmerged
 _INT32 = np.dtype(np.int32)
+_NOTHING = TokenSet.empty()  # the mask of a finished engine
 
 
 class TokenRejected(GrammarcError, ValueError):
@@ -89,6 +90,10 @@ class Engine:
         self._limits = tuple(t.token_limit for t in self._terminals)  # except!(X, n)'s n, or None
         self._limited = any(limit is not None for limit in self._limits)
         self._memo = self.index.masks  # (state, empty text) -> packed mask, shared by the index's engines
+        # read once: `advance` runs per token
+        self._size, self._token_bytes = vocab.size, vocab.tokens
+        self._accepts_empty, self._n_words = compiled.accepts_empty, self.index.n_words
+        self._special_ids, self._eos_ids = vocab.special_ids, vocab.eos_token_ids
         self._last_complete: tuple[State | None, bool] = (None, False)  # `_complete`'s last state and answer
         self.reset()
 
@@ -142,21 +147,29 @@ class Engine:
         return False
 
     def packed_mask(self) -> np.ndarray:
-        """The allowed tokens as uint32 words (read-only): bit i % 32 of word i // 32."""
+        """The allowed tokens as uint32 words (a new array): bit i % 32 of word i // 32."""
+        words = np.zeros(self.index.n_words, dtype=np.uint32)
+        self._mask_tokens().or_into(words)
+        return words
+
+    def _mask_tokens(self) -> TokenSet:
+        """The allowed tokens, as the masks' memo keeps them: a set, sparse where the mask
+        touches few words (most masks of a schema: a few dozen of Llama-3's 4,008), so a
+        memo entry costs what the mask holds rather than the vocabulary's width."""
         if self._finished:
-            return np.zeros(self.index.n_words, dtype=np.uint32)
+            return _NOTHING
         # The EOS bit depends on the state and, for a grammar that accepts the empty text,
         # on whether the text is empty: a non-empty text can lead back to the very items
         # of the start (e.g. 'a' under (a*ba)*), where EOS is not allowed.
-        key = (self._state, self._text_len == 0 and self.compiled.accepts_empty)
-        words = self._memo.get(key)
-        if words is None:
-            words = self._compute_mask(self._state)
+        key = (self._state, self._text_len == 0 and self._accepts_empty)
+        tokens = self._memo.get(key)
+        if tokens is None:
+            parts = self._mask_parts(self._state)
             if self.accepts_eos():
-                self._eos.or_into(words)
-            words.flags.writeable = False
-            words = self._memo.put(key, words, words.nbytes + 112 + set_bytes(self._state))
-        return words
+                parts.append(self._eos)
+            tokens = TokenSet.union(parts, self._n_words) or _NOTHING  # sparse parts: only their words touched
+            tokens = self._memo.put(key, tokens, tokens.nbytes + 112 + set_bytes(self._state))
+        return tokens
 
     def allowed_mask(self) -> np.ndarray:
         """Bool array over the vocabulary: token i may come next."""
@@ -169,16 +182,10 @@ class Engine:
 
     def fill_bitmask(self, buf: Any) -> None:
         """Write the mask into int32[ceil(V/32)]: bit i % 32 of word i // 32 = token i."""
-        words = self.packed_mask()
-        target = _as_numpy(buf)
-        if target.ndim == 2 and target.shape[0] == 1:
-            target = target[0]
-        if target.ndim != 1 or (target.dtype is not _INT32 and target.dtype != _INT32):
-            raise ValueError(
-                f"fill_bitmask takes a 1-D int32 buffer (for a batch, pass one row: buf[i]); "
-                f"got shape {tuple(target.shape)} of {target.dtype}"
-            )
-        _gss.copy_mask(target, words)  # the rest zeroed; strided views too; a short buffer: ValueError
+        tokens = self._mask_tokens()
+        if type(buf) is not np.ndarray or buf.ndim != 1 or buf.dtype is not _INT32:  # else: the common case
+            buf = _bitmask_row(buf)
+        tokens.write_into(buf, self._n_words)  # the rest zeroed; strided views too; a short buffer: ValueError
 
     def mask_logits(self, logits: Any) -> Any:
         """Set disallowed logits to -inf in place (numpy or torch; 1-D or one row)."""
@@ -239,9 +246,11 @@ class Engine:
             raise TokenRejected(f"token id {token_id!r} is not an integer") from None
         if self._finished:
             raise TokenRejected(f"token {token_id} after the end: the engine is finished")
-        if not 0 <= token_id < self.vocab.size:
-            raise TokenRejected(f"token id {token_id} is outside the vocabulary (size {self.vocab.size})")
-        if token_id in self.vocab.eos_token_ids:
+        if not 0 <= token_id < self._size:
+            raise TokenRejected(f"token id {token_id} is outside the vocabulary (size {self._size})")
+        if token_id in self._special_ids:  # EOS ids among them; and the only tokens without text
+            if token_id not in self._eos_ids:
+                raise TokenRejected(f"token {token_id} is a special token and carries no text")
             if not self.accepts_eos():
                 raise TokenRejected(
                     f"EOS token {token_id} at byte {self._text_len}: the text is not complete; "
@@ -250,9 +259,7 @@ class Engine:
             self._history.append((self._state, self._text_len, self._finished))
             self._finished = True
             return True
-        data = self.vocab.tokens[token_id]
-        if token_id in self.vocab.special_ids or not data:
-            raise TokenRejected(f"token {token_id} is a special token and carries no text")
+        data = self._token_bytes[token_id]
         state = self._step_bytes(self._state, data, token_boundary=True)
         if not state:
             raise TokenRejected(
@@ -261,7 +268,10 @@ class Engine:
             )
         self._history.append((self._state, self._text_len, self._finished))
         self._state, self._text_len = state, self._text_len + len(data)
-        return self.is_finished()
+        # `is_finished` on a non-empty text, its answer kept for the mask's EOS bit (`_complete`)
+        complete = stepping.complete(self.core, self._terminals, state)
+        self._last_complete = (state, complete)
+        return complete and not self._extendable()
 
     def advance_bytes(self, data: bytes | str) -> None:
         """Consume text that did not come from one token (a prompt tail, forced text)."""
@@ -293,12 +303,13 @@ class Engine:
             if terminals[t].token_limit is None or can_finish(t, q, terminals[t].token_limit - k)
         )
 
-    def _compute_mask(self, state: State) -> np.ndarray:
+    def _mask_parts(self, state: State) -> list[TokenSet]:
+        """The token sets whose union is the mask of `state` (EOS aside): the index's own
+        sets and the walks' memoized ones, shared, not copied."""
         # A state holds an opening item for every terminal that may start where an item's
         # terminal can end, so tokens that start a new terminal are covered by those
         # items' own `inside` and `mid` parts: no separate "after" tree is needed.
         index, core = self.index, self.core
-        mask = np.zeros(index.n_words, dtype=np.uint32)  # packed, like fill_bitmask
         # the vertices of each (terminal, state, budget left: 0 when unlimited)
         groups: dict[tuple[int, int, int], list[tuple[Node, int]]] = {}
         if self._limited:
@@ -311,13 +322,13 @@ class Engine:
         else:
             for node, t, q, _ in state:
                 groups.setdefault((t, q, 0), []).append((node, t))
+        parts: list[TokenSet] = []
         for (t, q, budget), completions in groups.items():
-            (index.inside_within(t, q, budget) if budget else index.inside(t, q)).or_into(mask)
+            parts.append(index.inside_within(t, q, budget) if budget else index.inside(t, q))
             tree = index.mid(t, q)
             if tree.candidates:
-                for tokens in self._tree_tokens(tree, core.level(frozenset(completions))):
-                    tokens.or_into(mask)
-        return mask
+                parts.extend(self._tree_tokens(tree, core.level(frozenset(completions))))
+        return parts
 
     def _tree_tokens(self, tree: Tree, level: Level) -> tuple[TokenSet, ...]:
         """The token sets of `tree` the parser can take from `level` (the index's own
@@ -410,9 +421,20 @@ def _few(sets: list[TokenSet], n_words: int) -> tuple[tuple[TokenSet, ...], int]
     return (union,), union.nbytes
 
 
-def _as_numpy(buf: Any) -> np.ndarray:
+def _bitmask_row(buf: Any) -> np.ndarray:
+    """`fill_bitmask`'s buffer as a 1-D int32 NumPy array (a torch tensor's CPU memory, one
+    row of a 2-D buffer), or ValueError."""
     if type(buf).__module__.startswith("torch"):
         if buf.device.type != "cpu":
             raise ValueError("fill_bitmask needs a CPU buffer; copy it to the device afterwards")
-        return buf.numpy()
+        buf = buf.numpy()
+    if not isinstance(buf, np.ndarray):
+        raise ValueError(f"fill_bitmask writes into a NumPy array or a torch tensor, not {type(buf).__name__}")
+    if buf.ndim == 2 and buf.shape[0] == 1:
+        buf = buf[0]
+    if buf.ndim != 1 or buf.dtype != _INT32:
+        raise ValueError(
+            f"fill_bitmask takes a 1-D int32 buffer (for a batch, pass one row: buf[i]); "
+            f"got shape {tuple(buf.shape)} of {buf.dtype}"
+        )
     return buf

@@ -503,6 +503,13 @@ def test_fill_bitmask_batch_rows_and_bad_buffers():
         engine.fill_bitmask(batch)
     with pytest.raises(ValueError, match=r"got shape \(2,\) of int64"):
         engine.fill_bitmask(np.zeros(2, dtype=np.int64))
+    with pytest.raises(ValueError, match=r"got shape \(2,\) of >i4"):  # int32, but not the machine's order
+        engine.fill_bitmask(np.zeros(2, dtype=">i4"))
+    with pytest.raises(ValueError, match="^fill_bitmask writes into a NumPy array or a torch tensor, not list$"):
+        engine.fill_bitmask([0, 0])
+    row = np.full((1, 2), -1, dtype=np.int32)
+    engine.fill_bitmask(row)  # a batch of one: its row
+    assert bits_of(row[0], 64) == engine.allowed_token_ids().tolist()
 
 
 def test_fill_bitmask_against_allowed_ids_on_json():

@@ -17,6 +17,7 @@ import pytest
 import grammarc
 from grammarc.engine import Engine
 from grammarc.runtime.recognizer import Recognizer
+from grammarc.tokens.token_set import TokenSet
 from grammarc.tokens.vocabulary import Vocabulary
 from test_engine_oracle import brute_force_mask
 
@@ -59,11 +60,11 @@ def test_a_state_reached_through_other_reductions_hits_the_memo():
     engine = _engine("arithmetic")
     ids = {data: i for i, data in enumerate(engine.vocab.tokens)}
 
-    def mask_after(pieces: list[str]) -> np.ndarray:
+    def mask_after(pieces: list[str]) -> TokenSet:
         engine.reset()
         for piece in pieces:
             engine.advance(ids[piece.encode()])
-        return engine.packed_mask()
+        return engine._mask_tokens()  # the memo's entry
 
     first = mask_after(["(", "1", " + ", "23"])
     # 1*23 reduces to a term, then to the same expression vertex as 1 did: same stacks

@@ -101,7 +101,48 @@ def test_a_packed_mask_becomes_the_set_of_its_bits(n_words, data):
     assert (got.words is None and expected.words is None) or got.words.tolist() == expected.words.tolist()
 
 
-@pytest.mark.parametrize("who", ["or_into", "union_sets"])
+@settings(max_examples=300, deadline=None)
+@given(n_words=st.integers(0, 40), extra=st.integers(0, 5), stride=st.integers(1, 3), data=st.data())
+def test_write_into_writes_the_mask_and_zeroes_the_rest_of_the_target(n_words, extra, stride, data):
+    """A mask of `n_words` words into a wider target (every word it has written: the mask,
+    then zeros), through a strided view too; the words between a strided view's own stay."""
+    ids = data.draw(st.lists(st.integers(0, max(n_words * 32 - 1, 0)), max_size=n_words * 40)) if n_words else []
+    tokens = TokenSet.of(np.array(ids, dtype=np.int64), n_words)
+    width = n_words + extra
+    backing = np.array(data.draw(st.lists(st.integers(-2**31, 2**31 - 1), min_size=width * stride,
+                                          max_size=width * stride)), dtype=np.int32)
+    before = backing.copy()
+    target = backing[::stride]
+    tokens.write_into(target, n_words)
+    expected = np.zeros(width, dtype=np.uint32)
+    expected[:n_words] = reference(ids, n_words)
+    assert target.view(np.uint32).tolist() == expected.tolist()
+    untouched = np.ones(len(backing), dtype=bool)
+    untouched[::stride] = False
+    assert backing[untouched].tolist() == before[untouched].tolist()
+
+
+def test_write_into_refuses_short_read_only_and_wrong_targets_untouched():
+    tokens = TokenSet.of(np.array([3, 40]), 2)
+    short = np.full(1, 7, dtype=np.int32)
+    with pytest.raises(ValueError, match=r"^bitmask buffer has 1 words; 2 needed$"):
+        tokens.write_into(short, 2)
+    frozen = np.full(2, 7, dtype=np.int32)
+    frozen.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        tokens.write_into(frozen, 2)
+    with pytest.raises(ValueError, match="^write_into: the target must be 1-D with 4-byte items$"):
+        tokens.write_into(np.zeros(2, dtype=np.int64), 2)
+    with pytest.raises(ValueError, match="^write_into: the target must be 1-D with 4-byte items$"):
+        tokens.write_into(np.zeros((2, 2), dtype=np.int32), 2)
+    with pytest.raises(TypeError, match=r"^write_into\(target, n_words\): n_words a non-negative int$"):
+        tokens.write_into(np.zeros(2, dtype=np.int32), -1)
+    with pytest.raises(TypeError, match=r"^write_into\(target, n_words\): n_words a non-negative int$"):
+        tokens.write_into(np.zeros(2, dtype=np.int32), "2")
+    assert short.tolist() == [7] and frozen.tolist() == [7, 7]
+
+
+@pytest.mark.parametrize("who", ["or_into", "union_sets", "write_into"])
 @pytest.mark.parametrize("bits, words, message", [
     ([1, 2], None, "a dense set is not as long as the mask"),
     ([1], [4], "a word is out of range"),
@@ -109,18 +150,22 @@ def test_a_packed_mask_becomes_the_set_of_its_bits(n_words, data):
     ([1, 2], [0], "inconsistent array sizes"),
 ])
 def test_sets_that_do_not_fit_the_mask_are_refused(who, bits, words, message):
-    """OR-ed into a mask of 4 words, or united with a set that fits one (nothing written)."""
+    """OR-ed into a mask of 4 words, written into one, or united with a set that fits one
+    (nothing written)."""
     from grammarc.tokens import _scan
 
     wrong = TokenSet(np.array(bits, dtype=np.uint32), None if words is None else np.array(words, dtype=np.intp), 1)
-    acc = np.zeros(4, dtype=np.uint32)
+    acc = np.full(6, 5, dtype=np.uint32) if who == "write_into" else np.zeros(4, dtype=np.uint32)
+    before = acc.tolist()
     with pytest.raises(ValueError) as err:
         if who == "or_into":
             wrong.or_into(acc)
+        elif who == "write_into":  # into a wider target
+            wrong.write_into(acc, 4)
         else:
             _scan.union_sets([TokenSet.of(np.array([3]), 4), wrong], 4)
     assert str(err.value) == f"{who}: {message}"
-    assert not acc.any()
+    assert acc.tolist() == before
 
 
 def test_a_union_of_what_is_not_a_token_set_is_refused():

@@ -48,7 +48,7 @@ def ids(tokens) -> frozenset[int]:
 
 
 def item_levels(engine: Engine):
-    """(t, q, level) of each item group of the engine's state, as `_compute_mask` walks them."""
+    """(t, q, level) of each item group of the engine's state, as `_mask_parts` walks them."""
     groups: dict[tuple[int, int], set] = {}
     for node, t, q, _ in engine.configuration():
         groups.setdefault((t, q), set()).add(node)

@@ -590,47 +590,7 @@ PyTypeObject CoreType = {
     .tp_new = core_new,
 };
 
-/* copy_mask(target, words): `words` (a C-contiguous buffer of uint32) into `target` (a
- * writable 1-D buffer of 4-byte items, any stride: a row of a batch, a strided view), the
- * rest of `target` zeroed (Engine.fill_bitmask, which checks the target's type first). One
- * memcpy: NumPy's two slice assignments cost ~10x the copy itself on a 4,000-word mask. */
-static PyObject *py_copy_mask(PyObject *unused, PyObject *const *args, Py_ssize_t nargs) {
-    (void)unused;
-    if (nargs != 2) { PyErr_SetString(PyExc_TypeError, "copy_mask(target, words)"); return NULL; }
-    Py_buffer dst = {0}, src = {0};
-    if (PyObject_GetBuffer(args[0], &dst, PyBUF_STRIDES | PyBUF_WRITABLE) < 0) return NULL;
-    PyObject *result = NULL;
-    if (PyObject_GetBuffer(args[1], &src, PyBUF_C_CONTIGUOUS) < 0) goto done;
-    if (dst.ndim != 1 || dst.itemsize != 4 || src.len % 4) {
-        PyErr_SetString(PyExc_ValueError, "copy_mask: the target must be 1-D with 4-byte items, the words whole");
-        goto done;
-    }
-    Py_ssize_t n = src.len / 4, size = dst.shape[0], step = dst.strides[0];
-    if (size < n) {
-        PyErr_Format(PyExc_ValueError, "bitmask buffer has %zd words; %zd needed", size, n);
-        goto done;
-    }
-    char *out = dst.buf;
-    if (step == 4) {
-        memcpy(out, src.buf, (size_t)n * 4);
-        memset(out + n * 4, 0, (size_t)(size - n) * 4);
-    } else {
-        const uint32_t *in = src.buf;
-        for (Py_ssize_t i = 0; i < size; i++) {
-            uint32_t word = i < n ? in[i] : 0;
-            memcpy(out + i * step, &word, 4);
-        }
-    }
-    result = Py_NewRef(Py_None);
-done:
-    if (src.obj) PyBuffer_Release(&src);
-    PyBuffer_Release(&dst);
-    return result;
-}
-
 static PyMethodDef module_methods[] = {
-    {"copy_mask", (PyCFunction)(void (*)(void))py_copy_mask, METH_FASTCALL,
-     "copy_mask(target, words): words into a 1-D buffer of 4-byte items, the rest zeroed."},
     {"step", (PyCFunction)(void (*)(void))py_step, METH_FASTCALL | METH_KEYWORDS,
      "step(core, terminals, items, data, *, tokens=None): the items after data (see stepping.py)."},
     {"initial", (PyCFunction)py_initial, METH_O, "initial(core): the items before any text (see stepping.py)."},

@@ -133,14 +133,36 @@ done:
     return result;
 }
 
+/* The tokens in 64 bits (two words). __builtin_popcount is a call into libgcc where the build
+ * does not target the popcnt instruction (x86-64's default): several times these operations. */
+static inline Py_ssize_t tokens_in(uint64_t v) {
+    v = v - ((v >> 1) & 0x5555555555555555ull);
+    v = (v & 0x3333333333333333ull) + ((v >> 2) & 0x3333333333333333ull);
+    return (Py_ssize_t)((((v + (v >> 4)) & 0x0F0F0F0F0F0F0F0Full) * 0x0101010101010101ull) >> 56);
+}
+
+/* How many of `dense`'s n_words words are non-zero (*k) and how many tokens they hold. */
+static void mask_facts(const uint32_t *dense, Py_ssize_t n_words, Py_ssize_t *k, Py_ssize_t *count) {
+    Py_ssize_t nonzero = 0, tokens = 0, w = 0;
+    for (; w + 1 < n_words; w += 2) {
+        uint32_t a = dense[w], b = dense[w + 1];
+        nonzero += (a != 0) + (b != 0);
+        tokens += tokens_in((uint64_t)a | (uint64_t)b << 32);
+    }
+    if (w < n_words) nonzero += dense[w] != 0, tokens += tokens_in(dense[w]);
+    *k = nonzero, *count = tokens;
+}
+
 /* The (bits, words, count) of a TokenSet whose packed mask is `dense` (n_words words): its
  * non-zero words and their numbers when they are at most an eighth of all (sparse), else
- * every word and None (dense). */
-PyObject *set_of_dense(const uint32_t *dense, Py_ssize_t n_words) {
-    Py_ssize_t k = 0, count = 0;
-    for (Py_ssize_t w = 0; w < n_words; w++)
-        if (dense[w]) k++, count += __builtin_popcount(dense[w]);
-    if (k * 8 > n_words) return Py_BuildValue("(y#On)", (const char *)dense, n_words * 4, Py_None, count);
+ * every word and None (dense). `owner`: NULL, or a bytes object holding `dense` (its
+ * n_words words) that becomes the dense set's bits instead of a copy (a reference taken). */
+static PyObject *set_of_words(const uint32_t *dense, Py_ssize_t n_words, PyObject *owner) {
+    Py_ssize_t k, count;
+    mask_facts(dense, n_words, &k, &count);
+    if (k * 8 > n_words)
+        return owner ? Py_BuildValue("(OOn)", owner, Py_None, count)
+                     : Py_BuildValue("(y#On)", (const char *)dense, n_words * 4, Py_None, count);
     PyObject *bits = PyBytes_FromStringAndSize(NULL, k * 4);
     PyObject *words = PyBytes_FromStringAndSize(NULL, k * (Py_ssize_t)sizeof(Py_ssize_t));
     if (!bits || !words) {
@@ -152,6 +174,10 @@ PyObject *set_of_dense(const uint32_t *dense, Py_ssize_t n_words) {
     for (Py_ssize_t w = 0, j = 0; w < n_words; w++)
         if (dense[w]) n[j] = w, b[j++] = dense[w];
     return Py_BuildValue("(NNn)", bits, words, count);
+}
+
+PyObject *set_of_dense(const uint32_t *dense, Py_ssize_t n_words) {
+    return set_of_words(dense, n_words, NULL);
 }
 
 /* pack_words(words): `set_of_dense` of a packed mask (uint32): what a union of sets ORed
@@ -166,19 +192,14 @@ PyObject *pack_words(PyObject *self, PyObject *args) {
     return result;
 }
 
-/* acc[words[j]] |= bits[j] for each j (words: intp, as a sparse set keeps them), or
- * acc[j] |= bits[j] for every word when words is NULL (dense); 0, or -1 with an error set
- * (`who` names the caller). */
-int or_set(uint32_t *a, Py_ssize_t n_acc, const SetObject *set, const char *who) {
-    const uint32_t *b = (const uint32_t *)PyBytes_AS_STRING(set->bits);
+/* Whether `set` fits a mask of `n_acc` words (a dense set: exactly as long; a sparse one: its
+ * word numbers in range); 0, or -1 with an error set (`who` names the caller). */
+static int set_fits(const SetObject *set, Py_ssize_t n_acc, const char *who) {
     Py_ssize_t n = PyBytes_GET_SIZE(set->bits) / 4;
     if (!set->words) {
-        if (n != n_acc) {
-            PyErr_Format(PyExc_ValueError, "%s: a dense set is not as long as the mask", who);
-            return -1;
-        }
-        for (Py_ssize_t j = 0; j < n; j++) a[j] |= b[j];
-        return 0;
+        if (n == n_acc) return 0;
+        PyErr_Format(PyExc_ValueError, "%s: a dense set is not as long as the mask", who);
+        return -1;
     }
     if (PyBytes_GET_SIZE(set->words) != n * (Py_ssize_t)sizeof(Py_ssize_t)) {
         PyErr_Format(PyExc_ValueError, "%s: inconsistent array sizes", who);
@@ -190,6 +211,21 @@ int or_set(uint32_t *a, Py_ssize_t n_acc, const SetObject *set, const char *who)
             PyErr_Format(PyExc_ValueError, "%s: a word is out of range", who);
             return -1;
         }
+    return 0;
+}
+
+/* acc[words[j]] |= bits[j] for each j (words: intp, as a sparse set keeps them), or
+ * acc[j] |= bits[j] for every word when words is NULL (dense), once the set is known to fit
+ * (`set_fits`: nothing is written otherwise); 0, or -1 with an error set. */
+int or_set(uint32_t *a, Py_ssize_t n_acc, const SetObject *set, const char *who) {
+    if (set_fits(set, n_acc, who)) return -1;
+    const uint32_t *b = (const uint32_t *)PyBytes_AS_STRING(set->bits);
+    Py_ssize_t n = PyBytes_GET_SIZE(set->bits) / 4;
+    if (!set->words) {
+        for (Py_ssize_t j = 0; j < n; j++) a[j] |= b[j];
+        return 0;
+    }
+    const Py_ssize_t *w = (const Py_ssize_t *)PyBytes_AS_STRING(set->words);
     for (Py_ssize_t j = 0; j < n; j++) a[w[j]] |= b[j];
     return 0;
 }
@@ -252,6 +288,59 @@ static PyObject *set_or_into(SetObject *self, PyObject *arg) {
     return failed ? NULL : Py_NewRef(Py_None);
 }
 
+/* write_into(target, n_words): the set, as a packed mask of `n_words` words, into `target` (a
+ * writable 1-D buffer of 4-byte items, any stride: a row of a batch, a strided view), the
+ * rest of `target` zeroed (Engine.fill_bitmask, which checks the target's type first). A
+ * memo keeps a mask as a set: most masks of a schema touch a few dozen words of a
+ * 4,000-word vocabulary, so they are zeroed and scattered here instead of kept whole. */
+static PyObject *set_write_into(SetObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    Py_ssize_t n_words;
+    if (nargs != 2 || (n_words = PyLong_AsSsize_t(args[1])) < 0) {
+        if (!PyErr_Occurred() || PyErr_ExceptionMatches(PyExc_TypeError)) {
+            PyErr_Clear();
+            PyErr_SetString(PyExc_TypeError, "write_into(target, n_words): n_words a non-negative int");
+        }
+        return NULL;
+    }
+    Py_buffer dst = {0};
+    if (PyObject_GetBuffer(args[0], &dst, PyBUF_STRIDES | PyBUF_WRITABLE) < 0) return NULL;
+    PyObject *result = NULL;
+    uint32_t *words = NULL;
+    if (dst.ndim != 1 || dst.itemsize != 4) {
+        PyErr_SetString(PyExc_ValueError, "write_into: the target must be 1-D with 4-byte items");
+        goto done;
+    }
+    Py_ssize_t size = dst.shape[0], step = dst.strides[0];
+    if (size < n_words) {
+        PyErr_Format(PyExc_ValueError, "bitmask buffer has %zd words; %zd needed", size, n_words);
+        goto done;
+    }
+    if (set_fits(self, n_words, "write_into")) goto done; /* the target untouched */
+    if (step == 4 && !self->words) { /* dense: one copy, the rest zeroed */
+        memcpy(dst.buf, PyBytes_AS_STRING(self->bits), (size_t)n_words * 4);
+        memset((char *)dst.buf + n_words * 4, 0, (size_t)(size - n_words) * 4);
+    } else if (step == 4) { /* sparse: zeroed, then its words */
+        memset(dst.buf, 0, (size_t)size * 4);
+        or_set(dst.buf, n_words, self, "write_into");
+    } else { /* strided: made whole first, then written word by word */
+        if (!(words = PyMem_Calloc((size_t)(n_words ? n_words : 1), sizeof(uint32_t)))) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        if (or_set(words, n_words, self, "write_into")) goto done;
+        char *out = dst.buf;
+        for (Py_ssize_t i = 0; i < size; i++) {
+            uint32_t word = i < n_words ? words[i] : 0;
+            memcpy(out + i * step, &word, 4);
+        }
+    }
+    result = Py_NewRef(Py_None);
+done:
+    PyMem_Free(words);
+    PyBuffer_Release(&dst);
+    return result;
+}
+
 static PyObject *set_words(SetObject *self, void *closure) {
     (void)closure;
     return Py_NewRef(self->words ? self->words : Py_None);
@@ -270,6 +359,8 @@ static PyGetSetDef set_getset[] = {
 
 static PyMethodDef set_methods[] = {
     {"or_into", (PyCFunction)set_or_into, METH_O, "OR the set into a packed mask (uint32, writable)."},
+    {"write_into", (PyCFunction)(void (*)(void))set_write_into, METH_FASTCALL,
+     "write_into(target, n_words): the set as a mask of n_words words into a 1-D buffer of 4-byte items, the rest zeroed."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -315,7 +406,7 @@ static PyObject *union_sparse(PyObject *const *sets, Py_ssize_t n, Py_ssize_t n_
     for (Py_ssize_t i = 0; i < n_marks; i++)
         for (uint64_t m = touched[i]; m; m &= m - 1) {
             uint32_t v = acc[i * 64 + __builtin_ctzll(m)];
-            if (v) k++, count += __builtin_popcount(v);
+            if (v) k++, count += tokens_in(v);  /* a word at a time: few are touched */
         }
     if (k * 8 > n_words) { /* dense, as set_of_dense makes it */
         if (!(bits = PyBytes_FromStringAndSize(NULL, n_words * 4))) goto done;
@@ -393,15 +484,20 @@ PyObject *union_sets(PyObject *self, PyObject *args) {
         result = union_sparse(items, n, n_words);
         goto done;
     }
-    if (!(acc = PyMem_Calloc(n_words ? n_words : 1, sizeof(uint32_t)))) {
-        PyErr_NoMemory();
-        goto done;
-    }
+    /* OR-ed in the bytes that become a dense result's bits (a union with a dense set is
+     * dense but for a set made dense with few words): no copy made */
+    PyObject *bits = PyBytes_FromStringAndSize(NULL, n_words * 4);
+    if (!bits) goto done;
+    acc = (uint32_t *)PyBytes_AS_STRING(bits);
+    memset(acc, 0, (size_t)n_words * 4);
     for (Py_ssize_t i = 0; i < n; i++)
-        if (or_set(acc, n_words, (SetObject *)items[i], "union_sets")) goto done;
-    result = set_of_dense(acc, n_words);
+        if (or_set(acc, n_words, (SetObject *)items[i], "union_sets")) {
+            Py_DECREF(bits);
+            goto done;
+        }
+    result = set_of_words(acc, n_words, bits);
+    Py_DECREF(bits);
 done:
-    PyMem_Free(acc);
     Py_DECREF(seq);
     return result;
 }
