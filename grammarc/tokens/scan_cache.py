@@ -53,6 +53,7 @@ SUFFIX = diskstore.SCAN_SUFFIXES[0]
 DEFAULT_MEMORY_MB = 256
 MAX_STORES = 4096  # languages kept in memory at once, whatever their size
 _ARRAYS = ("states", "inside", "split_offsets", "split_rows", "split_pos")
+UNKEYED = "unkeyed:"  # how the names of `unkeyed` scans start, and no language key (a hex digest)
 
 
 @dataclass(frozen=True, eq=False)
@@ -194,13 +195,16 @@ class ScanRegistry:
         # was O(stores): 4,096 property reads for each new language of a long-lived server)
         self._lock = threading.RLock()
 
-    def get(self, key: tuple[str, str], rows: int, persist: bool = True) -> TerminalScans:
+    def get(self, key: tuple[str, str], rows: int) -> TerminalScans:
+        """The store of (language key, vocabulary key), made on first use (in memory only
+        for an `unkeyed` name)."""
         with self._lock:
             store = self._stores.get(key)
             if store is not None:
                 self._stores.move_to_end(key)
                 return store
-            store = self._stores[key] = TerminalScans(key[0], key[1], rows, registry=self, persist=persist)
+            store = self._stores[key] = TerminalScans(key[0], key[1], rows, registry=self,
+                                                      persist=not key[0].startswith(UNKEYED))
             self._total += store.nbytes  # what it loaded from disk
             self._evict()
             return store
@@ -254,10 +258,9 @@ def _remember(scans: TerminalScans) -> None:
 def terminal_scans(dfa_key: str, vocab_key: str, rows: int) -> TerminalScans:
     """The process-wide scans of (DFA, vocabulary), loaded from disk on first use; in memory
     only for an `unkeyed` name."""
-    return _registry.get((dfa_key, vocab_key), rows, persist=not dfa_key.startswith(UNKEYED))
+    return _registry.get((dfa_key, vocab_key), rows)
 
 
-UNKEYED = "unkeyed:"  # what no language key (a hex digest) starts with
 _unkeyed = itertools.count()
 
 
