@@ -775,3 +775,49 @@ def test_rows_that_die_within_a_shared_prefix_are_stepped_over_and_a_bad_skip_re
     with pytest.raises(ValueError) as err:
         _scan.scan_ranges(table, rows, *ranges)
     assert str(err.value) == "scan_ranges: a row or position is out of range"
+
+
+def _byte_runs(trans: np.ndarray) -> bytes:
+    """A run number per byte: a new run wherever some state treats a byte apart from the one
+    before (`DFA.byte_runs`, recomputed here)."""
+    cut = np.zeros(256, dtype=bool)
+    cut[1:] = (trans[:, 1:] != trans[:, :-1]).any(axis=0)
+    return np.cumsum(cut).astype(np.uint8).tobytes()
+
+
+@settings(max_examples=300, deadline=None)
+@given(case=cases(), comb=st.booleans(), shift=st.sampled_from(sorted(ALPHABET)))
+def test_reaches_more_counts_the_states_a_search_reaches(case, comb, shift):
+    """`reaches_more`: whether more than `limit` states are reachable from q (every limit up
+    to past the states), against a
+    breadth-first search over every byte; stepping one byte per run gives the same answer
+    (the alphabet moved down by `shift`: one of its bytes is byte 0, the first run's)."""
+    trans, accept, *_ = case
+    trans = np.ascontiguousarray(np.roll(trans, -shift, axis=1))
+    q = case[-1]
+    seen, todo = {q}, [q]
+    while todo:
+        for target in trans[todo.pop()].tolist():
+            if target >= 0 and target not in seen:
+                seen.add(target)
+                todo.append(target)
+    table = _table(trans, accept, comb)
+    for limit in range(len(trans) + 2):
+        for runs in (b"", _byte_runs(trans)):
+            assert _scan.reaches_more(table, q, limit, runs) == (len(seen) > limit), (limit, runs)
+
+
+@pytest.mark.parametrize("q, limit, runs, message", [
+    (3, 1, b"", "reaches_more: the state or the limit is out of range"),
+    (-1, 1, b"", "reaches_more: the state or the limit is out of range"),
+    (0, -1, b"", "reaches_more: the state or the limit is out of range"),
+    (0, 1, bytes(255), "reaches_more: runs are not 256 ascending run numbers"),
+    (0, 1, b"\x01" * 256, "reaches_more: runs are not 256 ascending run numbers"),
+    (0, 1, bytes(128) + b"\x02" * 128, "reaches_more: runs are not 256 ascending run numbers"),
+])
+def test_bad_reach_questions_are_refused(q, limit, runs, message):
+    trans = np.full((3, 256), -1, dtype=np.int32)
+    trans[0, ord("a")], trans[1, ord("b")] = 1, 2
+    with pytest.raises(ValueError) as err:
+        _scan.reaches_more(_table(trans, np.zeros(3, dtype=np.bool_)), q, limit, runs)
+    assert str(err.value) == message

@@ -327,3 +327,41 @@ def test_the_registry_counts_its_stores_bytes_as_they_grow_and_as_they_go(tmp_pa
     assert first.nbytes == 150 and registry.nbytes() == 210 == sum(s.nbytes for s in registry.values())
     registry.clear()
     assert registry.nbytes() == 0 and len(registry) == 0
+
+
+def test_a_state_of_a_big_language_keeps_its_scans_under_no_key(cache, monkeypatch):
+    """A state whose language has more than KEYED_MAX_STATES states (a length counter's)
+    keeps its scans in memory under a name of its own (`scan_cache.unkeyed`): no canonical
+    code is made for it, nothing is written out, and the index's parts are the same as with
+    every scan keyed by its language."""
+    grammar = Grammar.from_ebnf(r"""start ::= #'"[a-z]{0,12}"' ;""")
+    monkeypatch.setattr(token_index_module, "KEYED_MAX_STATES", 10**9)
+    keyed = _visit_all(TokenIndex(grammar.compile(), VOCAB))
+    scan_cache._registry.clear()
+    monkeypatch.setattr(kin, "KIN", kin.Kin())
+    monkeypatch.setattr(token_index_module, "KEYED_MAX_STATES", 6)
+    keys = []
+    monkeypatch.setattr(token_index_module, "suffix_key", lambda dfa, q: keys.append(q) or suffix_key(dfa, q))
+    compiled = grammar.compile()
+    index = TokenIndex(compiled, VOCAB)
+    assert _same(keyed, _visit_all(index))
+    dfa = compiled.terminals[0].dfa
+    reach = {q: _reachable(dfa, q) for q in range(dfa.n_states)}
+    assert keys and all(reach[q] <= 6 for q in keys)  # only the counter's last states were keyed
+    assert any(reach[q] > 6 for q in range(dfa.n_states))
+    unkeyed = [store for store in scan_cache._registry.values() if store.dfa_key.startswith(scan_cache.UNKEYED)]
+    assert unkeyed and all(store.path is None for store in unkeyed)
+    assert any(store._scans for store in unkeyed)
+    scan_cache.save_all()
+    assert len(list(cache.rglob(FILES))) == len(scan_cache._registry) - len(unkeyed)
+
+
+def _reachable(dfa, q: int) -> int:
+    """How many states are reachable from q (q included), searched byte by byte."""
+    seen, todo = {q}, [q]
+    while todo:
+        for target in np.asarray(dfa.trans[todo.pop()]).tolist():
+            if target >= 0 and target not in seen:
+                seen.add(target)
+                todo.append(target)
+    return len(seen)

@@ -32,10 +32,7 @@ def suffix_key(dfa: DFA, state: int) -> str:
     cost more than the code (and, made on a cold state, a garbage collection). Kept per
     automaton while it lives: grammars that share a terminal's automaton (JSON's strings
     and separators) ask for the same states' keys."""
-    with _lock:
-        keys = _keys.get(dfa)
-        if keys is None:
-            keys = _keys[dfa] = {}
+    keys = per_state(_keys, dfa)
     found = keys.get(state)
     if found is None:
         table = dfa.dense_table
@@ -47,3 +44,13 @@ def suffix_key(dfa: DFA, state: int) -> str:
 
 _lock = threading.Lock()
 _keys: "weakref.WeakKeyDictionary[DFA, dict[int, str]]" = weakref.WeakKeyDictionary()  # automaton -> state -> key
+
+
+def per_state(memo: "weakref.WeakKeyDictionary[DFA, dict]", dfa: DFA) -> dict:
+    """`dfa`'s dict in `memo` (an automaton's values by state, kept while it lives), made on
+    first use: the keys here, and what else is named per state (`grammarc.tokens.index`)."""
+    with _lock:
+        found = memo.get(dfa)
+        if found is None:
+            found = memo[dfa] = {}
+    return found

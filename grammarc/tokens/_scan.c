@@ -1,7 +1,8 @@
 /* Walking vocabulary tokens through a terminal's DFA: the inner loop of the token index,
  * and beside it the index's other per-mask loops (each's contract is at its definition):
  * scan_part (a token tree's part: walk some suffixes, pack the ids of those that end inside),
- * row_kinds (each row's byte groups); in _pairs.c, agree_depth and agree_bytes (how far, or
+ * row_kinds (each row's byte groups), reaches_more (whether a state's language is too big to
+ * key its scans by); in _pairs.c, agree_depth and agree_bytes (how far, or
  * on which bytes, two states' scans may differ, so one's scan can stand for the other's);
  * and, in _sets.c, pack_rows
  * (a scan's inside rows as a mask over token ids), next_bytes and order_by_byte (a token
@@ -747,6 +748,71 @@ done:
     return result;
 }
 
+/* reaches_more(table, q, limit, runs): whether more than `limit` states are reachable from
+ * state q (q included), `runs` a run number per byte (256 bytes, ascending from 0 by steps
+ * of at most one: `DFA.byte_runs`, bytes every state treats alike) or empty (every byte
+ * stepped). A language that big (an object's other keys after the quote, a length
+ * counter's state) is new to every grammar, and its canonical code, which the shared store
+ * keys scans by, costs more to make than the store saves (`TokenIndex._store`). A
+ * depth-first walk that stops at `limit` + 1 states: each state steps one byte per run. */
+static PyObject *reaches_more(PyObject *self, PyObject *args) {
+    (void)self;
+    TableObject *table;
+    Py_ssize_t q, limit;
+    Py_buffer runs = {0};
+    PyObject *result = NULL;
+    uint8_t *seen = NULL;
+    int32_t *stack = NULL;
+    if (!PyArg_ParseTuple(args, "O!nny*", &TableType, &table, &q, &limit, &runs)) return NULL;
+    const Py_ssize_t n = table->t.n_states;
+    if (q < 0 || q >= n || limit < 0) {
+        PyErr_SetString(PyExc_ValueError, "reaches_more: the state or the limit is out of range");
+        goto done;
+    }
+    uint8_t firsts[256]; /* one byte of each run */
+    int n_firsts = 0;
+    if (runs.len == 0)
+        for (int b = 0; b < 256; b++) firsts[n_firsts++] = (uint8_t)b;
+    else {
+        const uint8_t *r = runs.buf;
+        if (runs.len != 256 || r[0] != 0) goto bad_runs;
+        firsts[n_firsts++] = 0;
+        for (int b = 1; b < 256; b++) {
+            if (r[b] != r[b - 1] && r[b] != r[b - 1] + 1) goto bad_runs;
+            if (r[b] != r[b - 1]) firsts[n_firsts++] = (uint8_t)b;
+        }
+    }
+    if (limit >= n) { /* no DFA of n states reaches more than n */
+        result = Py_NewRef(Py_False);
+        goto done;
+    }
+    /* every state pushed is counted, and the walk stops past limit + 1 */
+    if (!(seen = calloc((size_t)(n + 7) / 8, 1)) || !(stack = malloc(((size_t)limit + 1) * sizeof(int32_t)))) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t count = 1, top = 0;
+    seen[q >> 3] |= (uint8_t)(1u << (q & 7));
+    stack[top++] = (int32_t)q;
+    while (top && count <= limit) {
+        int32_t s = stack[--top];
+        for (int j = 0; j < n_firsts && count <= limit; j++) {
+            int32_t t = step(&table->t, s, firsts[j]);
+            if (t < 0 || (seen[t >> 3] >> (t & 7) & 1)) continue;
+            seen[t >> 3] |= (uint8_t)(1u << (t & 7));
+            if (++count <= limit) stack[top++] = t;
+        }
+    }
+    result = PyBool_FromLong(count > limit);
+    goto done;
+bad_runs:
+    PyErr_SetString(PyExc_ValueError, "reaches_more: runs are not 256 ascending run numbers");
+done:
+    free(seen), free(stack);
+    PyBuffer_Release(&runs);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS, "Walk token rows through a DFA (see the module's comment)."},
     {"read_off", read_off, METH_VARARGS, "A scan read off another's, its differing rows walked."},
@@ -764,6 +830,7 @@ static PyMethodDef methods[] = {
     {"pack_words", pack_words, METH_VARARGS, "A TokenSet's arrays and count for a packed mask."},
     {"union_sets", union_sets, METH_VARARGS, "A TokenSet's arrays and count for the union of TokenSets."},
     {"rows_by_byte", rows_by_byte, METH_VARARGS, "The rows that hold each byte (a counting sort)."},
+    {"reaches_more", reaches_more, METH_VARARGS, "Whether more than a number of states are reachable from a state."},
     {NULL, NULL, 0, NULL},
 };
 

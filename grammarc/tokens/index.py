@@ -28,13 +28,13 @@ import numpy as np
 from grammarc.automata.comb import CombTable
 from grammarc.automata.dfa import DFA
 from grammarc.automata.operations import distinct
-from grammarc.automata.suffix import suffix_key
+from grammarc.automata.suffix import per_state, suffix_key
 from grammarc.lowering.compiler import CompiledGrammar
 from grammarc.runtime.gss import parser_core
 from grammarc.tokens import _scan, kin, memo
 from grammarc.tokens.memo import Memo
 from grammarc.tokens.rows import TokenBytes, joined, token_bytes
-from grammarc.tokens.scan_cache import AFTER_FIRST_BYTE, FROM_START, Scan, TerminalScans, terminal_scans
+from grammarc.tokens.scan_cache import AFTER_FIRST_BYTE, FROM_START, Scan, TerminalScans, terminal_scans, unkeyed
 from grammarc.tokens.suffixes import Suffixes, shared
 from grammarc.tokens.token_set import TokenSet
 from grammarc.tokens.tree import NO_PART as _NO_PART, Tree
@@ -98,6 +98,12 @@ SHIFTED_MIN_SHARE = 0.03
 # find it made; 3% fewer rows walked on 60 MaskBench schemas).
 SHIFTED_AFTER = 1.0
 SHIFTED_NOW = 0.5
+# A state whose language has more states than this keeps its scans under no language key
+# (`_language`): on 190 MaskBench schemas, none of the 92 such keys made (an object's other
+# keys, a length counter's states) found scans that another state had stored, and they were
+# 63% of the bytes of canonical code made (`suffix_key`); the keys of 65-256 states
+# (whitespace around separators, string formats) found some in ~40% of their lookups.
+KEYED_MAX_STATES = 256
 # A wide scan is read off a recent scan of the same terminal (`TokenIndex._scan_near`) when
 # the two states agree on tokens short enough that at most this share of the rows is left
 # to walk; among the terminal's last NEAR_CANDIDATES wide scans.
@@ -395,10 +401,12 @@ class TokenIndex:
         return scan
 
     def _store(self, t: int, q: int) -> TerminalScans:
-        """The shared scans of the language `t` accepts from `q`."""
+        """The shared scans of the language `t` accepts from `q` (`_language`)."""
         key = self._suffix_keys.get((t, q))
         if key is None:
-            key = self._suffix_keys[(t, q)] = suffix_key(self.terminals[t].dfa, q)
+            dfa = self.terminals[t].dfa
+            key = self._suffix_keys[(t, q)] = \
+                suffix_key(dfa, q) if dfa.n_states <= KEYED_MAX_STATES else _language(dfa, q, self._table(t))
         return terminal_scans(key, self.vocab.key, len(self.token_ids))
 
     def _scan_composed(self, t: int, q: int) -> Scan:
@@ -629,6 +637,29 @@ def walk_table(dfa) -> _scan.Table:
             table = _scan.Table(np.ascontiguousarray(trans, dtype=np.int32), b"", b"", b"", accept)
         with _weak_lock:
             found = _walk_tables.setdefault(dfa, table)
+    return found
+
+
+# automaton -> state -> the name its scans are stored under, for automata of more than
+# KEYED_MAX_STATES states (as long as the automaton lives)
+_names: "weakref.WeakKeyDictionary[DFA, dict[int, str]]" = weakref.WeakKeyDictionary()
+
+
+def _language(dfa: DFA, q: int, table: _scan.Table) -> str:
+    """What the store keeps the scans from `q` under: the language's `suffix_key`; or, when it
+    has more than `KEYED_MAX_STATES` states, a name of this state's own (`scan_cache.unkeyed`,
+    kept per automaton: grammars that share it share its scans). A language that big (an
+    object's other keys after the quote, a length counter's state) is new to every grammar,
+    and its canonical code costs up to ~1 ms; only an automaton that big is searched
+    (`_scan.reaches_more`, one byte per run of `DFA.byte_runs`; `TokenIndex._store` keys a
+    smaller one's states without calling here)."""
+    if dfa.n_states <= KEYED_MAX_STATES:
+        return suffix_key(dfa, q)
+    names = per_state(_names, dfa)
+    found = names.get(q)
+    if found is None:
+        big = _scan.reaches_more(table, q, KEYED_MAX_STATES, dfa.byte_runs)
+        found = names.setdefault(q, unkeyed() if big else suffix_key(dfa, q))
     return found
 
 

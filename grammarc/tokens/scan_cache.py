@@ -6,7 +6,10 @@ accepts from that state (grammarc.automata.suffix.suffix_key) and the vocabulary
 the grammar around the terminal. JSON strings, numbers and whitespace appear in most
 grammars, so their scans are computed once per vocabulary and reused: in memory for the
 process, and on disk across processes. The token index stores only wide scans here
-(grammarc.tokens.index.PERSIST_MIN_ROWS); narrow ones are cheaper to redo. A language's
+(grammarc.tokens.index.PERSIST_MIN_ROWS); narrow ones are cheaper to redo. A state whose
+language has more than grammarc.tokens.index.KEYED_MAX_STATES states (an object's other keys,
+a length counter's state) is new to every grammar: its scans are kept in memory under no
+language key (`unkeyed`), never written out. A language's
 store holds its scan from its start and, once asked for enough rows of it, its scan after a
 first byte, which the scans of states that lead to it are composed from
 (grammarc.tokens.index.TokenIndex._scan_composed).
@@ -31,6 +34,7 @@ marks it used).
 from __future__ import annotations
 
 import atexit
+import itertools
 import os  # noqa: F401  (tests replace os.replace here to simulate a full disk)
 import threading
 import warnings
@@ -49,6 +53,7 @@ SUFFIX = diskstore.SCAN_SUFFIXES[0]
 DEFAULT_MEMORY_MB = 256
 MAX_STORES = 4096  # languages kept in memory at once, whatever their size
 _ARRAYS = ("states", "inside", "split_offsets", "split_rows", "split_pos")
+UNKEYED = "unkeyed:"  # how the names of `unkeyed` scans start, and no language key (a hex digest)
 
 
 @dataclass(frozen=True, eq=False)
@@ -81,7 +86,9 @@ class TerminalScans:
     """The scans of one language (a terminal DFA from one state) over one vocabulary, by slot
     (`FROM_START`, `AFTER_FIRST_BYTE`)."""
 
-    def __init__(self, dfa_key: str, vocab_key: str, rows: int, registry: "ScanRegistry | None" = None):
+    def __init__(self, dfa_key: str, vocab_key: str, rows: int, registry: "ScanRegistry | None" = None,
+                 persist: bool = True):
+        """`persist`: kept on disk (when a cache directory is set); else in memory only."""
         self.dfa_key, self.vocab_key, self.rows = dfa_key, vocab_key, rows
         self._scans: dict[int, Scan] = {}
         self._asked: dict[int, int] = {}  # slot -> rows asked of it so far (`ask`), never written out
@@ -89,7 +96,7 @@ class TerminalScans:
         self._registry = registry
         self._dirty = False
         self._lock = threading.Lock()
-        directory = cache_dir()
+        directory = cache_dir() if persist else None
         self.path = None if directory is None else \
             diskstore.subdirectory(directory, f"v{FORMAT_VERSION}", vocab_key[:24]) / f"{dfa_key[:40]}{SUFFIX}"
         if self.path is not None and self.path.exists():
@@ -189,12 +196,15 @@ class ScanRegistry:
         self._lock = threading.RLock()
 
     def get(self, key: tuple[str, str], rows: int) -> TerminalScans:
+        """The store of (language key, vocabulary key), made on first use (in memory only
+        for an `unkeyed` name)."""
         with self._lock:
             store = self._stores.get(key)
             if store is not None:
                 self._stores.move_to_end(key)
                 return store
-            store = self._stores[key] = TerminalScans(key[0], key[1], rows, registry=self)
+            store = self._stores[key] = TerminalScans(key[0], key[1], rows, registry=self,
+                                                      persist=not key[0].startswith(UNKEYED))
             self._total += store.nbytes  # what it loaded from disk
             self._evict()
             return store
@@ -246,8 +256,19 @@ def _remember(scans: TerminalScans) -> None:
 
 
 def terminal_scans(dfa_key: str, vocab_key: str, rows: int) -> TerminalScans:
-    """The process-wide scans of (DFA, vocabulary), loaded from disk on first use."""
+    """The process-wide scans of (DFA, vocabulary), loaded from disk on first use; in memory
+    only for an `unkeyed` name."""
     return _registry.get((dfa_key, vocab_key), rows)
+
+
+_unkeyed = itertools.count()
+
+
+def unkeyed() -> str:
+    """A new name for the scans of one state that no other state finds (its language named
+    by nothing: `TokenIndex._store`): kept in memory with the others, never written out, so
+    they stay alive as keyed ones do for the kin that read them."""
+    return f"{UNKEYED}{next(_unkeyed)}"
 
 
 def files(vocab_key: str) -> list[Path]:
