@@ -535,3 +535,27 @@ def test_literal_refuses_what_is_not_bytes():
         _core.literal("text")
     with pytest.raises(TypeError):
         _core.literal()
+
+
+@settings(max_examples=200, deadline=None)
+@given(n=st.integers(1, 40), data=st.data())
+def test_a_target_out_of_range_is_found_wherever_it_lies(n, data):
+    """The tables' one bounds check (automata/_bounds.h, vectorized, a copy per instruction
+    set) finds a target >= n at any cell, the vectors' tails included; for the walker and
+    the token walks' table alike."""
+    from grammarc.tokens import _scan
+
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    trans = rng.integers(-1, n, size=(n, 256)).astype(np.int32)
+    bad = data.draw(st.none() | st.tuples(st.integers(0, n * 256 - 1), st.integers(n, 2**31 - 1)))
+    if bad is not None:
+        trans.reshape(-1)[bad[0]] = bad[1]
+    accept = np.zeros(n, dtype=bool)
+    if bad is None:
+        assert _core.Walker(trans, b"", b"", b"", accept)(0, b"", 0) == (0, ())
+        assert _scan.Table(trans, b"", b"", b"", accept).n_states == n
+        return
+    with pytest.raises(ValueError, match="^walk: a target or a comb row is out of range$"):
+        _core.Walker(trans, b"", b"", b"", accept)
+    with pytest.raises(ValueError, match="^Table: a target or a comb row lies outside the table$"):
+        _scan.Table(trans, b"", b"", b"", accept)

@@ -377,7 +377,10 @@ static PyObject *walker_call(PyObject *callable, PyObject *const *args, size_t n
         if (!p) { Py_DECREF(positions); goto done; }
         PyTuple_SET_ITEM(positions, j, p);
     }
-    out = Py_BuildValue("(nN)", (Py_ssize_t)s, positions);
+    PyObject *last = PyLong_FromSsize_t((Py_ssize_t)s); /* a pair without a format parsed: a call per item and token */
+    out = last ? PyTuple_Pack(2, last, positions) : NULL;
+    Py_XDECREF(last);
+    Py_DECREF(positions);
 done:
     free(ends);
     PyBuffer_Release(&data);
