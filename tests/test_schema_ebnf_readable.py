@@ -475,6 +475,22 @@ def test_shorten_agrees_with_the_reference(name: str, limit: int) -> None:
     assert sharing.shorten(name, limit) == _reference_shorten(name, limit)
 
 
+def _reference_identifier(text: str, limit: int) -> str:
+    """Test oracle: `sharing.identifier` without its fast paths (the substitution always,
+    the shortening always asked)."""
+    base = re.sub(r"[^A-Za-z0-9_]+", "_", text).strip("_") or "value"
+    return _reference_shorten("_" + base if base[0].isdigit() else base, limit)
+
+
+@given(st.one_of(st.lists(st.from_regex(r"[A-Za-z0-9]{0,9}", fullmatch=True), max_size=8).map("_".join),
+                 st.text(alphabet="aBcDE19_-.é\u0660", max_size=50)), st.integers(1, 40))
+@settings(max_examples=500, deadline=None)
+def test_identifier_agrees_with_the_reference(text: str, limit: int) -> None:
+    # limits the text's length and a character under included (a name of exactly the limit)
+    for at in {limit, max(len(text), 1), max(len(text) - 1, 1)}:
+        assert sharing.identifier(text, "value", at) == _reference_identifier(text, at)
+
+
 @given(st.lists(st.tuples(st.integers(0, 9), st.integers(0, 9)), max_size=20))
 @settings(max_examples=200, deadline=None)
 def test_equal_rule_sets_come_in_rule_order(unions):

@@ -92,7 +92,7 @@ def _hoist_terminals(rules: Mapping[str, Expr], hints: Mapping[Expr, str], reser
     taken = set(rules) | set(reserved)
     names = {key: unique(named.get(key) or _fallback_name(first[key]), taken) for key in chosen}
     hoist = {key: Ref(name) for key, name in names.items()}
-    out = {name: _substituted(body, {}, hoist) if any(k in names for k in holding.get(name, ())) else body
+    out = {name: _substituted(body, {}, hoist) if not names.keys().isdisjoint(holding.get(name, ())) else body
            for name, body in rules.items()}
     out.update((name, first[key]) for key, name in names.items())
     return out
@@ -168,7 +168,7 @@ def _merge_equal_rules(rules: Mapping[str, Expr], start: str, reserved: tuple[st
         if not touched:
             break
         changed = {member for name in touched for member in classes.members(name)}
-        todo = [name for name in out if name not in reserved and refs[name] & changed]
+        todo = [name for name in out if name not in reserved and not refs[name].isdisjoint(changed)]
     renames: dict[str, str] = {}
     taken = set(out) | set(reserved)
     for names in classes.sets():
@@ -319,7 +319,7 @@ def identifier(text: str, default: str = "value", limit: int = MAX_NAME - 4) -> 
     base = (text if _is_name(text) else _NOT_NAME.sub("_", text)).strip("_") or default
     if base[0].isdigit():
         base = "_" + base
-    return shorten(base, limit)
+    return base if len(base) <= limit else shorten(base, limit)  # a call less for most names
 
 
 def _is_name(text: str) -> bool:
