@@ -10,10 +10,10 @@
 
 /* The largest of `count` targets (-1 when none). A maximum, not an early exit: GCC
  * vectorizes it, and a new schema's tables hold millions of cells, each checked when a
- * walker and a token table are made. On x86-64 (GCC, glibc) a second copy for AVX2 is
+ * walker and a token table are made. On x86-64 (GCC, glibc: an ifunc) a second copy for AVX2 is
  * picked at load time where the CPU has it: 8 cells an instruction instead of SSE2's
  * emulated 4-cell maximum (~5x fewer instructions on a 1 MB table). */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__GLIBC__) /* ifunc: glibc, not musl */
 __attribute__((target_clones("avx2", "default")))
 #endif
 static int32_t largest_target(const int32_t *targets, Py_ssize_t count) {
