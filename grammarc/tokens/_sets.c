@@ -215,18 +215,24 @@ static int set_fits(const SetObject *set, Py_ssize_t n_acc, const char *who) {
 }
 
 /* acc[words[j]] |= bits[j] for each j (words: intp, as a sparse set keeps them), or
- * acc[j] |= bits[j] for every word when words is NULL (dense), once the set is known to fit
- * (`set_fits`: nothing is written otherwise); 0, or -1 with an error set. */
-int or_set(uint32_t *a, Py_ssize_t n_acc, const SetObject *set, const char *who) {
-    if (set_fits(set, n_acc, who)) return -1;
+ * acc[j] |= bits[j] for every word when words is NULL (dense), of a set known to fit the
+ * mask (`set_fits`). */
+static void or_fitted(uint32_t *a, const SetObject *set) {
     const uint32_t *b = (const uint32_t *)PyBytes_AS_STRING(set->bits);
     Py_ssize_t n = PyBytes_GET_SIZE(set->bits) / 4;
     if (!set->words) {
         for (Py_ssize_t j = 0; j < n; j++) a[j] |= b[j];
-        return 0;
+        return;
     }
     const Py_ssize_t *w = (const Py_ssize_t *)PyBytes_AS_STRING(set->words);
     for (Py_ssize_t j = 0; j < n; j++) a[w[j]] |= b[j];
+}
+
+/* `or_fitted` once the set is checked to fit a mask of n_acc words (nothing is written
+ * otherwise); 0, or -1 with an error set (`who` names the caller). */
+int or_set(uint32_t *a, Py_ssize_t n_acc, const SetObject *set, const char *who) {
+    if (set_fits(set, n_acc, who)) return -1;
+    or_fitted(a, set);
     return 0;
 }
 
@@ -321,13 +327,13 @@ static PyObject *set_write_into(SetObject *self, PyObject *const *args, Py_ssize
         memset((char *)dst.buf + n_words * 4, 0, (size_t)(size - n_words) * 4);
     } else if (step == 4) { /* sparse: zeroed, then its words */
         memset(dst.buf, 0, (size_t)size * 4);
-        or_set(dst.buf, n_words, self, "write_into");
+        or_fitted(dst.buf, self);
     } else { /* strided: made whole first, then written word by word */
         if (!(words = PyMem_Calloc((size_t)(n_words ? n_words : 1), sizeof(uint32_t)))) {
             PyErr_NoMemory();
             goto done;
         }
-        if (or_set(words, n_words, self, "write_into")) goto done;
+        or_fitted(words, self);
         char *out = dst.buf;
         for (Py_ssize_t i = 0; i < size; i++) {
             uint32_t word = i < n_words ? words[i] : 0;
