@@ -404,9 +404,7 @@ class TokenIndex:
         """The shared scans of the language `t` accepts from `q` (`_language`)."""
         key = self._suffix_keys.get((t, q))
         if key is None:
-            dfa = self.terminals[t].dfa
-            key = self._suffix_keys[(t, q)] = \
-                suffix_key(dfa, q) if dfa.n_states <= KEYED_MAX_STATES else _language(dfa, q, self._table(t))
+            key = self._suffix_keys[(t, q)] = _language(self.terminals[t].dfa, q, self._table(t))
         return terminal_scans(key, self.vocab.key, len(self.token_ids))
 
     def _scan_composed(self, t: int, q: int) -> Scan:
@@ -651,8 +649,7 @@ def _language(dfa: DFA, q: int, table: _scan.Table) -> str:
     kept per automaton: grammars that share it share its scans). A language that big (an
     object's other keys after the quote, a length counter's state) is new to every grammar,
     and its canonical code costs up to ~1 ms; only an automaton that big is searched
-    (`_scan.reaches_more`, one byte per run of `DFA.byte_runs`; `TokenIndex._store` keys a
-    smaller one's states without calling here)."""
+    (`_scan.reaches_more`, one byte per run of `DFA.byte_runs`)."""
     if dfa.n_states <= KEYED_MAX_STATES:
         return suffix_key(dfa, q)
     names = per_state(_names, dfa)
