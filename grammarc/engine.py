@@ -87,8 +87,7 @@ class Engine:
         self._terminals = compiled.terminals
         self._eos = TokenSet.of(np.array(sorted(vocab.eos_token_ids), dtype=np.int64), self.index.n_words)
         self._initial: State = stepping.initial(self.core)
-        self._limits = tuple(t.token_limit for t in self._terminals)  # except!(X, n)'s n, or None
-        self._limited = any(limit is not None for limit in self._limits)
+        self._limits, self._limited = self.index.token_limits, self.index.limited  # except!(X, n)'s n, or None
         self._memo = self.index.masks  # (state, empty text) -> packed mask, shared by the index's engines
         # read once: `advance` runs per token
         self._size, self._token_bytes = vocab.size, vocab.tokens

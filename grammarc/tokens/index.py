@@ -173,7 +173,10 @@ class TokenIndex:
         self.vocab = vocab
         self.ref = weakref.ref(self)  # what its trees' levels hold (one for all)
         self.terminals = compiled.terminals
-        self._limits = [terminal.token_limit for terminal in compiled.terminals]  # except!'s budgets, or None
+        # each terminal's except! budget (`token_limit`), or None; whether any has one (the
+        # engines of this index read both)
+        self.token_limits = tuple(terminal.token_limit for terminal in compiled.terminals)
+        self.limited = any(limit is not None for limit in self.token_limits)
         # terminal -> the terminals that may follow it, ascending (read off the LR tables:
         # `ParserCore.follows`, one pass over their cells in C)
         self._follow_lists = parser_core(compiled).follows(compiled.bnf.n_terminals)
@@ -190,7 +193,7 @@ class TokenIndex:
         self.n_words = -(-vocab.size // 32)
         # what small tree levels read, their parts made in C (`_scan.SmallLevel`): the tables
         # above as they are read, the follow lists and first bytes that pick the candidates
-        self._parts = _scan.PartMaker(self._tables, self.tokens.native, self.n_words, self._limits,
+        self._parts = _scan.PartMaker(self._tables, self.tokens.native, self.n_words, self.token_limits,
                                       self._follow_lists, _first_bytes(self._openers), TokenSet, self.ref,
                                       BUCKETED_ROWS)
         self._all: TokenSet | None = None  # every normal token: any!'s first part, made on first use
@@ -543,7 +546,7 @@ class TokenIndex:
         buffers), which the compiled level leaves to Python (`_scan.SmallLevel`)."""
         with self._build_lock:
             return self._limited_part(u, np.frombuffer(rows, np.int32), np.frombuffer(pos, np.int32), None,
-                                      self._limits[u])
+                                      self.token_limits[u])
 
     def _small_big_child(self, u: int, rows: bytes, pos: bytes, after: int) -> "Tree | None":
         """The child of a small level's part with `BUCKETED_ROWS` splits or more (rare: its
