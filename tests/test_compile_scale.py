@@ -231,8 +231,8 @@ def test_a_regular_object_too_large_to_merge_is_cut_at_its_keys_and_values() -> 
 def test_a_word_between_large_parts_is_a_terminal_of_its_own() -> None:
     """A literal of three or more bytes next to a part of 16 or more states is not merged
     with it (the merged terminal would copy those states once per word); punctuation and
-    words between small parts still are. (A sequence that fits the merge budget as a whole
-    is still one terminal: only the runs of a sequence lowered piece by piece are split.)"""
+    words between small parts still are. (A regular rule or part with such a sequence is
+    lowered piece by piece too: tests/test_regular_words_apart.py.)"""
     ebnf = r'''
         start ::= big "while" big "," big "(" start ")" | "a" "while" "b" "(" start ")" | "x";
         big ::= #/[a-c]{1,20}/;

@@ -159,6 +159,7 @@ class _Lowering:
         self._merged: dict[Expr, DFA | None] = {}
         self._rule_dfa: dict[str, DFA | None] = {}
         self._regular: dict[Expr, bool] = {}
+        self._apart: dict[Expr, bool] = {}  # composite -> `_words_in_runs`
         self._built: dict[Expr, DFA | None] = {}  # composite parts tried for a merge (None: too big)
         self._symbols_of: dict[str, tuple[Sym, ...]] = {}  # DFA key -> its `terminal_symbols`
         self._ref_facts: dict[str, tuple[int, bool]] = {}  # rule -> a reference's (`_merged_size`, `_word`)
@@ -173,13 +174,38 @@ class _Lowering:
         productions from a worklist.
         """
         for name in self.regular_order:
-            self._rule_dfa[name] = self.merged(self.rules[name])
+            body = self.rules[name]
+            self._rule_dfa[name] = None if self._words_in_runs(body) else self.merged(body)
         for name in self.grammar.names:
             self.rule_symbols(name)
             while self._pending:
                 pending = self._pending.pop()
                 self.alternatives(self._rule_nt[pending], _alternatives(self.rules[pending]), pending)
         return self.rule_symbols(self.grammar.start)
+
+    def _words_in_runs(self, expr: Expr) -> bool:
+        """Whether some sequence in `expr` (references aside) has a word that `_words_apart`
+        sets apart from a large neighbour (memoized). Such a rule or part is not merged whole
+        but lowered piece by piece, as a sequence with a part that is not regular is: merged,
+        a JSON string map (``"{" ws? string ws? ":" ws? string (ws? "," ...)* ws? "}"``) or an
+        array of strings was one terminal of up to ~400 states per schema, each state a
+        language no store had (a string's body and the rest of the map), each scanned against
+        the whole vocabulary anew; piece by piece, it is the terminals every schema shares."""
+        kind = type(expr)
+        if kind is not Seq and kind is not Alt and kind is not Repeat:
+            return False
+        known = self._apart.get(expr)
+        if known is None:
+            known = False
+            if kind is Seq and len(expr.items) > 1:
+                facts = [self._item_facts(item) for item in expr.items]
+                known = len(_words_apart([w for _, w in facts], [size for size, _ in facts])) > 1
+            for child in children(expr) if not known else ():
+                if self._words_in_runs(child):
+                    known = True
+                    break
+            self._apart[expr] = known
+        return known
 
     def rule_symbols(self, name: str) -> tuple[Sym, ...]:
         """The symbols standing for a reference to rule `name`."""
@@ -271,7 +297,7 @@ class _Lowering:
             return (self.terminal((expr, rule), self.atomic(expr), token_limit=expr.limit),)
         if kind is AnyToken:
             return (self.terminal("any!", automata.any_bytes(), any_token=True),)
-        if self.is_regular(expr) and (dfa := self.merged(expr)) is not None:
+        if self.is_regular(expr) and not self._words_in_runs(expr) and (dfa := self.merged(expr)) is not None:
             return self.terminal_symbols(dfa, (expr, rule))
         if kind is Seq:
             return self.sequence(expr.items, rule)
@@ -349,7 +375,7 @@ class _Lowering:
             run.clear()
 
         for item in items:
-            if self.is_regular(item):
+            if self.is_regular(item) and not self._words_in_runs(item):
                 run.append(item)
             else:
                 flush()
