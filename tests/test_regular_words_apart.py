@@ -1,11 +1,12 @@
 """A regular rule or part whose sequences set a word apart is lowered piece by piece.
 
 The lowering merges a regular rule (or a regular part of a rule) into one terminal, unless
-one of its sequences has a word next to a large part (`_words_apart`): then it is lowered
-as a sequence is, so its values are their types' terminals and its separators the ones
-every grammar shares. Merged, a JSON string map (``additionalProperties: {type: string}``)
-was one terminal of ~390 states whose every state was a language no store had (a string's
-body followed by the rest of the map), each scanned anew against the vocabulary.
+one of its sequences has a word next to large glue (a large part that is not a word, as
+JSON's ``ws?``: `_word_beside_glue`): then it is lowered as a sequence is, so its values are
+their types' terminals and its separators the ones every grammar shares. Merged, a JSON
+string map (``additionalProperties: {type: string}``) was one terminal of ~390 states whose
+every state was a language no store had (a string's body followed by the rest of the map),
+each scanned against the vocabulary anew.
 
 The terminals are checked exactly; the language and the masks must not change (a grammar
 equal to the regular expression it spells, and the masks against brute force).
@@ -22,12 +23,13 @@ from hypothesis import strategies as st
 from grammarc import Grammar
 from test_engine_oracle import SETTINGS, _walk_against_brute_force, vocabularies
 
-# an array of values, a regular rule: the values (a word: a regex) sit beside whitespace of
-# 21 states (a large part), so the rule is lowered piece by piece, the repetition's body too
+# an array of values, a regular rule: the values (a word: a regex) sit beside optional
+# whitespace of 21 states (large glue, as JSON's ``ws?``), so the rule is lowered piece by
+# piece, the repetition's body too
 ARRAY = r'''
-    start ::= "[" ws "]" | "[" ws item (ws "," ws item)* ws "]";
+    start ::= "[" ws? "]" | "[" ws? item (ws? "," ws? item)* ws? "]";
     item ::= #/[ab]{1,3}/;
-    ws ::= #/ {0,20}/;
+    ws ::= #/ {1,20}/;
 '''
 ARRAY_REGEX = re.compile(r"\[ {0,20}\]|\[ {0,20}[ab]{1,3}( {0,20}, {0,20}[ab]{1,3})* {0,20}\]")
 
@@ -35,15 +37,23 @@ ARRAY_REGEX = re.compile(r"\[ {0,20}\]|\[ {0,20}[ab]{1,3}( {0,20}, {0,20}[ab]{1,
 def test_a_regular_array_of_values_keeps_its_values_apart() -> None:
     compiled = Grammar.from_ebnf(ARRAY).compile()
     assert sorted(t.name for t in compiled.terminals) == sorted(
-        ['"[" ws "]"', '"[" ws', 'item', 'ws "," ws', 'ws "]"'])
+        ['"[" ws? "]"', '"[" ws?', 'item', 'ws? "," ws?', 'ws? "]"'])
 
 
-def test_a_regular_rule_without_words_beside_large_parts_is_still_one_terminal() -> None:
-    """Punctuation beside whitespace, and a word beside small parts, still merge whole."""
+def test_a_word_before_glue_is_apart_too() -> None:
+    ebnf = 'start ::= item ws? ";"; item ::= #/[ab]{1,3}/; ws ::= #/ {1,20}/;'
+    assert sorted(t.name for t in Grammar.from_ebnf(ebnf).compile().terminals) == ['item', 'ws? ";"']
+
+
+def test_a_regular_rule_without_words_beside_large_glue_is_still_one_terminal() -> None:
+    """Punctuation beside whitespace, a word beside small parts, and a word beside a large
+    word (a tag beside its text, whitespace that is a word: a regex of its own) still merge
+    whole: nothing in them is shared glue."""
     ebnf = r'''
-        start ::= "[" ws ("," ws)* "]" | "-" item "-";
+        start ::= "[" ws? ("," ws?)* "]" | "-" item "-" | "<title" ws ">" text "</title>";
         item ::= #/[ab]{1,3}/;
-        ws ::= #/ {0,20}/;
+        text ::= #/[a-z]{0,30}/;
+        ws ::= #/ {1,20}/;
     '''
     assert [t.name for t in Grammar.from_ebnf(ebnf).compile().terminals] == ['start']
 

@@ -184,8 +184,8 @@ class _Lowering:
         return self.rule_symbols(self.grammar.start)
 
     def _words_in_runs(self, expr: Expr) -> bool:
-        """Whether some sequence in `expr` (references aside) has a word that `_words_apart`
-        sets apart from a large neighbour (memoized). Such a rule or part is not merged whole
+        """Whether some sequence in `expr` (references aside) has a word beside large glue
+        (`_word_beside_glue`; memoized). Such a rule or part is not merged whole
         but lowered piece by piece, as a sequence with a part that is not regular is: merged,
         a JSON string map (``"{" ws? string ws? ":" ws? string (ws? "," ...)* ws? "}"``) or an
         array of strings was one terminal of up to ~400 states per schema, each state a
@@ -198,8 +198,7 @@ class _Lowering:
         if known is None:
             known = False
             if kind is Seq and len(expr.items) > 1:
-                facts = [self._item_facts(item) for item in expr.items]
-                known = len(_words_apart([w for _, w in facts], [size for size, _ in facts])) > 1
+                known = _word_beside_glue([self._item_facts(item) for item in expr.items])
             for child in children(expr) if not known else ():
                 if self._words_in_runs(child):
                     known = True
@@ -693,6 +692,15 @@ def _words_apart(words: list[bool], sizes: list[int]) -> list[tuple[int, int]]:
     if start < len(words):
         stretches.append((start, len(words)))
     return stretches
+
+
+def _word_beside_glue(facts: list[tuple[int, bool]]) -> bool:
+    """Whether a sequence's items (their `_item_facts`: size, word) have a word next to a
+    large part that is not a word itself (glue: JSON's bounded whitespace, 69 states). A word
+    beside a large word (an XML tag's name beside its text) does not count: merged, they copy
+    nothing that other terminals share."""
+    glue = [size >= LARGE_PART and not word for size, word in facts] + [False]  # glue[-1]: none before the first
+    return any(word and (glue[i - 1] or glue[i + 1]) for i, (_, word) in enumerate(facts))
 
 
 def _least_states(tree) -> int:
