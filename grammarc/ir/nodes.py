@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Iterator, Literal as TypingLiteral, Mapping, Union
 
-from grammarc.allocation import slot_init
+from grammarc.allocation import remember_hash, slot_init
 from grammarc.ir import _canon, _walk
 from grammarc.errors import GrammarError, Span
 
@@ -28,7 +28,7 @@ class _Node:
     caches keep the grammars they compiled: with a dict per node, the dicts were a quarter
     of the objects a full collection traverses after compiling 200 MaskBench schemas (672k;
     ~0.5 s per full collection), and every construction made one. The ``_hash`` slot is
-    where a composite node remembers its hash (`_remembers_its_hash`); it is not a field,
+    where a composite node remembers its hash (`_REMEMBERING`); it is not a field,
     so equality, ``repr`` and `dataclasses.replace` never see it.
     """
 
@@ -36,24 +36,6 @@ class _Node:
 
     def __reduce__(self):  # pickled by its fields: the remembered hash is per process
         return type(self), tuple(getattr(self, f.name) for f in fields(self))
-
-
-def _remembers_its_hash(cls):
-    """Keep a composite node's hash once computed: the generated one hashes the whole tree
-    under the node on every call, and the compiler keys its memos by subtrees, so an
-    uncached hash makes memo lookups quadratic in the depth of a schema's grammar. The
-    first hash of a node is the compiled core's (`_canon.tree_hash`: the dataclass's value,
-    ``hash(tuple(fields))``), which leaves the hash of every composite node below it kept
-    too, in one call instead of a Python frame and a failed slot read per node."""
-
-    def __hash__(self) -> int:
-        try:
-            return self._hash
-        except AttributeError:
-            return _canon.tree_hash(self, *_HASHING)
-
-    cls.__hash__ = __hash__
-    return cls
 
 
 @slot_init
@@ -112,7 +94,6 @@ class Ref(_Node):
 
 
 @slot_init
-@_remembers_its_hash
 @dataclass(frozen=True, slots=True)
 class Seq(_Node):
     """Concatenation. The empty sequence denotes the empty string."""
@@ -122,7 +103,6 @@ class Seq(_Node):
 
 
 @slot_init
-@_remembers_its_hash
 @dataclass(frozen=True, slots=True)
 class Alt(_Node):
     """Union of at least one alternative."""
@@ -132,7 +112,6 @@ class Alt(_Node):
 
 
 @slot_init
-@_remembers_its_hash
 @dataclass(frozen=True, slots=True)
 class Repeat(_Node):
     """`item` repeated between `min` and `max` times (`max=None`: unbounded)."""
@@ -171,14 +150,23 @@ class Except(_Node):
 
 Expr = Union[Literal, Regex, Substrings, JsonStringExcept, Ref, Seq, Alt, Repeat, AnyToken, Except]
 EXPR_TYPES = (Literal, Regex, Substrings, JsonStringExcept, Ref, Seq, Alt, Repeat, AnyToken, Except)
+_REMEMBERING = (Seq, Alt, Repeat)
 # what `_canon.tree_hash` reads: each class's hashed fields (the dataclass's: compared ones
 # unless a field says otherwise), which classes keep their hash, and the slot they keep it in
 _HASHING = (
     EXPR_TYPES,
     tuple(tuple(f.name for f in fields(cls) if (f.compare if f.hash is None else f.hash)) for cls in EXPR_TYPES),
-    bytes(cls in (Seq, Alt, Repeat) for cls in EXPR_TYPES),
+    bytes(cls in _REMEMBERING for cls in EXPR_TYPES),
     _Node.__dict__["_hash"],
 )
+# A composite node keeps its hash once computed: the dataclass's hashes the whole tree under
+# the node on every call, and the compiler keys its memos by subtrees, so an uncached hash
+# makes memo lookups quadratic in the depth of a schema's grammar. The first hash of a node
+# is the compiled core's (`_canon.tree_hash`: the dataclass's value, ``hash(tuple(fields))``),
+# which leaves the hash of every composite node below it kept too; later ones read the slot,
+# in C (`remember_hash`: a Python ``__hash__`` was a frame per memo lookup).
+for _cls in _REMEMBERING:
+    remember_hash(_cls, _HASHING[3], _canon.tree_hash, *_HASHING)
 _LEAVES = frozenset((Literal, Regex, Substrings, JsonStringExcept, Ref, AnyToken))
 # the IR's classes in the order the compiled walks read them (grammarc/ir/_walk.c)
 WALK_CLASSES = (Seq, Alt, Repeat, Except, Literal, Substrings, Ref, Regex, JsonStringExcept, AnyToken)
