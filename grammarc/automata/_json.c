@@ -151,7 +151,7 @@ static i32 *sig_slot(Ctx *x, const i64 *sig, i64 n, i32 s, int *found)
  * (-1: none), and the state read there (see reader_inside). */
 typedef struct { i64 run; i32 state; i64 cursor; } Inside;  /* cursor: no run before it reaches lo */
 
-static i32 reader_inside(Ctx *x, int kind, int k, i64 lo, const Fn *f, Inside *last);
+static int read_digits(Ctx *x, i32 s, int kind, int k, i64 lo, const Fn *f, i64 cursor);
 
 /* The state reading k more digits (hex, or UTF-8 continuation bytes) of a value in
  * [lo, lo + base**k - 1] that leads through f to the next state; -1 where every value is
@@ -187,13 +187,45 @@ static i32 reader(Ctx *x, int kind, int k, i64 lo, const Fn *f)
     i32 s = new_state(x);
     if (s == -2) return -2;
     *slot = s;  /* now: the digits below may grow (and move) the table */
-    Inside inside = {-1, -1, 0};
-    for (int d = 0; d < base; d++) {
-        i32 t = reader_inside(x, kind, k - 1, lo + d * (width / base), f, &inside);
-        if (t == -2) return -2;
-        set_digit(x, s, kind, d, t);
+    return read_digits(x, s, kind, k, lo, f, first) < 0 ? -2 : s;
+}
+
+/* Reader s's digits: what each of its base sub-intervals of [lo, lo + base**k - 1] leads
+ * to, walking f's runs from `cursor` (the first that reaches lo) rather than each digit
+ * alone: a digit no live run meets stays dead (the row is fresh: every cell -1), and the
+ * digits whose intervals lie whole inside one run share one reader (see reader_inside),
+ * looked up once. -1 on error. */
+static int read_digits(Ctx *x, i32 s, int kind, int k, i64 lo, const Fn *f, i64 cursor)
+{
+    int base = kind == UTF8 ? 64 : 16;
+    i64 w = WIDTH(kind, k - 1), last_run = -1;
+    i32 last_state = -1;
+    for (int d = 0; d < base;) {
+        i64 dlo = lo + d * w, dhi = dlo + w - 1, from = dlo < f->clip_lo ? f->clip_lo : dlo;
+        if (dlo > f->clip_hi) break;
+        while (cursor < f->n && f->hi[cursor] - f->offset < from) cursor++;
+        if (cursor == f->n) break;
+        i64 rlo = f->lo[cursor] - f->offset, rhi = f->hi[cursor] - f->offset;
+        if (rlo < f->clip_lo) rlo = f->clip_lo;
+        if (rlo > dhi) {  /* dead up to the digit of the next run */
+            d = (int)((rlo - lo) / w < base ? (rlo - lo) / w : base);
+            continue;
+        }
+        i32 t;
+        int past = d + 1;
+        if (dlo >= f->clip_lo && dhi <= f->clip_hi && rlo <= dlo && rhi >= dhi) {  /* whole inside */
+            i64 top = rhi < f->clip_hi ? rhi : f->clip_hi, whole = (top - lo + 1) / w;
+            past = (int)(whole < base ? whole : base);
+            t = cursor == last_run ? last_state : reader(x, kind, k - 1, dlo, f);
+            last_run = cursor; last_state = t;
+        } else {
+            t = reader(x, kind, k - 1, dlo, f);
+            last_run = -1;
+        }
+        if (t == -2) return -1;
+        for (; d < past; d++) set_digit(x, s, kind, d, t);
     }
-    return s;
+    return 0;
 }
 
 /* `reader`, but where the interval [lo, lo + base**k - 1] lies whole inside the run of f
