@@ -30,10 +30,11 @@ enum { HEX = 0, UTF8 = 1, PAIR = 2, ESCAPE = 3 };  /* kinds of hash-consed state
 typedef struct { const i64 *lo, *hi; const i32 *out; i64 n, clip_lo, clip_hi, offset; } Fn;
 
 typedef struct {
-    i32 *rows;      /* [rows_cap, 256] */
+    i32 *rows;      /* [rows_cap, 256]: of a state's row, only its window is written (see new_state) */
     uint8_t *acc;   /* [acc_cap] */
+    uint8_t *win;   /* [win_cap, 2]: each state's window, its first and last byte (first > last: none) */
     i64 n, max_states;
-    size_t rows_cap, acc_cap;
+    size_t rows_cap, acc_cap, win_cap;
     uint64_t *sig_hashes;  /* states by signature (sig_slot): open addressing, 0 = empty */
     i64 *sig_at;           /* where each one's signature starts in sig_data: its length, then it */
     i32 *sig_vals;
@@ -51,19 +52,30 @@ typedef struct {
 static const i64 widths[2][5] = {{1, 16, 256, 4096, 65536}, {1, 64, 4096, 262144, 16777216}};
 #define WIDTH(kind, k) widths[(kind) == UTF8][(k)]
 
-static i32 new_state(Ctx *x)
+/* The bytes a state of each kind may move on (its window): outside it, its row is never
+ * written nor read, and stands for -1. A character state's is every byte. */
+enum { W_CHAR, W_HEX, W_UTF8, W_START, W_FINAL, W_BACKSLASH, W_U, W_ESCAPE };
+static const uint8_t windows[][2] = {
+    {0x00, 0xFF}, {'0', 'f'}, {0x80, 0xBF}, {'"', '"'}, {1, 0}, {'\\', '\\'}, {'u', 'u'}, {'"', 'u'}};
+
+/* A new state with the window of kind `w`, every cell there -1 (-2: past the budget, or no
+ * memory). Filling only the window, not the 256 cells, is what most states (readers) save. */
+static i32 new_state(Ctx *x, int w)
 {
     if (x->n >= x->max_states) { x->overflow = 1; return -2; }
     size_t need = x->n < 1024 ? 1024 : (size_t)x->n + 1;  /* a first table of 1024 states */
     if ((size_t)x->n == x->rows_cap
         && (grow((void **)&x->rows, &x->rows_cap, need, 256 * sizeof(i32)) < 0
-            || grow((void **)&x->acc, &x->acc_cap, x->rows_cap, 1) < 0)) {
+            || grow((void **)&x->acc, &x->acc_cap, x->rows_cap, 1) < 0
+            || grow((void **)&x->win, &x->win_cap, x->rows_cap, 2) < 0)) {
         PyErr_NoMemory();
         return -2;
     }
     i32 s = (i32)x->n++;
-    for (int b = 0; b < 256; b++) x->rows[(i64)s * 256 + b] = -1;
+    int lo = windows[w][0], hi = windows[w][1];
+    for (int b = lo; b <= hi; b++) x->rows[(i64)s * 256 + b] = -1;
     x->acc[s] = 0;
+    x->win[2 * s] = (uint8_t)lo; x->win[2 * s + 1] = (uint8_t)hi;
     return s;
 }
 
@@ -184,7 +196,7 @@ static i32 reader(Ctx *x, int kind, int k, i64 lo, const Fn *f)
     i32 *slot = sig_slot(x, sig, n, -1, &found);
     if (!slot) return -2;
     if (found) return *slot;
-    i32 s = new_state(x);
+    i32 s = new_state(x, kind == UTF8 ? W_UTF8 : W_HEX);
     if (s == -2) return -2;
     *slot = s;  /* now: the digits below may grow (and move) the table */
     return read_digits(x, s, kind, k, lo, f, first) < 0 ? -2 : s;
@@ -260,7 +272,7 @@ static i32 pair_state(Ctx *x, const Fn *f)
     i32 *slot = sig_slot(x, sig, 2, -1, &found);
     if (!slot) return -2;
     if (found) return *slot;
-    i32 p = new_state(x), p2 = new_state(x);
+    i32 p = new_state(x, W_BACKSLASH), p2 = new_state(x, W_U);
     if (p == -2 || p2 == -2) return -2;
     *slot = p;
     x->rows[(i64)p * 256 + '\\'] = p2;
@@ -390,7 +402,7 @@ escapes:
     i32 *slot = sig_slot(x, sig, 10, -1, &found);
     if (!slot) return -1;
     if (!found) {
-        i32 e = new_state(x);
+        i32 e = new_state(x, W_ESCAPE);
         if (e == -2) return -1;
         *slot = e;
         x->escapes++;
@@ -399,6 +411,33 @@ escapes:
     }
     x->rows[(i64)s * 256 + '\\'] = *slot;
     return 0;
+}
+
+/* run_end, but the run cut at `past` (<= 256): row[past..] may be unwritten. */
+static inline int run_end_within(const i32 *row, int b, int past)
+{
+    i32 target = row[b++];
+#ifdef __SSE2__
+    __m128i t = _mm_set1_epi32(target);
+    for (; b + 4 <= past; b += 4) {
+        unsigned same = (unsigned)_mm_movemask_ps(_mm_castsi128_ps(
+            _mm_cmpeq_epi32(_mm_loadu_si128((const __m128i *)(row + b)), t)));
+        if (same != 0xF) return b + __builtin_ctz(~same);
+    }
+#endif
+    while (b < past && row[b] == target) b++;
+    return b;
+}
+
+/* dst[0..n) = v. */
+static inline void fill_i32(i32 *dst, int n, i32 v)
+{
+    int c = 0;
+#ifdef __SSE2__
+    __m128i w = _mm_set1_epi32(v);
+    for (; c + 4 <= n; c += 4) _mm_storeu_si128((__m128i *)(dst + c), w);
+#endif
+    for (; c < n; c++) dst[c] = v;
 }
 
 /* The table's states reachable from START, numbered breadth first with the bytes taken in
@@ -438,20 +477,23 @@ static PyObject *canonical(const Ctx *x)
             goto done;
         }
         size_t head = len;
-        int runs = 0;
+        int runs = 0, lo = x->win[2 * queue[i]], hi = x->win[2 * queue[i] + 1];
         len += 3;  /* the head, once the runs are counted */
-        for (int b = 0, end; b < 256; b = end) {
+        if (lo > hi) lo = 256, hi = 255;  /* no window: no transition */
+        memset(dst, 0xff, (size_t)lo * sizeof *dst);  /* before the window: none */
+        for (int b = lo, end; b <= hi; b = end) {
             i32 t = row[b];
-            end = run_end(row, b);
+            end = run_end_within(row, b, hi + 1);
             if (t < 0) {  /* no transition: all bits set */
                 memset(dst + b, 0xff, (size_t)(end - b) * sizeof *dst);
                 continue;
             }
             if (id[t] < 0) { id[t] = (i32)n; queue[n++] = t; }
-            for (int c = b; c < end; c++) dst[c] = id[t];
+            fill_i32(dst + b, end - b, id[t]);
             code_run(buf + len, b, end - 1, id[t]);
             len += 6; runs++;
         }
+        if (hi < 255) memset(dst + hi + 1, 0xff, (size_t)(255 - hi) * sizeof *dst);  /* after it: none */
         code_head(buf + head, x->acc[queue[i]], runs);
     }
     if (n < x->n && (_PyBytes_Resize(&trans, (Py_ssize_t)n * 256 * sizeof(i32)) < 0
@@ -507,7 +549,8 @@ PyObject *py_json_string(PyObject *self, PyObject *args)
     /* room for the signatures of a few hundred states at once (grown by doubling from there) */
     int ok = vec64_reserve(&x.sig_data, 4096) == 0;
     if (!ok) PyErr_NoMemory();
-    for (i64 i = 0; i < FIRST_CHAR + nc && ok; i++) ok = new_state(&x) >= 0;
+    for (i64 i = 0; i < FIRST_CHAR + nc && ok; i++)
+        ok = new_state(&x, i == START ? W_START : i == FINAL ? W_FINAL : W_CHAR) >= 0;
     if (ok) {
         x.rows[START * 256 + '"'] = FIRST_CHAR;
         x.acc[FINAL] = 1;
@@ -524,12 +567,20 @@ PyObject *py_json_string(PyObject *self, PyObject *args)
     }
     if (ok && numbered)
         result = canonical(&x);
-    else if (ok)
+    else if (ok) {
+        for (i64 q = 0; q < x.n; q++) {  /* the table as bytes: -1 outside the windows too */
+            i32 *row = x.rows + q * 256;
+            int lo = x.win[2 * q], hi = x.win[2 * q + 1];
+            if (lo > hi) lo = 256, hi = 255;
+            for (int b = 0; b < lo; b++) row[b] = -1;
+            for (int b = hi + 1; b < 256; b++) row[b] = -1;
+        }
         result = Py_BuildValue("(y#y#)", (const char *)x.rows, (Py_ssize_t)(x.n * 256 * 4), (const char *)x.acc,
                                (Py_ssize_t)x.n);
+    }
     else if (x.overflow && !PyErr_Occurred())
         result = Py_NewRef(Py_None);
-    free(x.rows); free(x.acc);
+    free(x.rows); free(x.acc); free(x.win);
     free(x.sig_hashes); free(x.sig_at); free(x.sig_vals); free(x.sig_data.v); free(x.scratch.v);
     runs_free(&chars);
     runs_free(&hex);
