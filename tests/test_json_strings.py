@@ -378,16 +378,18 @@ _CUTS = sorted({0, 0x1F, 0x20, 0x21, 0x2F, 0x30, 0x3F, 0x40, 0x5B, 0x5C, 0x5D, 0
 def _char_dfas(draw):
     """A character automaton whose states split the code points at random cuts, so that runs
     begin and end inside, at and across the blocks a reader's digits cover. What the regex
-    route lowers to one terminal: state q goes on to q + 1 on some run, its other runs go
-    nowhere, loop or skip ahead (no cycle but loops), and the last state accepts."""
+    route lowers to one terminal: state q goes on to q + 1 on its first run (the last state
+    loops there), its other runs go nowhere, loop or skip ahead (no cycle but loops), and
+    the last state accepts."""
     n = draw(st.integers(1, 3))
     edges = []
     for q in range(n):
         cuts = sorted(draw(st.sets(st.sampled_from(_CUTS[1:]), min_size=1, max_size=6)) | {0x10FFFF + 1})
-        ranges = [(lo, hi - 1) for lo, hi in zip([0] + cuts[:-1], cuts)]
+        bounds = zip([0] + cuts[:-1], cuts)
+        ranges = [(lo, hi - 1) for lo, hi in bounds if not 0xD800 <= lo < hi <= 0xE000]  # none of surrogates alone
         by_target: dict[int, list[tuple[int, int]]] = {}
         for i, r in enumerate(ranges):
-            t = q + 1 if i == 0 and q + 1 < n else draw(st.integers(q - 1, n - 1))  # q - 1: no character there
+            t = min(q + 1, n - 1) if i == 0 else draw(st.integers(q - 1, n - 1))  # q - 1: no character there
             if t >= q:
                 by_target.setdefault(t, []).append(r)
         edges.append(tuple((tuple(rs), t) for t, rs in sorted(by_target.items())))

@@ -89,7 +89,7 @@ typedef struct { i32 *ptr; Vec cls, dst; } Edges;
 static void edges_free(Edges *e) { free(e->ptr); free(e->cls.v); free(e->dst.v); memset(e, 0, sizeof *e); }
 
 /* Reads `trans` [n, k] into `e`, checking every target (< n; any negative one is no edge):
- * OK, NOMEM, or BUDGET for a target out of range. Where SSE2 is there, four cells are
+ * OK, NOMEM, or BAD_INDEX for a target out of range. Where SSE2 is there, four cells are
  * tested for "all negative" at once by their sign bits. */
 static int edges_read(const i64 *trans, i32 n, i32 k, Edges *e)
 {
@@ -110,14 +110,14 @@ static int edges_read(const i64 *trans, i32 n, i32 k, Edges *e)
             if (dead == 0xF) continue;
             for (i32 j = c; j < c + 4; j++) {
                 if (row[j] < 0) continue;
-                if (row[j] >= n) return BUDGET;
+                if (row[j] >= n) return BAD_INDEX;
                 cls[w] = j; dst[w++] = (i32)row[j];
             }
         }
 #endif
         for (; c < k; c++) {
             if (row[c] < 0) continue;
-            if (row[c] >= n) return BUDGET;
+            if (row[c] >= n) return BAD_INDEX;
             cls[w] = c; dst[w++] = (i32)row[c];
         }
         if (w > (size_t)INT32_MAX) return NOMEM;
@@ -129,7 +129,7 @@ static int edges_read(const i64 *trans, i32 n, i32 k, Edges *e)
 
 /* Trim, minimize, number canonically. trans [n, k] (-1 = none), acc [n], order [k]
  * (columns in ascending order of their first byte). Allocates *out [m, k] and *out_acc [m];
- * *m = 0 (nothing allocated) for the empty language. BUDGET: a target >= n. */
+ * *m = 0 (nothing allocated) for the empty language; BAD_INDEX: a target >= n. */
 static int finalize_c(const i64 *trans, const uint8_t *acc, i32 n, i32 k, const i32 *order,
                       i32 **out_rows, uint8_t **out_accept, i32 *m)
 {
@@ -303,6 +303,8 @@ static PyObject *expand(const i32 *rows, const uint8_t *acc, i32 m, i32 k, const
         if (b && classes[b] == classes[b - 1]) { hi[R - 1] = b; continue; }
         lo[R] = hi[R] = b; cls[R++] = (int)classes[b];
     }
+    int plain = R == k;  /* each class one run, numbered in byte order (determinize's): row[r] is run r's */
+    for (int r = 0; r < R && plain; r++) plain = cls[r] == r;
     PyObject *full = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)m * 256 * 4);
     unsigned char *code = malloc((size_t)m * (3 + 6 * (size_t)R));
     PyObject *result = NULL;
@@ -318,12 +320,13 @@ static PyObject *expand(const i32 *rows, const uint8_t *acc, i32 m, i32 k, const
         for (int r = 0; r < R;) {
             i32 v = row[cls[r]];
             int first = lo[r];
-            for (; r < R && row[cls[r]] == v; r++) {}
+            if (plain) r = run_end_within(row, r, R);
+            else for (; r < R && row[cls[r]] == v; r++) {}
             if (v < 0) {  /* no transition: all bits set */
                 memset(d + first, 0xff, (size_t)(hi[r - 1] - first + 1) * sizeof *d);
                 continue;
             }
-            for (int b = first, to = hi[r - 1]; b <= to; b++) d[b] = v;
+            fill_i32(d + first, hi[r - 1] - first + 1, v);
             code_run(code + len, first, hi[r - 1], v);
             len += 6; count++;
         }
@@ -374,7 +377,7 @@ static PyObject *py_finalize(PyObject *self, PyObject *args)
     rc = finalize_c(t, acc.buf, (i32)n, (i32)k, order, &rows, &out_acc, &m);
     Py_END_ALLOW_THREADS
     if (rc == NOMEM) { PyErr_NoMemory(); goto fail; }
-    if (rc == BUDGET) {
+    if (rc == BAD_INDEX) {
         PyErr_SetString(PyExc_ValueError, "finalize: a target or a byte class out of range");
         goto fail;
     }

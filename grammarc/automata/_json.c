@@ -413,33 +413,6 @@ escapes:
     return 0;
 }
 
-/* run_end, but the run cut at `past` (<= 256): row[past..] may be unwritten. */
-static inline int run_end_within(const i32 *row, int b, int past)
-{
-    i32 target = row[b++];
-#ifdef __SSE2__
-    __m128i t = _mm_set1_epi32(target);
-    for (; b + 4 <= past; b += 4) {
-        unsigned same = (unsigned)_mm_movemask_ps(_mm_castsi128_ps(
-            _mm_cmpeq_epi32(_mm_loadu_si128((const __m128i *)(row + b)), t)));
-        if (same != 0xF) return b + __builtin_ctz(~same);
-    }
-#endif
-    while (b < past && row[b] == target) b++;
-    return b;
-}
-
-/* dst[0..n) = v. */
-static inline void fill_i32(i32 *dst, int n, i32 v)
-{
-    int c = 0;
-#ifdef __SSE2__
-    __m128i w = _mm_set1_epi32(v);
-    for (; c + 4 <= n; c += 4) _mm_storeu_si128((__m128i *)(dst + c), w);
-#endif
-    for (; c < n; c++) dst[c] = v;
-}
-
 /* The table's states reachable from START, numbered breadth first with the bytes taken in
  * ascending order (the canonical numbering of grammarc.automata.dfa), as the (trans, accept,
  * code) bytes py_json_string returns; NULL on error. The construction's states are all
