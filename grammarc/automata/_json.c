@@ -244,7 +244,8 @@ static int read_digits(Ctx *x, i32 s, int kind, int k, i64 lo, const Fn *f, i64 
  * that the previous call of the same loop (`last`) found it inside of, that call's state:
  * both have the signature (kind, k, 0, base**k - 1, outcome), so they are one state. A
  * character state sends most of its values to one place (the sink, for the other keys of
- * an object), so most of its UTF-8 leads and hex digits are looked up once, not each. */
+ * an object), so most of its UTF-8 leads are looked up once, not each (a reader's digits
+ * go the same way by runs: read_digits). */
 static i32 reader_inside(Ctx *x, int kind, int k, i64 lo, const Fn *f, Inside *last)
 {
     i64 hi = lo + WIDTH(kind, k) - 1, run = -1;
