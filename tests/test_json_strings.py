@@ -18,6 +18,7 @@ from hypothesis import given, settings, strategies as st
 
 from grammarc import Grammar, GrammarError, StateBudgetExceeded
 from grammarc.automata import DFA, json_string, json_string_except, json_strings
+from grammarc.automata.codepoints import CharDFA
 from grammarc.frontends.jsonschema import chardfa
 from grammarc.frontends.jsonschema.strings import Strings
 from grammarc.ir import Grammar as IRGrammar, JsonStringExcept
@@ -364,3 +365,41 @@ def test_the_budget_counts_the_states_as_before_escape_states_were_shared(monkey
             assert json_string_except(("name", "type")).matches(b'"nam"')
     finally:
         json_strings._except.cache_clear()
+
+
+# code points where a reader's intervals begin or end: the UTF-8 and \uXXXX digit blocks,
+# the surrogate gap, the astral blocks of one high surrogate (0x400 wide)
+_CUTS = sorted({0, 0x1F, 0x20, 0x21, 0x2F, 0x30, 0x3F, 0x40, 0x5B, 0x5C, 0x5D, 0x7F, 0x80, 0xBF, 0xC0, 0xFF, 0x100,
+                0x7FF, 0x800, 0xFFF, 0x1000, 0xD7FF, 0xD800, 0xDBFF, 0xDC00, 0xDFFF, 0xE000, 0xFFFF, 0x10000,
+                0x103FF, 0x10400, 0x107FF, 0x1F600, 0x3FFFF, 0x40000, 0x10FFFF})
+
+
+@st.composite
+def _char_dfas(draw):
+    """A character automaton whose states split the code points at random cuts, so that runs
+    begin and end inside, at and across the blocks a reader's digits cover. What the regex
+    route lowers to one terminal: state q goes on to q + 1 on its first run (the last state
+    loops there), its other runs go nowhere, loop or skip ahead (no cycle but loops), and
+    the last state accepts."""
+    n = draw(st.integers(1, 3))
+    edges = []
+    for q in range(n):
+        cuts = sorted(draw(st.sets(st.sampled_from(_CUTS[1:]), min_size=1, max_size=6)) | {0x10FFFF + 1})
+        bounds = zip([0] + cuts[:-1], cuts)
+        ranges = [(lo, hi - 1) for lo, hi in bounds if not 0xD800 <= lo < hi <= 0xE000]  # none of surrogates alone
+        by_target: dict[int, list[tuple[int, int]]] = {}
+        for i, r in enumerate(ranges):
+            t = min(q + 1, n - 1) if i == 0 else draw(st.integers(q - 1, n - 1))  # q - 1: no character there
+            if t >= q:
+                by_target.setdefault(t, []).append(r)
+        edges.append(tuple((tuple(rs), t) for t, rs in sorted(by_target.items())))
+    accept = draw(st.lists(st.booleans(), min_size=n - 1, max_size=n - 1)) + [True]
+    return CharDFA(tuple(edges), tuple(accept))
+
+
+@settings(max_examples=80, deadline=None)
+@given(_char_dfas())
+def test_random_character_automata_equal_the_regex_route(chars):
+    """The readers' digits, walked run by run in the core, give the regex route's language
+    wherever the character runs cut the digit blocks."""
+    assert json_string(chars).key == _regex_route(chars)

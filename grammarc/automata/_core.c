@@ -81,27 +81,75 @@ static void part_split(Part *p)
 
 /* ----------------------------------------------------------------- finalize */
 
-/* Trim, minimize, number canonically. trans [n, k] (-1 = none, checked < n), acc [n],
- * order [k] (columns in ascending order of their first byte). Allocates *out [m, k] and
- * *out_acc [m]; *m = 0 (nothing allocated) for the empty language. */
+/* The live cells of a class table, row by row (columns ascending): state s's edges are
+ * cls/dst[ptr[s]:ptr[s + 1]]. Most cells of a table are -1 (a few classes live per state),
+ * so every later pass of finalize goes over these, not over the n * k cells. */
+typedef struct { i32 *ptr; Vec cls, dst; } Edges;
+
+static void edges_free(Edges *e) { free(e->ptr); free(e->cls.v); free(e->dst.v); memset(e, 0, sizeof *e); }
+
+/* Reads `trans` [n, k] into `e`, checking every target (< n; any negative one is no edge):
+ * OK, NOMEM, or BAD_INDEX for a target out of range. Where SSE2 is there, four cells are
+ * tested for "all negative" at once by their sign bits. */
+static int edges_read(const i64 *trans, i32 n, i32 k, Edges *e)
+{
+    e->ptr = malloc(((size_t)n + 1) * sizeof(i32));
+    if (!e->ptr) return NOMEM;
+    e->ptr[0] = 0;
+    for (i32 s = 0; s < n; s++) {
+        const i64 *row = trans + (size_t)s * k;
+        i32 c = 0;
+        if (vec_reserve(&e->cls, (size_t)k) < 0 || vec_reserve(&e->dst, (size_t)k) < 0) return NOMEM;
+        i32 *cls = e->cls.v, *dst = e->dst.v;
+        size_t w = e->cls.n;
+#ifdef __SSE2__
+        for (; c + 4 <= k; c += 4) {
+            __m128i a = _mm_loadu_si128((const __m128i *)(row + c));
+            __m128i b = _mm_loadu_si128((const __m128i *)(row + c + 2));
+            int dead = _mm_movemask_pd(_mm_castsi128_pd(a)) | _mm_movemask_pd(_mm_castsi128_pd(b)) << 2;
+            if (dead == 0xF) continue;
+            for (i32 j = c; j < c + 4; j++) {
+                if (row[j] < 0) continue;
+                if (row[j] >= n) return BAD_INDEX;
+                cls[w] = j; dst[w++] = (i32)row[j];
+            }
+        }
+#endif
+        for (; c < k; c++) {
+            if (row[c] < 0) continue;
+            if (row[c] >= n) return BAD_INDEX;
+            cls[w] = c; dst[w++] = (i32)row[c];
+        }
+        if (w > (size_t)INT32_MAX) return NOMEM;
+        e->cls.n = e->dst.n = w;
+        e->ptr[s + 1] = (i32)w;
+    }
+    return OK;
+}
+
+/* Trim, minimize, number canonically. trans [n, k] (-1 = none), acc [n], order [k]
+ * (columns in ascending order of their first byte). Allocates *out [m, k] and *out_acc [m];
+ * *m = 0 (nothing allocated) for the empty language; BAD_INDEX: a target >= n. */
 static int finalize_c(const i64 *trans, const uint8_t *acc, i32 n, i32 k, const i32 *order,
                       i32 **out_rows, uint8_t **out_accept, i32 *m)
 {
     i32 *out = NULL;
     uint8_t *out_acc = NULL;
     int rc = NOMEM;
-    size_t nk = (size_t)n * (size_t)k;
     i32 *rev_ptr = calloc((size_t)n + 1, sizeof(i32)), *rev_src = NULL, *stack = NULL;
     i32 *remap = NULL, *old_of = NULL, *tail = NULL, *label = NULL, *head = NULL;
     i32 *in_ptr = NULL, *in_tr = NULL, *newid = NULL, *queue = NULL, *cnt = NULL;
     uint8_t *live = calloc((size_t)n + 1, 1);
     Part B = {0}, C = {0};
+    Edges E = {0};
     *m = 0;
     if (!rev_ptr || !live) goto done;
+    if ((rc = edges_read(trans, n, k, &E)) != OK) goto done;
+    rc = NOMEM;
+    const i32 *ecls = E.cls.v, *edst = E.dst.v;
     /* coreachable states: backwards from the accepting ones */
-    size_t edges = 0;
-    for (size_t i = 0; i < nk; i++)
-        if (trans[i] >= 0) { rev_ptr[trans[i] + 1]++; edges++; }
+    size_t edges = E.cls.n;
+    for (size_t i = 0; i < edges; i++) rev_ptr[edst[i] + 1]++;
     for (i32 q = 0; q < n; q++) rev_ptr[q + 1] += rev_ptr[q];
     rev_src = malloc((edges ? edges : 1) * sizeof(i32));
     stack = malloc(((size_t)n + 1) * sizeof(i32));
@@ -111,10 +159,7 @@ static int finalize_c(const i64 *trans, const uint8_t *acc, i32 n, i32 k, const 
         if (!fill) goto done;
         memcpy(fill, rev_ptr, ((size_t)n + 1) * sizeof(i32));
         for (i32 s = 0; s < n; s++)
-            for (i32 c = 0; c < k; c++) {
-                i64 t = trans[(size_t)s * k + c];
-                if (t >= 0) rev_src[fill[t]++] = s;
-            }
+            for (i32 e = E.ptr[s]; e < E.ptr[s + 1]; e++) rev_src[fill[edst[e]]++] = s;
         free(fill);
     }
     i32 sp = 0;
@@ -137,7 +182,6 @@ static int finalize_c(const i64 *trans, const uint8_t *acc, i32 n, i32 k, const 
         remap[q] = live[q] ? L : -1;
         if (live[q]) old_of[L++] = q;
     }
-    if (edges > (size_t)INT32_MAX) goto done;
     size_t T, tcells = edges ? edges : 1;  /* the live transitions are among the edges */
     tail = malloc(tcells * sizeof(i32)); label = malloc(tcells * sizeof(i32));
     head = malloc(tcells * sizeof(i32));
@@ -146,9 +190,9 @@ static int finalize_c(const i64 *trans, const uint8_t *acc, i32 n, i32 k, const 
     if (!tail || !label || !head || !in_ptr || !in_tr || !cnt) goto done;
     T = 0;
     for (i32 s = 0; s < L; s++)
-        for (i32 c = 0; c < k; c++) {
-            i64 t = trans[(size_t)old_of[s] * k + c];
-            if (t >= 0 && live[t]) {
+        for (i32 e = E.ptr[old_of[s]]; e < E.ptr[old_of[s] + 1]; e++) {
+            i32 t = edst[e], c = ecls[e];
+            if (live[t]) {
                 tail[T] = s; label[T] = c; head[T] = remap[t];
                 in_ptr[remap[t] + 1]++; cnt[c + 1]++;
                 T++;
@@ -196,25 +240,38 @@ static int finalize_c(const i64 *trans, const uint8_t *acc, i32 n, i32 k, const 
             part_split(&C);
         }
     }
-    /* canonical numbering: breadth first from the start block, columns in `order` */
+    /* canonical numbering: breadth first from the start block, columns in `order` (when
+     * that is column order, as byte_classes and determinize number them, a state's edges) */
     newid = malloc((size_t)B.z * sizeof(i32));
     queue = malloc((size_t)B.z * sizeof(i32));
     out = malloc((size_t)B.z * (size_t)k * sizeof(i32));
     out_acc = malloc((size_t)B.z);
     if (!newid || !queue || !out || !out_acc) goto done;
+    int ordered = 1;
+    for (i32 ci = 0; ci < k; ci++) ordered &= order[ci] == ci;
     for (i32 b = 0; b < B.z; b++) newid[b] = -1;
     i32 qn = 0;
     newid[B.set[0]] = 0;
     queue[qn++] = B.set[0];
     for (i32 qi = 0; qi < qn; qi++) {
         i32 blk = queue[qi], rep = old_of[B.elems[B.first[blk]]];
-        const i64 *row = trans + (size_t)rep * k;
         i32 *orow = out + (size_t)qi * k;
         out_acc[qi] = acc[rep] ? 1 : 0;
+        memset(orow, 0xff, (size_t)k * sizeof *orow);
+        if (ordered) {
+            for (i32 e = E.ptr[rep]; e < E.ptr[rep + 1]; e++) {
+                i32 t = edst[e];
+                if (!live[t]) continue;
+                i32 tb = B.set[remap[t]];
+                if (newid[tb] < 0) { newid[tb] = qn; queue[qn++] = tb; }
+                orow[ecls[e]] = newid[tb];
+            }
+            continue;
+        }
         for (i32 ci = 0; ci < k; ci++) {
             i32 c = order[ci];
-            i64 t = row[c];
-            if (t < 0 || !live[t]) { orow[c] = -1; continue; }
+            i64 t = trans[(size_t)rep * k + c];
+            if (t < 0 || !live[t]) continue;
             i32 tb = B.set[remap[t]];
             if (newid[tb] < 0) { newid[tb] = qn; queue[qn++] = tb; }
             orow[c] = newid[tb];
@@ -229,7 +286,7 @@ done:
     free(rev_ptr); free(rev_src); free(stack); free(live); free(remap); free(old_of);
     free(tail); free(label); free(head); free(in_ptr); free(in_tr); free(newid); free(queue);
     free(cnt);
-    part_free(&B); part_free(&C);
+    part_free(&B); part_free(&C); edges_free(&E);
     return rc;
 }
 
@@ -246,6 +303,8 @@ static PyObject *expand(const i32 *rows, const uint8_t *acc, i32 m, i32 k, const
         if (b && classes[b] == classes[b - 1]) { hi[R - 1] = b; continue; }
         lo[R] = hi[R] = b; cls[R++] = (int)classes[b];
     }
+    int plain = R == k;  /* each class one run, numbered in byte order (determinize's): row[r] is run r's */
+    for (int r = 0; r < R && plain; r++) plain = cls[r] == r;
     PyObject *full = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)m * 256 * 4);
     unsigned char *code = malloc((size_t)m * (3 + 6 * (size_t)R));
     PyObject *result = NULL;
@@ -261,12 +320,13 @@ static PyObject *expand(const i32 *rows, const uint8_t *acc, i32 m, i32 k, const
         for (int r = 0; r < R;) {
             i32 v = row[cls[r]];
             int first = lo[r];
-            for (; r < R && row[cls[r]] == v; r++) {}
+            if (plain) r = run_end_within(row, r, R);
+            else for (; r < R && row[cls[r]] == v; r++) {}
             if (v < 0) {  /* no transition: all bits set */
                 memset(d + first, 0xff, (size_t)(hi[r - 1] - first + 1) * sizeof *d);
                 continue;
             }
-            for (int b = first, to = hi[r - 1]; b <= to; b++) d[b] = v;
+            fill_i32(d + first, hi[r - 1] - first + 1, v);
             code_run(code + len, first, hi[r - 1], v);
             len += 6; count++;
         }
@@ -298,8 +358,7 @@ static PyObject *py_finalize(PyObject *self, PyObject *args)
         goto fail;
     }
     const i64 *t = trans.buf, *classes = b2c.buf;
-    int bad = 0;
-    for (Py_ssize_t i = 0; i < n * k && !bad; i++) bad = t[i] >= n;
+    int bad = 0;  /* the targets are checked as finalize_c reads them */
     for (int b = 0; b < 256 && !bad; b++) bad = classes[b] < 0 || classes[b] >= k;
     if (bad) {
         PyErr_SetString(PyExc_ValueError, "finalize: a target or a byte class out of range");
@@ -318,6 +377,10 @@ static PyObject *py_finalize(PyObject *self, PyObject *args)
     rc = finalize_c(t, acc.buf, (i32)n, (i32)k, order, &rows, &out_acc, &m);
     Py_END_ALLOW_THREADS
     if (rc == NOMEM) { PyErr_NoMemory(); goto fail; }
+    if (rc == BAD_INDEX) {
+        PyErr_SetString(PyExc_ValueError, "finalize: a target or a byte class out of range");
+        goto fail;
+    }
     if (m == 0) { result = Py_NewRef(Py_None); goto fail; }
     result = expand(rows, out_acc, m, (i32)k, classes);
 fail:

@@ -38,8 +38,8 @@ static inline int get_buf(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, i
 static inline Py_ssize_t buf_len(const Py_buffer *view) { return view->len / view->itemsize; }
 
 /* What a construction returns: done, out of memory (no exception set yet: the loops run
- * without the GIL), or past its state budget. */
-enum { OK = 0, NOMEM = -1, BUDGET = -2 };
+ * without the GIL), past its state budget, or given an index out of range. */
+enum { OK = 0, NOMEM = -1, BUDGET = -2, BAD_INDEX = -3 };
 
 /* Growable arrays: room for `need` items of `item` bytes at *v (capacity *cap, doubled from
  * 64), or -1 (nothing changed) when the memory is not there or the size would overflow. */
@@ -73,25 +73,47 @@ static inline int vec64_reserve(Vec64 *a, size_t extra)
 
 /* ------------------------------------------------------------------ byte rows */
 
-/* The end of the run of row[b]'s value that starts at b: the first b' > b holding another
- * value, or 256. Where SSE2 is there (every x86-64), eight entries are compared at a time
- * and the first other one found by its bit: most of a row is one or two long runs (mostly
- * of -1), and the byte-by-byte loop alone was most of the cost of a DFA's key. */
-static inline int run_end(const i32 *row, int b)
+/* The end of the run of row[b]'s value that starts at b, cut at `past` (<= 256; row[past..]
+ * may be unwritten: a row's window, or a row of fewer than 256 cells): the first b' > b
+ * holding another value, or `past`. Where SSE2 is there (every x86-64), eight entries are
+ * compared at a time (then four) and the first other one found by its bit: most of a row is
+ * one or two long runs (mostly of -1), and the byte-by-byte loop alone was most of the cost
+ * of a DFA's key. */
+static inline int run_end_within(const i32 *row, int b, int past)
 {
     i32 target = row[b++];
 #ifdef __SSE2__
     __m128i t = _mm_set1_epi32(target);
-    for (; b <= 256 - 8; b += 8) {
+    for (; b + 8 <= past; b += 8) {
         __m128i lo = _mm_cmpeq_epi32(_mm_loadu_si128((const __m128i *)(row + b)), t);
         __m128i hi = _mm_cmpeq_epi32(_mm_loadu_si128((const __m128i *)(row + b + 4)), t);
         unsigned same = (unsigned)_mm_movemask_ps(_mm_castsi128_ps(lo))
                         | (unsigned)_mm_movemask_ps(_mm_castsi128_ps(hi)) << 4;
         if (same != 0xFF) return b + __builtin_ctz(~same);
     }
+    if (b + 4 <= past) {
+        unsigned same = (unsigned)_mm_movemask_ps(_mm_castsi128_ps(
+            _mm_cmpeq_epi32(_mm_loadu_si128((const __m128i *)(row + b)), t)));
+        if (same != 0xF) return b + __builtin_ctz(~same);
+        b += 4;
+    }
 #endif
-    while (b < 256 && row[b] == target) b++;
+    while (b < past && row[b] == target) b++;
     return b;
+}
+
+/* run_end_within a whole row of 256. */
+static inline int run_end(const i32 *row, int b) { return run_end_within(row, b, 256); }
+
+/* dst[0..n) = v. */
+static inline void fill_i32(i32 *dst, int n, i32 v)
+{
+    int c = 0;
+#ifdef __SSE2__
+    __m128i w = _mm_set1_epi32(v);
+    for (; c + 4 <= n; c += 4) _mm_storeu_si128((__m128i *)(dst + c), w);
+#endif
+    for (; c < n; c++) dst[c] = v;
 }
 
 /* The canonical code of a DFA (what DFA.key digests; suffix_code reads it off any DFA): per

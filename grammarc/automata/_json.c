@@ -30,10 +30,11 @@ enum { HEX = 0, UTF8 = 1, PAIR = 2, ESCAPE = 3 };  /* kinds of hash-consed state
 typedef struct { const i64 *lo, *hi; const i32 *out; i64 n, clip_lo, clip_hi, offset; } Fn;
 
 typedef struct {
-    i32 *rows;      /* [rows_cap, 256] */
+    i32 *rows;      /* [rows_cap, 256]: of a state's row, only its window is written (see new_state) */
     uint8_t *acc;   /* [acc_cap] */
+    uint8_t *win;   /* [win_cap, 2]: each state's window, its first and last byte (first > last: none) */
     i64 n, max_states;
-    size_t rows_cap, acc_cap;
+    size_t rows_cap, acc_cap, win_cap;
     uint64_t *sig_hashes;  /* states by signature (sig_slot): open addressing, 0 = empty */
     i64 *sig_at;           /* where each one's signature starts in sig_data: its length, then it */
     i32 *sig_vals;
@@ -51,19 +52,30 @@ typedef struct {
 static const i64 widths[2][5] = {{1, 16, 256, 4096, 65536}, {1, 64, 4096, 262144, 16777216}};
 #define WIDTH(kind, k) widths[(kind) == UTF8][(k)]
 
-static i32 new_state(Ctx *x)
+/* The bytes a state of each kind may move on (its window): outside it, its row is never
+ * written nor read, and stands for -1. A character state's is every byte. */
+enum { W_CHAR, W_HEX, W_UTF8, W_START, W_FINAL, W_BACKSLASH, W_U, W_ESCAPE };
+static const uint8_t windows[][2] = {
+    {0x00, 0xFF}, {'0', 'f'}, {0x80, 0xBF}, {'"', '"'}, {1, 0}, {'\\', '\\'}, {'u', 'u'}, {'"', 'u'}};
+
+/* A new state with the window of kind `w`, every cell there -1 (-2: past the budget, or no
+ * memory). Filling only the window, not the 256 cells, is what most states (readers) save. */
+static i32 new_state(Ctx *x, int w)
 {
     if (x->n >= x->max_states) { x->overflow = 1; return -2; }
     size_t need = x->n < 1024 ? 1024 : (size_t)x->n + 1;  /* a first table of 1024 states */
     if ((size_t)x->n == x->rows_cap
         && (grow((void **)&x->rows, &x->rows_cap, need, 256 * sizeof(i32)) < 0
-            || grow((void **)&x->acc, &x->acc_cap, x->rows_cap, 1) < 0)) {
+            || grow((void **)&x->acc, &x->acc_cap, x->rows_cap, 1) < 0
+            || grow((void **)&x->win, &x->win_cap, x->rows_cap, 2) < 0)) {
         PyErr_NoMemory();
         return -2;
     }
     i32 s = (i32)x->n++;
-    for (int b = 0; b < 256; b++) x->rows[(i64)s * 256 + b] = -1;
+    int lo = windows[w][0], hi = windows[w][1];
+    for (int b = lo; b <= hi; b++) x->rows[(i64)s * 256 + b] = -1;
     x->acc[s] = 0;
+    x->win[2 * s] = (uint8_t)lo; x->win[2 * s + 1] = (uint8_t)hi;
     return s;
 }
 
@@ -151,7 +163,7 @@ static i32 *sig_slot(Ctx *x, const i64 *sig, i64 n, i32 s, int *found)
  * (-1: none), and the state read there (see reader_inside). */
 typedef struct { i64 run; i32 state; i64 cursor; } Inside;  /* cursor: no run before it reaches lo */
 
-static i32 reader_inside(Ctx *x, int kind, int k, i64 lo, const Fn *f, Inside *last);
+static int read_digits(Ctx *x, i32 s, int kind, int k, i64 lo, const Fn *f, i64 cursor);
 
 /* The state reading k more digits (hex, or UTF-8 continuation bytes) of a value in
  * [lo, lo + base**k - 1] that leads through f to the next state; -1 where every value is
@@ -184,23 +196,56 @@ static i32 reader(Ctx *x, int kind, int k, i64 lo, const Fn *f)
     i32 *slot = sig_slot(x, sig, n, -1, &found);
     if (!slot) return -2;
     if (found) return *slot;
-    i32 s = new_state(x);
+    i32 s = new_state(x, kind == UTF8 ? W_UTF8 : W_HEX);
     if (s == -2) return -2;
     *slot = s;  /* now: the digits below may grow (and move) the table */
-    Inside inside = {-1, -1, 0};
-    for (int d = 0; d < base; d++) {
-        i32 t = reader_inside(x, kind, k - 1, lo + d * (width / base), f, &inside);
-        if (t == -2) return -2;
-        set_digit(x, s, kind, d, t);
+    return read_digits(x, s, kind, k, lo, f, first) < 0 ? -2 : s;
+}
+
+/* Reader s's digits: what each of its base sub-intervals of [lo, lo + base**k - 1] leads
+ * to, walking f's runs from `cursor` (the first that reaches lo) rather than each digit
+ * alone: a digit no live run meets stays dead (the row is fresh: every cell -1), and the
+ * digits whose intervals lie whole inside one run share one reader (see reader_inside),
+ * looked up once. -1 on error. */
+static int read_digits(Ctx *x, i32 s, int kind, int k, i64 lo, const Fn *f, i64 cursor)
+{
+    int base = kind == UTF8 ? 64 : 16;
+    i64 w = WIDTH(kind, k - 1), last_run = -1;
+    i32 last_state = -1;
+    for (int d = 0; d < base;) {
+        i64 dlo = lo + d * w, dhi = dlo + w - 1, from = dlo < f->clip_lo ? f->clip_lo : dlo;
+        if (dlo > f->clip_hi) break;
+        while (cursor < f->n && f->hi[cursor] - f->offset < from) cursor++;
+        if (cursor == f->n) break;
+        i64 rlo = f->lo[cursor] - f->offset, rhi = f->hi[cursor] - f->offset;
+        if (rlo < f->clip_lo) rlo = f->clip_lo;
+        if (rlo > dhi) {  /* dead up to the digit of the next run */
+            d = (int)((rlo - lo) / w < base ? (rlo - lo) / w : base);
+            continue;
+        }
+        i32 t;
+        int past = d + 1;
+        if (dlo >= f->clip_lo && dhi <= f->clip_hi && rlo <= dlo && rhi >= dhi) {  /* whole inside */
+            i64 top = rhi < f->clip_hi ? rhi : f->clip_hi, whole = (top - lo + 1) / w;
+            past = (int)(whole < base ? whole : base);
+            t = cursor == last_run ? last_state : reader(x, kind, k - 1, dlo, f);
+            last_run = cursor; last_state = t;
+        } else {
+            t = reader(x, kind, k - 1, dlo, f);
+            last_run = -1;
+        }
+        if (t == -2) return -1;
+        for (; d < past; d++) set_digit(x, s, kind, d, t);
     }
-    return s;
+    return 0;
 }
 
 /* `reader`, but where the interval [lo, lo + base**k - 1] lies whole inside the run of f
  * that the previous call of the same loop (`last`) found it inside of, that call's state:
  * both have the signature (kind, k, 0, base**k - 1, outcome), so they are one state. A
  * character state sends most of its values to one place (the sink, for the other keys of
- * an object), so most of its UTF-8 leads and hex digits are looked up once, not each. */
+ * an object), so most of its UTF-8 leads are looked up once, not each (a reader's digits
+ * go the same way by runs: read_digits). */
 static i32 reader_inside(Ctx *x, int kind, int k, i64 lo, const Fn *f, Inside *last)
 {
     i64 hi = lo + WIDTH(kind, k) - 1, run = -1;
@@ -228,7 +273,7 @@ static i32 pair_state(Ctx *x, const Fn *f)
     i32 *slot = sig_slot(x, sig, 2, -1, &found);
     if (!slot) return -2;
     if (found) return *slot;
-    i32 p = new_state(x), p2 = new_state(x);
+    i32 p = new_state(x, W_BACKSLASH), p2 = new_state(x, W_U);
     if (p == -2 || p2 == -2) return -2;
     *slot = p;
     x->rows[(i64)p * 256 + '\\'] = p2;
@@ -358,7 +403,7 @@ escapes:
     i32 *slot = sig_slot(x, sig, 10, -1, &found);
     if (!slot) return -1;
     if (!found) {
-        i32 e = new_state(x);
+        i32 e = new_state(x, W_ESCAPE);
         if (e == -2) return -1;
         *slot = e;
         x->escapes++;
@@ -406,20 +451,23 @@ static PyObject *canonical(const Ctx *x)
             goto done;
         }
         size_t head = len;
-        int runs = 0;
+        int runs = 0, lo = x->win[2 * queue[i]], hi = x->win[2 * queue[i] + 1];
         len += 3;  /* the head, once the runs are counted */
-        for (int b = 0, end; b < 256; b = end) {
+        if (lo > hi) lo = 256, hi = 255;  /* no window: no transition */
+        memset(dst, 0xff, (size_t)lo * sizeof *dst);  /* before the window: none */
+        for (int b = lo, end; b <= hi; b = end) {
             i32 t = row[b];
-            end = run_end(row, b);
+            end = run_end_within(row, b, hi + 1);
             if (t < 0) {  /* no transition: all bits set */
                 memset(dst + b, 0xff, (size_t)(end - b) * sizeof *dst);
                 continue;
             }
             if (id[t] < 0) { id[t] = (i32)n; queue[n++] = t; }
-            for (int c = b; c < end; c++) dst[c] = id[t];
+            fill_i32(dst + b, end - b, id[t]);
             code_run(buf + len, b, end - 1, id[t]);
             len += 6; runs++;
         }
+        if (hi < 255) memset(dst + hi + 1, 0xff, (size_t)(255 - hi) * sizeof *dst);  /* after it: none */
         code_head(buf + head, x->acc[queue[i]], runs);
     }
     if (n < x->n && (_PyBytes_Resize(&trans, (Py_ssize_t)n * 256 * sizeof(i32)) < 0
@@ -475,7 +523,8 @@ PyObject *py_json_string(PyObject *self, PyObject *args)
     /* room for the signatures of a few hundred states at once (grown by doubling from there) */
     int ok = vec64_reserve(&x.sig_data, 4096) == 0;
     if (!ok) PyErr_NoMemory();
-    for (i64 i = 0; i < FIRST_CHAR + nc && ok; i++) ok = new_state(&x) >= 0;
+    for (i64 i = 0; i < FIRST_CHAR + nc && ok; i++)
+        ok = new_state(&x, i == START ? W_START : i == FINAL ? W_FINAL : W_CHAR) >= 0;
     if (ok) {
         x.rows[START * 256 + '"'] = FIRST_CHAR;
         x.acc[FINAL] = 1;
@@ -492,12 +541,20 @@ PyObject *py_json_string(PyObject *self, PyObject *args)
     }
     if (ok && numbered)
         result = canonical(&x);
-    else if (ok)
+    else if (ok) {
+        for (i64 q = 0; q < x.n; q++) {  /* the table as bytes: -1 outside the windows too */
+            i32 *row = x.rows + q * 256;
+            int lo = x.win[2 * q], hi = x.win[2 * q + 1];
+            if (lo > hi) lo = 256, hi = 255;
+            for (int b = 0; b < lo; b++) row[b] = -1;
+            for (int b = hi + 1; b < 256; b++) row[b] = -1;
+        }
         result = Py_BuildValue("(y#y#)", (const char *)x.rows, (Py_ssize_t)(x.n * 256 * 4), (const char *)x.acc,
                                (Py_ssize_t)x.n);
+    }
     else if (x.overflow && !PyErr_Occurred())
         result = Py_NewRef(Py_None);
-    free(x.rows); free(x.acc);
+    free(x.rows); free(x.acc); free(x.win);
     free(x.sig_hashes); free(x.sig_at); free(x.sig_vals); free(x.sig_data.v); free(x.scratch.v);
     runs_free(&chars);
     runs_free(&hex);
