@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Iterable, Mapping
+from typing import Iterable, Mapping, NamedTuple
 
 from grammarc.ir import Alt, Expr, JsonStringExcept, Ref, Regex, Repeat, Seq, walk
 from grammarc.ir.nodes import shape, substituted
@@ -38,10 +38,13 @@ MAX_NAME = 40
 
 def share(rules: Mapping[str, Expr], start: str, hints: Mapping[Expr, str],
           reserved: tuple[str, ...] = ()) -> dict[str, Expr]:
-    """Merge equal rules, then hoist terminals (see the module docstring); the terminals of
-    each rule are those the merge's walk found (a merge only renames references)."""
-    merged, terminals = _merge_equal_rules(rules, start, reserved)
-    return _hoist_terminals(merged, hints, reserved, terminals)
+    """Merge equal rules, then hoist terminals (see the module docstring). Both passes decide
+    from each rule's shape, references and terminals (one walk per rule, `_Shapes`); a rule
+    that changes is then rebuilt once, its references renamed and its terminals hoisted in
+    one substitution (they replace different leaves: the tree of one pass after the other)."""
+    plan = _merge_plan(rules, start, reserved)
+    terminals = {name: plan.forms[old][3] for name, old in plan.kept.items()}
+    return _rewritten(rules, plan, _hoist_plan(plan.kept, hints, reserved, terminals))
 
 
 # -- terminals ------------------------------------------------------------------------------
@@ -61,12 +64,24 @@ def hoist_terminals(rules: Mapping[str, Expr], hints: Mapping[Expr, str], reserv
 
     New rules come after the others, in the order their terminals first occur; a name that
     is taken gets a numeric suffix."""
-    return _hoist_terminals(rules, hints, reserved, {name: _terminals(body) for name, body in rules.items()})
+    plan = _MergePlan({name: name for name in rules}, {}, {})
+    terminals = {name: _terminals(body) for name, body in rules.items()}
+    return _rewritten(rules, plan, _hoist_plan(rules, hints, reserved, terminals))
 
 
-def _hoist_terminals(rules: Mapping[str, Expr], hints: Mapping[Expr, str], reserved: tuple[str, ...],
-                     terminals: Mapping[str, list[Expr]]) -> dict[str, Expr]:
-    """`hoist_terminals`, given each rule's terminals in order (`_terminals`)."""
+class _HoistPlan(NamedTuple):
+    """What hoisting does: the new rule's name for each chosen terminal (by `_terminal_key`,
+    in the order they first occur), the terminal where each first occurs, and each rule's
+    candidates (rules holding none are left out)."""
+    names: dict[tuple, str]
+    first: dict[tuple, Expr]
+    holding: dict[str, list[tuple]]
+
+
+def _hoist_plan(rules: Mapping[str, object], hints: Mapping[Expr, str], reserved: tuple[str, ...],
+                terminals: Mapping[str, list[Expr]]) -> _HoistPlan:
+    """The terminals `hoist_terminals` gives rules of their own, given each rule's terminals in
+    order (`_terminals`); `rules` only for their names, in order."""
     named = {(Regex, t.pattern, t.mode) if type(t) is Regex else (JsonStringExcept, t.words): name
              for t, name in hints.items() if type(t) in _TERMINALS}  # keyed as `_terminal_key` keys them
     uses: dict[tuple, int] = {}  # candidate -> occurrences
@@ -88,13 +103,26 @@ def _hoist_terminals(rules: Mapping[str, Expr], hints: Mapping[Expr, str], reser
             holding.setdefault(name, []).append(key)
     chosen = [k for k, n in uses.items() if n >= 2 or (k in named and _size(first[k]) >= MIN_TERMINAL)]
     if not chosen:
-        return dict(rules)
+        return _HoistPlan({}, first, holding)
     taken = set(rules) | set(reserved)
     names = {key: unique(named.get(key) or _fallback_name(first[key]), taken) for key in chosen}
-    hoist = {key: Ref(name) for key, name in names.items()}
-    out = {name: _substituted(body, {}, hoist) if not names.keys().isdisjoint(holding.get(name, ())) else body
-           for name, body in rules.items()}
-    out.update((name, first[key]) for key, name in names.items())
+    return _HoistPlan(names, first, holding)
+
+
+def _rewritten(rules: Mapping[str, Expr], merge: _MergePlan, hoist: _HoistPlan) -> dict[str, Expr]:
+    """The rules `merge` keeps (under their new names, in order), each rebuilt once where it
+    refers to a merged rule or holds a hoisted terminal, then the hoisted terminals' rules."""
+    renames, names = merge.renames, hoist.names
+    rename = {old: Ref(new) for old, new in renames.items()}
+    hoisted = {key: Ref(name) for key, name in names.items()}
+    holding = hoist.holding
+    out: dict[str, Expr] = {}
+    for name, old in merge.kept.items():
+        body = rules[old]
+        if (renames and merge.refers_to_merged(old)) or (names and not names.keys().isdisjoint(holding.get(name, ()))):
+            body = _substituted(body, rename, hoisted)
+        out[name] = body
+    out.update((name, hoist.first[key]) for key, name in names.items())
     return out
 
 
@@ -136,28 +164,79 @@ def merge_equal_rules(rules: Mapping[str, Expr], start: str, reserved: tuple[str
     the start rule keeps its name, the merged rule the place of the first of its set, and the
     small rules left without a reference go away. Each body is walked once (`_Shapes`: its
     shape and its references); the rounds compare shapes and names, not rebuilt bodies."""
-    return _merge_equal_rules(rules, start, reserved)[0]
+    return _rewritten(rules, _merge_plan(rules, start, reserved), _HoistPlan({}, {}, {}))
 
 
-def _merge_equal_rules(rules: Mapping[str, Expr], start: str, reserved: tuple[str, ...]
-                       ) -> tuple[dict[str, Expr], dict[str, list[Expr]]]:
-    """`merge_equal_rules`, and each rule's terminals in order (what `_terminals` gives)."""
-    out = dict(rules)
-    shapes = _Shapes()
-    forms = {name: shapes.form(body) for name, body in out.items()}
-    refs = {name: frozenset(used).union(opaque) for name, (_, used, opaque, _) in forms.items()}
+class _MergePlan(NamedTuple):
+    """What merging does: the rules kept (new name -> the rule whose body it takes, in
+    order, unreachable ones left out), the merged rules' new names, and each rule's form."""
+    kept: dict[str, str]
+    renames: dict[str, str]
+    forms: dict[str, _Form]
+
+    def refers_to_merged(self, name: str) -> bool:
+        """Whether rule `name` refers to a rule merged into another (outside opaque nodes too)."""
+        _, used, opaque, _ = self.forms[name]
+        return not (self.renames.keys().isdisjoint(used) and self.renames.keys().isdisjoint(opaque))
+
+
+def _merge_plan(rules: Mapping[str, Expr], start: str, reserved: tuple[str, ...]) -> _MergePlan:
+    """What `merge_equal_rules` does. Only rules whose shape another rule has can be equal to
+    one: the rounds read the others never (a schema's large rules mostly have shapes of their
+    own: their keys, a name per reference, were most of the pass)."""
+    forms = _Shapes().forms(rules)
+    candidates = _sharing_a_shape(forms, reserved)
+    classes = _Classes(candidates)
+    if candidates:
+        _find_equal(forms, candidates, classes)
+    renames: dict[str, str] = {}
+    taken = set(rules) | set(reserved)
+    for names in classes.sets():
+        if len(names) > 1 and _has_nodes(rules[names[0]], MIN_MERGED_NODES):
+            keep = _merged_name(names, start, taken)
+            taken.add(keep)
+            renames.update((name, keep) for name in names if name != keep)
+    if not renames:
+        return _MergePlan({name: name for name in rules}, renames, forms)
+    kept: dict[str, str] = {}
+    refs: dict[str, list[str]] = {}
+    for name, (_, used, opaque, _) in forms.items():
+        new = renames.get(name, name)
+        if new not in kept:
+            kept[new] = name
+            if not renames.keys().isdisjoint(used):
+                used = [renames.get(ref, ref) for ref in used]
+            refs[new] = [*used, *opaque] if opaque else used
+    live = reachable_from(kept, start, reserved, refs)
+    return _MergePlan(live, renames, forms)
+
+
+def _sharing_a_shape(forms: Mapping[str, _Form], reserved: tuple[str, ...]) -> list[str]:
+    """The rules (but `reserved` ones) whose shape another such rule has, in rule order."""
+    by_shape: dict = {}
+    for name, form in forms.items():
+        if name not in reserved:
+            by_shape.setdefault(form[0], []).append(name)
+    shared = {name for names in by_shape.values() if len(names) > 1 for name in names}
+    return [name for name in forms if name in shared]
+
+
+def _find_equal(forms: Mapping[str, _Form], candidates: list[str], classes: _Classes) -> None:
+    """Join into `classes` the candidates equal up to references to rules found equal, round
+    after round (at most MAX_MERGE_ROUNDS)."""
     # references to the rule itself all alike (so that ``a ::= "" | x a`` and ``b ::= "" | x
     # b``, the same language, compare equal): no rule has the empty name. Most rules do not
     # refer to themselves: their list of references is read as it is
-    written = {name: ["" if used == name else used for used in form[1]] if name in form[1] else form[1]
-               for name, form in forms.items()}
-    classes = _Classes(out)
+    written = {}
+    for name in candidates:
+        used = forms[name][1]
+        written[name] = ["" if ref == name else ref for ref in used] if name in used else used
     # a key stays true of its rule as more rules are found equal: keys of earlier rounds stay
     groups: dict[tuple, str] = {}
-    todo = [name for name in out if name not in reserved]
+    todo = candidates
+    first_of = classes.first.get
     for _ in range(MAX_MERGE_ROUNDS):
         touched = set()
-        first_of = classes.first.get
         for name in todo:
             used = written[name]
             # what equal rules share: the body's shape, each reference written as the first
@@ -166,32 +245,10 @@ def _merge_equal_rules(rules: Mapping[str, Expr], start: str, reserved: tuple[st
             if first != name and classes.union(first, name):
                 touched.add(first)
         if not touched:
-            break
+            return
         changed = {member for name in touched for member in classes.members(name)}
-        todo = [name for name in out if name not in reserved and not refs[name].isdisjoint(changed)]
-    renames: dict[str, str] = {}
-    taken = set(out) | set(reserved)
-    for names in classes.sets():
-        if len(names) > 1 and _has_nodes(out[names[0]], MIN_MERGED_NODES):
-            keep = _merged_name(names, start, taken)
-            taken.add(keep)
-            renames.update((name, keep) for name in names if name != keep)
-    if not renames:
-        return out, {name: form[3] for name, form in forms.items()}
-    rename = {old: Ref(new) for old, new in renames.items()}
-    merged: dict[str, Expr] = {}
-    merged_refs: dict[str, frozenset[str]] = {}
-    terminals: dict[str, list[Expr]] = {}
-    for name, body in out.items():
-        new = renames.get(name, name)
-        if new not in merged:
-            terminals[new] = forms[name][3]
-            if refs[name].isdisjoint(renames):
-                merged[new], merged_refs[new] = body, refs[name]
-            else:
-                merged[new] = _substituted(body, rename, {})
-                merged_refs[new] = frozenset(renames.get(used, used) for used in forms[name][1]) | forms[name][2]
-    return reachable_from(merged, start, reserved, merged_refs), terminals
+        todo = [name for name in candidates
+                if not (changed.isdisjoint(forms[name][1]) and changed.isdisjoint(forms[name][2]))]
 
 
 _Form = tuple  # (shape, names referred to in walk order, names inside opaque nodes, terminals in order)
@@ -218,9 +275,14 @@ class _Shapes:
 
     def form(self, body: Expr) -> _Form:
         used: list[str] = []
-        opaque: set[str] = set()
+        opaque: set[str] = set()  # read only, once filled
         terminals: list[Expr] = []
-        return shape(body, self._table, used, opaque, terminals), used, frozenset(opaque), terminals
+        return shape(body, self._table, used, opaque, terminals), used, opaque, terminals
+
+    def forms(self, rules: Mapping[str, Expr]) -> dict[str, _Form]:
+        """Each rule's form, by name."""
+        form = self.form
+        return {name: form(body) for name, body in rules.items()}
 
 
 class _Classes:
