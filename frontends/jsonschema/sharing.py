@@ -398,22 +398,24 @@ def shorten(name: str, limit: int = MAX_NAME - 4) -> str:
     if len(name) <= limit:
         return name
     segments = [s for s in name.split("_") if s]
-    length = len("_".join(segments))
-    # Linear: only the segment being cut changes, so the ones before it stay uncuttable (a
-    # distributed anyOf's hints grow a segment per level: rescanning them was quadratic).
+    excess = len("_".join(segments)) - limit
+    # Each segment but the last, left to right, loses its leading words (all but one) until
+    # the name fits: its words are found once, as the words of what is left of a segment
+    # are the words it had (a word's match reads no character before it). Linear: a
+    # distributed anyOf's hints grow a segment per level.
+    last = len(segments) - 1
     i = 0
-    while len(segments) > 1 and length > limit:
-        while i < len(segments) - 1:
-            words = _words(segments[i])
-            if words is not None:
-                break
-            i += 1
-        if i < len(segments) - 1:
-            segments[i] = "".join(words[1:])
-            length -= len(words[0])
-        else:
-            length -= len(segments.pop(0)) + 1
-            i -= 1
+    while excess > 0 and i < last:
+        words = _words(segments[i])
+        if words is not None:
+            cut = 0
+            while excess > 0 and cut < len(words) - 1:
+                excess -= len(words[cut])
+                cut += 1
+            segments[i] = "".join(words[cut:])
+        i += 1
+    while excess > 0 and len(segments) > 1:  # then whole leading segments
+        excess -= len(segments.pop(0)) + 1
     out = "_".join(segments)[-limit:].lstrip("_")
     return "_" + out if out[:1].isdigit() else out
 
