@@ -269,13 +269,18 @@ def regex_hints(draw, grammar: Grammar) -> dict:
     return {Regex(p): draw(st.sampled_from(["string", "start", "r1", "char", "x"])) for p in regexes if draw(st.booleans())}
 
 
-@settings(max_examples=120, deadline=None)
-@given(st.data())
-def test_sharing_keeps_the_language_of_random_grammars(data):
+def _sharing_input(data) -> tuple[Grammar, dict]:
+    """A random grammar (with renamed copies of its rules, or not) and names for its regexes."""
     grammar = data.draw(strategies.grammars("ab", any_token=False), label="grammar")
     if data.draw(st.booleans(), label="copies"):
         grammar = _with_copies(grammar, tweak=data.draw(st.booleans(), label="tweak"))
-    hints = data.draw(regex_hints(grammar), label="hints")
+    return grammar, data.draw(regex_hints(grammar), label="hints")
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.data())
+def test_sharing_keeps_the_language_of_random_grammars(data):
+    grammar, hints = _sharing_input(data)
     with pytest.MonkeyPatch.context() as patch:  # every rule and regex is worth sharing
         for threshold in ("MIN_MERGED_NODES", "MIN_TERMINAL", "MIN_NAMED_TERMINAL"):
             patch.setattr(sharing, threshold, 1)
@@ -522,10 +527,7 @@ def _same_sharing(rules: dict, start: str, hints: dict, reserved: tuple[str, ...
 @settings(max_examples=300, deadline=None)
 @given(st.data())
 def test_sharing_is_its_plain_form_on_random_grammars(data):
-    grammar = data.draw(strategies.grammars("ab", any_token=False), label="grammar")
-    if data.draw(st.booleans(), label="copies"):
-        grammar = _with_copies(grammar, tweak=data.draw(st.booleans(), label="tweak"))
-    hints = data.draw(regex_hints(grammar), label="hints")
+    grammar, hints = _sharing_input(data)
     rules = dict(grammar.rules)
     reserved = tuple(data.draw(st.lists(st.sampled_from(list(rules)), max_size=2, unique=True), label="reserved"))
     with pytest.MonkeyPatch.context() as patch:
