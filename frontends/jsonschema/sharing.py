@@ -64,19 +64,19 @@ def hoist_terminals(rules: Mapping[str, Expr], hints: Mapping[Expr, str], reserv
 
     New rules come after the others, in the order their terminals first occur; a name that
     is taken gets a numeric suffix."""
-    plan = _MergePlan({name: name for name in rules}, {}, {})
+    plan = _MergePlan({name: name for name in rules}, {}, {}, set())
     terminals = {name: _terminals(body) for name, body in rules.items()}
     return _rewritten(rules, plan, _hoist_plan(rules, hints, reserved, terminals))
 
 
 class _HoistPlan(NamedTuple):
     """What hoisting does: the new rule's name for each chosen terminal (keyed
-    ``(Regex, pattern, mode)`` or ``(JsonStringExcept, words)``,
-    in the order they first occur), the terminal where each first occurs, and each rule's
-    candidates (rules holding none are left out)."""
+    ``(Regex, pattern, mode)`` or ``(JsonStringExcept, words)``, in the order they first
+    occur), the terminal where each first occurs, and the rules holding each candidate (a
+    rule once per occurrence)."""
     names: dict[tuple, str]
     first: dict[tuple, Expr]
-    holding: dict[str, list[tuple]]
+    holders: dict[tuple, list[str]]
 
 
 def _hoist_plan(rules: Mapping[str, object], hints: Mapping[Expr, str], reserved: tuple[str, ...],
@@ -85,43 +85,43 @@ def _hoist_plan(rules: Mapping[str, object], hints: Mapping[Expr, str], reserved
     order (`_terminals`); `rules` only for their names, in order."""
     named = {(Regex, t.pattern, t.mode) if type(t) is Regex else (JsonStringExcept, t.words): name
              for t, name in hints.items() if type(t) in _TERMINALS}  # keyed as below
-    uses: dict[tuple, int] = {}  # candidate -> occurrences
+    holders: dict[tuple, list[str]] = {}  # candidate -> the rules holding it, once per occurrence
     first: dict[tuple, Expr] = {}  # candidate -> the terminal where it first occurs
     small: set[tuple] = set()  # terminals too small to be candidates
-    holding: dict[str, list[tuple]] = {}  # rule -> its candidates
     for name in rules:
         for node in terminals[name]:
             # what makes terminals equal (as IR), as a tuple: hashed without a call per node
             key = (Regex, node.pattern, node.mode) if type(node) is Regex else (JsonStringExcept, node.words)
-            count = uses.get(key)
-            if count is None:
+            held = holders.get(key)
+            if held is None:
                 if key in small:
                     continue
                 if _size(node) < (MIN_NAMED_TERMINAL if key in named else MIN_TERMINAL):
                     small.add(key)
                     continue
                 first[key] = node
-            uses[key] = 1 if count is None else count + 1
-            holding.setdefault(name, []).append(key)
-    chosen = [k for k, n in uses.items() if n >= 2 or (k in named and _size(first[k]) >= MIN_TERMINAL)]
+                holders[key] = held = []
+            held.append(name)
+    chosen = [k for k, held in holders.items() if len(held) >= 2 or (k in named and _size(first[k]) >= MIN_TERMINAL)]
     if not chosen:
-        return _HoistPlan({}, first, holding)
+        return _HoistPlan({}, first, holders)
     taken = set(rules) | set(reserved)
     names = {key: unique(named.get(key) or _fallback_name(first[key]), taken) for key in chosen}
-    return _HoistPlan(names, first, holding)
+    return _HoistPlan(names, first, holders)
 
 
 def _rewritten(rules: Mapping[str, Expr], merge: _MergePlan, hoist: _HoistPlan) -> dict[str, Expr]:
     """The rules `merge` keeps (under their new names, in order), each rebuilt once where it
     refers to a merged rule or holds a hoisted terminal, then the hoisted terminals' rules."""
-    renames, names = merge.renames, hoist.names
-    rename = {old: Ref(new) for old, new in renames.items()}
+    names = hoist.names
+    rename = {old: Ref(new) for old, new in merge.renames.items()}
     hoisted = {key: Ref(name) for key, name in names.items()}
-    holding = hoist.holding
+    holding = {name for key in names for name in hoist.holders[key]}  # the rules holding a hoisted terminal
+    referring = merge.referring
     out: dict[str, Expr] = {}
     for name, old in merge.kept.items():
         body = rules[old]
-        if (renames and merge.refers_to_merged(old)) or (names and not names.keys().isdisjoint(holding.get(name, ()))):
+        if old in referring or name in holding:
             body = _substituted(body, rename, hoisted)
         out[name] = body
     out.update((name, hoist.first[key]) for key, name in names.items())
@@ -166,15 +166,13 @@ def merge_equal_rules(rules: Mapping[str, Expr], start: str, reserved: tuple[str
 
 class _MergePlan(NamedTuple):
     """What merging does: the rules kept (new name -> the rule whose body it takes, in
-    order, unreachable ones left out), the merged rules' new names, and each rule's form."""
+    order, unreachable ones left out), the merged rules' new names, each rule's form, and
+    the kept bodies that refer to a merged rule (by their rules' old names; references
+    inside opaque nodes are not renamed: they do not count)."""
     kept: dict[str, str]
     renames: dict[str, str]
     forms: dict[str, _Form]
-
-    def refers_to_merged(self, name: str) -> bool:
-        """Whether rule `name` refers to a rule merged into another (outside opaque nodes too)."""
-        _, used, opaque, _ = self.forms[name]
-        return not (self.renames.keys().isdisjoint(used) and self.renames.keys().isdisjoint(opaque))
+    referring: set[str]
 
 
 def _merge_plan(rules: Mapping[str, Expr], start: str, reserved: tuple[str, ...]) -> _MergePlan:
@@ -194,18 +192,20 @@ def _merge_plan(rules: Mapping[str, Expr], start: str, reserved: tuple[str, ...]
             taken.add(keep)
             renames.update((name, keep) for name in names if name != keep)
     if not renames:
-        return _MergePlan({name: name for name in rules}, renames, forms)
+        return _MergePlan({name: name for name in rules}, renames, forms, set())
     kept: dict[str, str] = {}
     refs: dict[str, list[str]] = {}
+    referring: set[str] = set()
     for name, (_, used, opaque, _) in forms.items():
         new = renames.get(name, name)
         if new not in kept:
             kept[new] = name
             if not renames.keys().isdisjoint(used):
                 used = [renames.get(ref, ref) for ref in used]
+                referring.add(name)
             refs[new] = [*used, *opaque] if opaque else used
     live = reachable_from(kept, start, reserved, refs)
-    return _MergePlan(live, renames, forms)
+    return _MergePlan(live, renames, forms, referring)
 
 
 def _find_equal(forms: Mapping[str, _Form], candidates: list[str], classes: _Classes) -> None:
