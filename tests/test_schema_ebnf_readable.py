@@ -29,6 +29,7 @@ from grammarc.ir.printer import quote
 from grammarc.runtime.recognizer import Recognizer
 
 import check_reference
+import sharing_reference
 import oracle  # noqa: E402  (tests/ is on sys.path)
 import strategies
 
@@ -268,13 +269,18 @@ def regex_hints(draw, grammar: Grammar) -> dict:
     return {Regex(p): draw(st.sampled_from(["string", "start", "r1", "char", "x"])) for p in regexes if draw(st.booleans())}
 
 
-@settings(max_examples=120, deadline=None)
-@given(st.data())
-def test_sharing_keeps_the_language_of_random_grammars(data):
+def _sharing_input(data) -> tuple[Grammar, dict]:
+    """A random grammar (with renamed copies of its rules, or not) and names for its regexes."""
     grammar = data.draw(strategies.grammars("ab", any_token=False), label="grammar")
     if data.draw(st.booleans(), label="copies"):
         grammar = _with_copies(grammar, tweak=data.draw(st.booleans(), label="tweak"))
-    hints = data.draw(regex_hints(grammar), label="hints")
+    return grammar, data.draw(regex_hints(grammar), label="hints")
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.data())
+def test_sharing_keeps_the_language_of_random_grammars(data):
+    grammar, hints = _sharing_input(data)
     with pytest.MonkeyPatch.context() as patch:  # every rule and regex is worth sharing
         for threshold in ("MIN_MERGED_NODES", "MIN_TERMINAL", "MIN_NAMED_TERMINAL"):
             patch.setattr(sharing, threshold, 1)
@@ -503,3 +509,67 @@ def test_equal_rule_sets_come_in_rule_order(unions):
     order = {name: i for i, name in enumerate(names)}
     every = sorted((sorted(members, key=order.get) for members in classes._members.values()), key=lambda m: order[m[0]])
     assert classes.sets() == [members for members in every if len(members) > 1]
+
+
+# -- the pass against its plain form (tests/sharing_reference.py) ---------------------------------
+
+def _same_sharing(rules: dict, start: str, hints: dict, reserved: tuple[str, ...] = ()) -> None:
+    """`share`, `merge_equal_rules` and `hoist_terminals` give what the plain passes give:
+    the same rules, bodies and names, in the same order."""
+    assert list(sharing.share(rules, start, hints, reserved).items()) == list(
+        sharing_reference.share(rules, start, hints, reserved).items())
+    assert list(sharing.merge_equal_rules(rules, start, reserved).items()) == list(
+        sharing_reference.merge_equal_rules(rules, start, reserved).items())
+    assert list(sharing.hoist_terminals(rules, hints, reserved).items()) == list(
+        sharing_reference.hoist_terminals(rules, hints, reserved).items())
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_sharing_is_its_plain_form_on_random_grammars(data):
+    grammar, hints = _sharing_input(data)
+    rules = dict(grammar.rules)
+    reserved = tuple(data.draw(st.lists(st.sampled_from(list(rules)), max_size=2, unique=True), label="reserved"))
+    with pytest.MonkeyPatch.context() as patch:
+        if data.draw(st.booleans(), label="small"):  # every rule and regex worth sharing
+            for threshold in ("MIN_MERGED_NODES", "MIN_TERMINAL", "MIN_NAMED_TERMINAL"):
+                patch.setattr(sharing, threshold, 1)
+        _same_sharing(rules, grammar.start, hints, reserved)
+
+
+def test_a_rule_renamed_and_hoisted_at_once(monkeypatch):
+    """A rule that refers to merged rules and holds a hoisted terminal is rebuilt once with
+    both; the merged rules' terminals count once."""
+    monkeypatch.setattr(sharing, "MIN_MERGED_NODES", 1)
+    long = Regex("[a-z]{1,30}[0-9]{1,30}[A-Z]{1,30}")
+    rules = {
+        "start": Seq((Ref("spec_item"), Ref("status_item"), long, Except(Ref("spec_item")), Ref("loop_a"))),
+        "spec_item": Seq((Literal("<"), long, Literal(">"))),
+        "status_item": Seq((Literal("<"), long, Literal(">"))),
+        "loop_a": Alt((Literal(""), Seq((Literal("x"), Ref("loop_a"))))),
+    }
+    out = sharing.share(rules, "start", {})
+    assert out == {
+        "start": Seq((Ref("item"), Ref("item"), Ref("regex"), Except(Ref("item")), Ref("loop_a"))),
+        "item": Seq((Literal("<"), Ref("regex"), Literal(">"))),
+        "loop_a": rules["loop_a"],
+        "regex": long,
+    }
+    _same_sharing(rules, "start", {})
+
+
+@pytest.mark.parametrize("path", sorted(DATA.glob("*.json"))[3::40] if DATA.is_dir() else [None],
+                         ids=lambda p: p.name if p else "no-data")
+def test_sharing_is_its_plain_form_on_maskbench(path, monkeypatch):
+    """The builder's own rules (layouts, hints, ``ws`` reserved) of a sample of MaskBench schemas."""
+    if path is None:
+        pytest.skip(f"MaskBench data not found at {DATA}")
+    seen = []
+    monkeypatch.setattr(builder_module, "share", lambda *args, **kw: seen.append((args, kw)) or sharing.share(*args, **kw))
+    for options in ({}, {"whitespace": "compact"}):
+        try:
+            quiet_schema_grammar(json.loads(path.read_text())["schema"], **options)
+        except GrammarcError:
+            pass
+    for (rules, start, hints), kw in seen:
+        _same_sharing(rules, start, hints, kw.get("reserved", ()))

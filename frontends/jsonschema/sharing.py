@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Iterable, Mapping
+from typing import Iterable, Mapping, NamedTuple
 
 from grammarc.ir import Alt, Expr, JsonStringExcept, Ref, Regex, Repeat, Seq, walk
 from grammarc.ir.nodes import shape, substituted
@@ -38,10 +38,13 @@ MAX_NAME = 40
 
 def share(rules: Mapping[str, Expr], start: str, hints: Mapping[Expr, str],
           reserved: tuple[str, ...] = ()) -> dict[str, Expr]:
-    """Merge equal rules, then hoist terminals (see the module docstring); the terminals of
-    each rule are those the merge's walk found (a merge only renames references)."""
-    merged, terminals = _merge_equal_rules(rules, start, reserved)
-    return _hoist_terminals(merged, hints, reserved, terminals)
+    """Merge equal rules, then hoist terminals (see the module docstring). Both passes decide
+    from each rule's shape, references and terminals (one walk per rule, `_Shapes`); a rule
+    that changes is then rebuilt once, its references renamed and its terminals hoisted in
+    one substitution (they replace different leaves: the tree of one pass after the other)."""
+    plan = _merge_plan(rules, start, reserved)
+    terminals = {name: plan.forms[old][3] for name, old in plan.kept.items()}
+    return _rewritten(rules, plan, _hoist_plan(plan.kept, hints, reserved, terminals))
 
 
 # -- terminals ------------------------------------------------------------------------------
@@ -61,46 +64,68 @@ def hoist_terminals(rules: Mapping[str, Expr], hints: Mapping[Expr, str], reserv
 
     New rules come after the others, in the order their terminals first occur; a name that
     is taken gets a numeric suffix."""
-    return _hoist_terminals(rules, hints, reserved, {name: _terminals(body) for name, body in rules.items()})
+    plan = _MergePlan({name: name for name in rules}, {}, {}, set())
+    terminals = {name: _terminals(body) for name, body in rules.items()}
+    return _rewritten(rules, plan, _hoist_plan(rules, hints, reserved, terminals))
 
 
-def _hoist_terminals(rules: Mapping[str, Expr], hints: Mapping[Expr, str], reserved: tuple[str, ...],
-                     terminals: Mapping[str, list[Expr]]) -> dict[str, Expr]:
-    """`hoist_terminals`, given each rule's terminals in order (`_terminals`)."""
+class _HoistPlan(NamedTuple):
+    """What hoisting does: the new rule's name for each chosen terminal (keyed
+    ``(Regex, pattern, mode)`` or ``(JsonStringExcept, words)``, in the order they first
+    occur), the terminal where each first occurs, and the rules holding each candidate (a
+    rule once per occurrence)."""
+    names: dict[tuple, str]
+    first: dict[tuple, Expr]
+    holders: dict[tuple, list[str]]
+
+
+def _hoist_plan(rules: Mapping[str, object], hints: Mapping[Expr, str], reserved: tuple[str, ...],
+                terminals: Mapping[str, list[Expr]]) -> _HoistPlan:
+    """The terminals `hoist_terminals` gives rules of their own, given each rule's terminals in
+    order (`_terminals`); `rules` only for their names, in order."""
     named = {(Regex, t.pattern, t.mode) if type(t) is Regex else (JsonStringExcept, t.words): name
-             for t, name in hints.items() if type(t) in _TERMINALS}  # keyed as `_terminal_key` keys them
-    uses: dict[tuple, int] = {}  # candidate -> occurrences
+             for t, name in hints.items() if type(t) in _TERMINALS}  # keyed as below
+    holders: dict[tuple, list[str]] = {}  # candidate -> the rules holding it, once per occurrence
     first: dict[tuple, Expr] = {}  # candidate -> the terminal where it first occurs
     small: set[tuple] = set()  # terminals too small to be candidates
-    holding: dict[str, list[tuple]] = {}  # rule -> its candidates
     for name in rules:
         for node in terminals[name]:
-            key = _terminal_key(node)
-            count = uses.get(key)
-            if count is None:
+            # what makes terminals equal (as IR), as a tuple: hashed without a call per node
+            key = (Regex, node.pattern, node.mode) if type(node) is Regex else (JsonStringExcept, node.words)
+            held = holders.get(key)
+            if held is None:
                 if key in small:
                     continue
                 if _size(node) < (MIN_NAMED_TERMINAL if key in named else MIN_TERMINAL):
                     small.add(key)
                     continue
                 first[key] = node
-            uses[key] = 1 if count is None else count + 1
-            holding.setdefault(name, []).append(key)
-    chosen = [k for k, n in uses.items() if n >= 2 or (k in named and _size(first[k]) >= MIN_TERMINAL)]
+                holders[key] = held = []
+            held.append(name)
+    chosen = [k for k, held in holders.items() if len(held) >= 2 or (k in named and _size(first[k]) >= MIN_TERMINAL)]
     if not chosen:
-        return dict(rules)
+        return _HoistPlan({}, first, holders)
     taken = set(rules) | set(reserved)
     names = {key: unique(named.get(key) or _fallback_name(first[key]), taken) for key in chosen}
-    hoist = {key: Ref(name) for key, name in names.items()}
-    out = {name: _substituted(body, {}, hoist) if not names.keys().isdisjoint(holding.get(name, ())) else body
-           for name, body in rules.items()}
-    out.update((name, first[key]) for key, name in names.items())
+    return _HoistPlan(names, first, holders)
+
+
+def _rewritten(rules: Mapping[str, Expr], merge: _MergePlan, hoist: _HoistPlan) -> dict[str, Expr]:
+    """The rules `merge` keeps (under their new names, in order), each rebuilt once where it
+    refers to a merged rule or holds a hoisted terminal, then the hoisted terminals' rules."""
+    names = hoist.names
+    rename = {old: Ref(new) for old, new in merge.renames.items()}
+    hoisted = {key: Ref(name) for key, name in names.items()}
+    holding = {name for key in names for name in hoist.holders[key]}  # the rules holding a hoisted terminal
+    referring = merge.referring
+    out: dict[str, Expr] = {}
+    for name, old in merge.kept.items():
+        body = rules[old]
+        if old in referring or name in holding:
+            body = _substituted(body, rename, hoisted)
+        out[name] = body
+    out.update((name, hoist.first[key]) for key, name in names.items())
     return out
-
-
-def _terminal_key(terminal: Regex | JsonStringExcept) -> tuple:
-    """What makes terminals equal (as IR), as a tuple: hashed without a call per node."""
-    return (Regex, terminal.pattern, terminal.mode) if type(terminal) is Regex else (JsonStringExcept, terminal.words)
 
 
 def _terminals(expr: Expr) -> list[Expr]:
@@ -136,28 +161,69 @@ def merge_equal_rules(rules: Mapping[str, Expr], start: str, reserved: tuple[str
     the start rule keeps its name, the merged rule the place of the first of its set, and the
     small rules left without a reference go away. Each body is walked once (`_Shapes`: its
     shape and its references); the rounds compare shapes and names, not rebuilt bodies."""
-    return _merge_equal_rules(rules, start, reserved)[0]
+    return _rewritten(rules, _merge_plan(rules, start, reserved), _HoistPlan({}, {}, {}))
 
 
-def _merge_equal_rules(rules: Mapping[str, Expr], start: str, reserved: tuple[str, ...]
-                       ) -> tuple[dict[str, Expr], dict[str, list[Expr]]]:
-    """`merge_equal_rules`, and each rule's terminals in order (what `_terminals` gives)."""
-    out = dict(rules)
-    shapes = _Shapes()
-    forms = {name: shapes.form(body) for name, body in out.items()}
-    refs = {name: frozenset(used).union(opaque) for name, (_, used, opaque, _) in forms.items()}
+class _MergePlan(NamedTuple):
+    """What merging does: the rules kept (new name -> the rule whose body it takes, in
+    order, unreachable ones left out), the merged rules' new names, each rule's form, and
+    the kept bodies that refer to a merged rule (by their rules' old names; references
+    inside opaque nodes are not renamed: they do not count)."""
+    kept: dict[str, str]
+    renames: dict[str, str]
+    forms: dict[str, _Form]
+    referring: set[str]
+
+
+def _merge_plan(rules: Mapping[str, Expr], start: str, reserved: tuple[str, ...]) -> _MergePlan:
+    """What `merge_equal_rules` does. Only rules whose shape another rule has can be equal to
+    one: the rounds read the others never (over the cold protocol's 30 schemas, 489 of 945
+    rules are read, with 813 of their 5,368 references: a schema's large rules, those with
+    the most references, mostly have shapes of their own)."""
+    forms, candidates = _Shapes().forms(rules, reserved)
+    classes = _Classes(candidates)
+    if candidates:
+        _find_equal(forms, candidates, classes)
+    renames: dict[str, str] = {}
+    taken = set(rules) | set(reserved)
+    for names in classes.sets():
+        if len(names) > 1 and _has_nodes(rules[names[0]], MIN_MERGED_NODES):
+            keep = _merged_name(names, start, taken)
+            taken.add(keep)
+            renames.update((name, keep) for name in names if name != keep)
+    if not renames:
+        return _MergePlan({name: name for name in rules}, renames, forms, set())
+    kept: dict[str, str] = {}
+    refs: dict[str, list[str]] = {}
+    referring: set[str] = set()
+    for name, (_, used, opaque, _) in forms.items():
+        new = renames.get(name, name)
+        if new not in kept:
+            kept[new] = name
+            if not renames.keys().isdisjoint(used):
+                used = [renames.get(ref, ref) for ref in used]
+                referring.add(name)
+            refs[new] = [*used, *opaque] if opaque else used
+    live = reachable_from(kept, start, reserved, refs)
+    return _MergePlan(live, renames, forms, referring)
+
+
+def _find_equal(forms: Mapping[str, _Form], candidates: list[str], classes: _Classes) -> None:
+    """Join into `classes` the candidates equal up to references to rules found equal, round
+    after round (at most MAX_MERGE_ROUNDS)."""
     # references to the rule itself all alike (so that ``a ::= "" | x a`` and ``b ::= "" | x
     # b``, the same language, compare equal): no rule has the empty name. Most rules do not
     # refer to themselves: their list of references is read as it is
-    written = {name: ["" if used == name else used for used in form[1]] if name in form[1] else form[1]
-               for name, form in forms.items()}
-    classes = _Classes(out)
+    written = {}
+    for name in candidates:
+        used = forms[name][1]
+        written[name] = ["" if ref == name else ref for ref in used] if name in used else used
     # a key stays true of its rule as more rules are found equal: keys of earlier rounds stay
     groups: dict[tuple, str] = {}
-    todo = [name for name in out if name not in reserved]
+    todo = candidates
+    first_of = classes.first.get
     for _ in range(MAX_MERGE_ROUNDS):
         touched = set()
-        first_of = classes.first.get
         for name in todo:
             used = written[name]
             # what equal rules share: the body's shape, each reference written as the first
@@ -166,32 +232,10 @@ def _merge_equal_rules(rules: Mapping[str, Expr], start: str, reserved: tuple[st
             if first != name and classes.union(first, name):
                 touched.add(first)
         if not touched:
-            break
+            return
         changed = {member for name in touched for member in classes.members(name)}
-        todo = [name for name in out if name not in reserved and not refs[name].isdisjoint(changed)]
-    renames: dict[str, str] = {}
-    taken = set(out) | set(reserved)
-    for names in classes.sets():
-        if len(names) > 1 and _has_nodes(out[names[0]], MIN_MERGED_NODES):
-            keep = _merged_name(names, start, taken)
-            taken.add(keep)
-            renames.update((name, keep) for name in names if name != keep)
-    if not renames:
-        return out, {name: form[3] for name, form in forms.items()}
-    rename = {old: Ref(new) for old, new in renames.items()}
-    merged: dict[str, Expr] = {}
-    merged_refs: dict[str, frozenset[str]] = {}
-    terminals: dict[str, list[Expr]] = {}
-    for name, body in out.items():
-        new = renames.get(name, name)
-        if new not in merged:
-            terminals[new] = forms[name][3]
-            if refs[name].isdisjoint(renames):
-                merged[new], merged_refs[new] = body, refs[name]
-            else:
-                merged[new] = _substituted(body, rename, {})
-                merged_refs[new] = frozenset(renames.get(used, used) for used in forms[name][1]) | forms[name][2]
-    return reachable_from(merged, start, reserved, merged_refs), terminals
+        todo = [name for name in candidates
+                if not (changed.isdisjoint(forms[name][1]) and changed.isdisjoint(forms[name][2]))]
 
 
 _Form = tuple  # (shape, names referred to in walk order, names inside opaque nodes, terminals in order)
@@ -217,10 +261,26 @@ class _Shapes:
         self._table: dict[tuple, int] = {}
 
     def form(self, body: Expr) -> _Form:
-        used: list[str] = []
-        opaque: set[str] = set()
-        terminals: list[Expr] = []
-        return shape(body, self._table, used, opaque, terminals), used, frozenset(opaque), terminals
+        return self.forms({"": body}, ())[0][""]
+
+    def forms(self, rules: Mapping[str, Expr], reserved: tuple[str, ...]) -> tuple[dict[str, _Form], list[str]]:
+        """Each rule's form, by name; and the rules (but `reserved` ones) whose shape another
+        such rule has, in rule order (the only ones that can be equal to another)."""
+        table = self._table
+        forms: dict[str, _Form] = {}
+        first_with: dict = {}  # shape -> the first rule of that shape
+        shared: set[str] = set()
+        for name, body in rules.items():
+            used: list[str] = []
+            opaque: set[str] = set()  # read only, once filled
+            terminals: list[Expr] = []
+            forms[name] = form = (shape(body, table, used, opaque, terminals), used, opaque, terminals)
+            if name not in reserved:
+                first = first_with.setdefault(form[0], name)
+                if first != name:
+                    shared.add(first)
+                    shared.add(name)
+        return forms, [name for name in forms if name in shared] if shared else []
 
 
 class _Classes:
@@ -325,8 +385,9 @@ def identifier(text: str, default: str = "value", limit: int = MAX_NAME - 4) -> 
 def _is_name(text: str) -> bool:
     """Whether `text` is letters, digits and ``_`` only (ASCII): what `_NOT_NAME` leaves as it
     is. Most hints are (property names), and three string methods cost a tenth of a regex
-    substitution that changes nothing."""
-    return text.isascii() and (text.isalnum() or text.replace("_", "").isalnum())
+    substitution that changes nothing. Most of them are identifiers too (``root_tags_item``):
+    one pass says so, where the underscores made a copy without them and a second pass."""
+    return text.isascii() and (text.isidentifier() or text.replace("_", "").isalnum())
 
 
 def shorten(name: str, limit: int = MAX_NAME - 4) -> str:
@@ -336,22 +397,24 @@ def shorten(name: str, limit: int = MAX_NAME - 4) -> str:
     if len(name) <= limit:
         return name
     segments = [s for s in name.split("_") if s]
-    length = len("_".join(segments))
-    # Linear: only the segment being cut changes, so the ones before it stay uncuttable (a
-    # distributed anyOf's hints grow a segment per level: rescanning them was quadratic).
+    excess = len("_".join(segments)) - limit
+    # Each segment but the last, left to right, loses its leading words (all but one) until
+    # the name fits: its words are found once, as the words of what is left of a segment
+    # are the words it had (a word's match reads no character before it). Linear: a
+    # distributed anyOf's hints grow a segment per level.
+    last = len(segments) - 1
     i = 0
-    while len(segments) > 1 and length > limit:
-        while i < len(segments) - 1:
-            words = _words(segments[i])
-            if words is not None:
-                break
-            i += 1
-        if i < len(segments) - 1:
-            segments[i] = "".join(words[1:])
-            length -= len(words[0])
-        else:
-            length -= len(segments.pop(0)) + 1
-            i -= 1
+    while excess > 0 and i < last:
+        words = _words(segments[i])
+        if words is not None:
+            cut = 0
+            while excess > 0 and cut < len(words) - 1:
+                excess -= len(words[cut])
+                cut += 1
+            segments[i] = "".join(words[cut:])
+        i += 1
+    while excess > 0 and len(segments) > 1:  # then whole leading segments
+        excess -= len(segments.pop(0)) + 1
     out = "_".join(segments)[-limit:].lstrip("_")
     return "_" + out if out[:1].isdigit() else out
 
@@ -383,6 +446,6 @@ def unique(base: str, taken: set[str]) -> str:
 def _substituted(expr: Expr, refs: dict[str, Expr], terminals: dict[tuple, Expr]) -> Expr:
     """`expr` with the references that `refs` has a replacement for (by name; also as the
     operand of ``except!``) and the terminals that `terminals` has one for (by
-    `_terminal_key`) replaced; unchanged subtrees are kept as they are (the same objects).
+    ``(Regex, pattern, mode)`` or ``(JsonStringExcept, words)``) replaced; unchanged subtrees are kept as they are (the same objects).
     In the compiled core (`grammarc.ir.nodes.substituted`)."""
     return substituted(expr, refs, terminals)
