@@ -358,12 +358,8 @@ static PyObject *py_finalize(PyObject *self, PyObject *args)
         goto fail;
     }
     const i64 *t = trans.buf, *classes = b2c.buf;
-    int bad = 0;  /* the targets are checked as finalize_c reads them */
-    for (int b = 0; b < 256 && !bad; b++) bad = classes[b] < 0 || classes[b] >= k;
-    if (bad) {
-        PyErr_SetString(PyExc_ValueError, "finalize: a target or a byte class out of range");
-        goto fail;
-    }
+    for (int b = 0; b < 256; b++)  /* the targets: as finalize_c reads them (BAD_INDEX) */
+        if (classes[b] < 0 || classes[b] >= k) goto out_of_range;
     /* columns in the order of their smallest byte (classes no byte maps to go last) */
     uint8_t placed[256] = {0};
     i32 no = 0;
@@ -377,12 +373,12 @@ static PyObject *py_finalize(PyObject *self, PyObject *args)
     rc = finalize_c(t, acc.buf, (i32)n, (i32)k, order, &rows, &out_acc, &m);
     Py_END_ALLOW_THREADS
     if (rc == NOMEM) { PyErr_NoMemory(); goto fail; }
-    if (rc == BAD_INDEX) {
-        PyErr_SetString(PyExc_ValueError, "finalize: a target or a byte class out of range");
-        goto fail;
-    }
+    if (rc == BAD_INDEX) goto out_of_range;
     if (m == 0) { result = Py_NewRef(Py_None); goto fail; }
     result = expand(rows, out_acc, m, (i32)k, classes);
+    goto fail;
+out_of_range:
+    PyErr_SetString(PyExc_ValueError, "finalize: a target or a byte class out of range");
 fail:
     free(rows); free(out_acc);
     if (trans.obj) PyBuffer_Release(&trans);
