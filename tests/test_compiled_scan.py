@@ -577,6 +577,103 @@ def test_tokens_without_a_parting_byte_scan_alike_from_two_dfas(case, other, com
     assert [x.tolist() for i, x in enumerate(from_q) if i != 1] == [x.tolist() for i, x in enumerate(from_p) if i != 1]
 
 
+def _sorted_rows(tokens: list[bytes]):
+    """(sorted tokens, their `_scan.Tokens`): rows in byte order, as `TokenBytes` sorts them."""
+    tokens = sorted(tokens)
+    return tokens, _rows(*_packed(tokens))
+
+
+def _parting_rows_oracle(trans, accept, q, trans2, accept2, p, tokens: list[bytes]) -> list[int]:
+    """`parting_rows` as its contract reads: the rows whose bytes, walked from q and p side
+    by side, reach a byte that kills one walk and not the other, or leaves one accepting and
+    the other not."""
+    found = []
+    for r, token in enumerate(tokens):
+        x, y = q, p
+        for b in token:
+            x, y = int(trans[x, b]), int(trans2[y, b])
+            if x < 0 and y < 0:
+                break
+            if (x < 0) != (y < 0) or bool(accept[x]) != bool(accept2[y]):
+                found.append(r)
+                break
+    return found
+
+
+def _parting_rows(trans, accept, q, trans2, accept2, p, rows, comb: bool, max_pairs: int = 10_000,
+                  max_rows: int = 10_000, same: bool = False, max_parting: int = 10_000) -> list[int] | None:
+    table = _table(trans, accept, comb)
+    found = _scan.parting_rows(table, q, table if same else _table(trans2, accept2, not comb), p, rows, max_pairs,
+                               max_parting, max_rows)
+    return None if found is None else np.frombuffer(found, dtype=np.int32).tolist()
+
+
+@settings(max_examples=400, deadline=None)
+@given(case=cases(), other=cases(), comb=st.booleans(), same=st.booleans())
+def test_parting_rows_are_the_rows_on_which_walks_from_two_states_part(case, other, comb, same):
+    """`parting_rows`: exactly the rows on which walks from q (one DFA) and p (another, or
+    the same one) part, ascending; every other row walks alike from the two (the same ends
+    and splits); None exactly when q and p differ on acceptance (no limit is reached here)."""
+    trans, accept, data, offsets, lengths, *_, q = case
+    trans2, accept2, *_, p = other
+    if same:
+        trans2, accept2, p = trans, accept, p % len(trans)
+    tokens, rows = _sorted_rows(_tokens(data, offsets, lengths))
+    found = _parting_rows(trans, accept, q, trans2, accept2, p, rows, comb, same=same)
+    assert (found is None) == (bool(accept[q]) != bool(accept2[p]))
+    if found is None:
+        return
+    assert found == _parting_rows_oracle(trans, accept, q, trans2, accept2, p, tokens)
+    data, offsets, lengths = _packed(tokens)
+    alike = np.array(sorted(set(range(len(tokens))) - set(found)), dtype=np.int32)
+    zero = np.zeros(len(alike), dtype=np.int32)
+    from_q = _compiled(trans, accept, data, offsets, lengths, alike, zero, q, False)
+    from_p = _compiled(trans2, accept2, data, offsets, lengths, alike, zero, p, False)
+    assert [x.tolist() for i, x in enumerate(from_q) if i != 1] == [x.tolist() for i, x in enumerate(from_p) if i != 1]
+    if found:  # a row limit below what parts them gives up; one at it changes nothing
+        assert _parting_rows(trans, accept, q, trans2, accept2, p, rows, comb, max_rows=len(found) - 1,
+                             same=same) is None
+        assert _parting_rows(trans, accept, q, trans2, accept2, p, rows, comb, max_rows=len(found) + 1,
+                             same=same) in (found, None)  # (rows followed count too)
+
+
+def test_parting_rows_follow_a_key_trie_and_give_up_past_their_limits():
+    """A trie of the keys ``ab`` and ``b`` (state 0: the start; then `ab` -> 2, `b` -> 3,
+    ending there) beside a state that takes any string of a and b and accepts it: they part
+    only where a key ends (the trie state accepts too, but a key may not go on: ``abb``,
+    ``ba`` die in the trie). Past the pair or row limit, None; unsorted rows and bad states
+    are refused."""
+    trie = np.full((4, 256), -1, dtype=np.int32)
+    trie[0, ord("a")], trie[1, ord("b")], trie[0, ord("b")] = 1, 2, 3
+    trie_accept = np.array([True, False, True, True])
+    loop = np.full((1, 256), -1, dtype=np.int32)
+    loop[0, ord("a")] = loop[0, ord("b")] = 0
+    loop_accept = np.ones(1, dtype=bool)
+    tokens, rows = _sorted_rows([b"a", b"ab", b"aba", b"abb", b"b", b"ba", b"bb", b"c", b"aa"])
+    assert tokens == [b"a", b"aa", b"ab", b"aba", b"abb", b"b", b"ba", b"bb", b"c"]
+    for comb in (False, True):
+        # `a`: the trie does not accept after it; `aa`: dies in the trie; `ab`+: parts at `a`
+        found = _parting_rows(trie, trie_accept, 0, loop, loop_accept, 0, rows, comb)
+        assert [tokens[r] for r in found] == [b"a", b"aa", b"ab", b"aba", b"abb", b"ba", b"bb"]
+        assert found == _parting_rows_oracle(trie, trie_accept, 0, loop, loop_accept, 0, tokens)
+        assert _parting_rows(trie, trie_accept, 0, loop, loop_accept, 0, rows, comb, max_pairs=1) is None
+        assert _parting_rows(trie, trie_accept, 0, loop, loop_accept, 0, rows, comb, max_rows=6) is None
+        # two runs part them (a's end, and b or nothing past ab and b): past a limit of one, None
+        assert _parting_rows(trie, trie_accept, 0, loop, loop_accept, 0, rows, comb, max_parting=1) is None
+        assert _parting_rows(trie, trie_accept, 0, loop, loop_accept, 0, rows, comb, max_parting=2) == found
+        assert _parting_rows(trie, trie_accept, 2, loop, loop_accept, 0, rows, comb) == [0, 1, 2, 3, 4, 5, 6, 7]
+        assert _parting_rows(trie, trie_accept, 1, loop, loop_accept, 0, rows, comb) is None  # accept differs
+    table, loop_table = _table(trie, trie_accept), _table(loop, loop_accept)
+    assert _scan.parting_rows(table, 3, table, 3, rows, 1, 0, 0) == b""  # a state parts from itself on nothing
+    unsorted = _rows(*_packed([b"b", b"a"]))
+    with pytest.raises(ValueError, match="^parting_rows: the rows are not sorted by their bytes$"):
+        _scan.parting_rows(table, 0, loop_table, 0, unsorted, 10, 10, 10)
+    for q, p, pairs, parting, most in ((4, 0, 10, 10, 10), (0, 1, 10, 10, 10), (0, 0, 0, 10, 10), (0, 0, 10, -1, 10),
+                                       (0, 0, 10, 10, -1)):
+        with pytest.raises(ValueError, match="^parting_rows: a state or a limit is out of range$"):
+            _scan.parting_rows(table, q, loop_table, p, rows, pairs, parting, most)
+
+
 def test_agree_bytes_follows_the_bytes_of_a_run_that_another_pair_found_parting():
     """From (0, 0), `b` parts the two (A accepts after it, B does not) and `c` leads to (2, 2),
     which treats `b` and `c` alike (one run); from there `c` leads on to (3, 3), where `d`

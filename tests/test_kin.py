@@ -24,7 +24,8 @@ def test_a_state_profile_is_the_bytes_it_takes_and_whether_it_accepts():
     assert kin.profile(row, False) != key and kin.profile(row, False)[:32] == key[:32]
 
 
-def test_candidates_are_the_last_registered_under_a_profile_and_vocabulary():
+def test_candidates_are_the_last_registered_under_a_profile_and_vocabulary(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(kin, "KIN_PER_PROFILE", 2)
     registry = kin.Kin()
     dfas = [_Thing() for _ in range(4)]
     scans = [_Thing() for _ in range(4)]

@@ -16,7 +16,8 @@ from grammarc.automata.comb import CombTable
 from grammarc.automata.dfa import DFA
 from grammarc.automata.suffix import suffix_key
 from grammarc.tokens import index as index_module, kin, scan_cache
-from grammarc.tokens.index import TokenIndex
+from grammarc.tokens import _scan
+from grammarc.tokens.index import TokenIndex, walk_table
 from grammarc.tokens.rows import token_bytes
 
 ATOMS = ["a", "b", "é", "[ab]", "[^a]", "(ab|ba)", "a?", "b*", "(a|é)+"]
@@ -195,6 +196,7 @@ def test_scans_read_off_a_neighbour_equal_brute_force_scans(grammar, enough, mos
     the characters they have left (`TokenIndex._scan_near`): the same rows and splits, in
     the same order, as a walk of every token, whichever state is met first."""
     monkeypatch.setattr(index_module, "PERSIST_MIN_ROWS", 0)
+    monkeypatch.setattr(index_module, "PARTING_MAX_ROWS", -1)  # this reads scans off by depth, not by rows
     if enough is not None:
         monkeypatch.setattr(index_module, "NEAR_ENOUGH_SHARE", enough)
     if most is not None:
@@ -216,6 +218,20 @@ def test_scans_read_off_a_neighbour_equal_brute_force_scans(grammar, enough, mos
             ids = index.token_ids[np.array(sorted(ends), dtype=np.intp)]
             assert inside.ids().tolist() == sorted(ids.tolist()), (t, q)
     assert sum(found is not None for found in near) >= 5  # the counters' states were read off their neighbours
+
+
+def _every_state_scans_as_every_token_walks(index: TokenIndex) -> None:
+    """Each state's scan of each terminal (read off a kin's or not) has the rows, splits
+    (in order) and inside set (edited from the kin's) of a walk of every token."""
+    for t, terminal in enumerate(index.terminals):
+        for q in range(terminal.dfa.n_states):
+            scan = index._terminal_scan(t, q)
+            ends, splits = _brute_scan(index, t, q)
+            assert np.flatnonzero(scan.inside).tolist() == sorted(ends), (t, q)
+            assert list(zip(scan.split_rows.tolist(), scan.split_pos.tolist())) == sorted(splits), (t, q)
+            inside = index_module._inside_set(scan, index.tokens, index.n_words)
+            ids = index.token_ids[np.array(sorted(ends), dtype=np.intp)]
+            assert inside.ids().tolist() == sorted(ids.tolist()), (t, q)
 
 
 KIN_VOCAB = Vocabulary.from_bytes(
@@ -241,6 +257,7 @@ def test_scans_read_off_a_kin_equal_brute_force_scans(body, tails, most_parting)
         mp.setattr(index_module, "PERSIST_MIN_ROWS", 0)
         mp.setattr(index_module, "KIN_MAX_SHARE", 1.0)
         mp.setattr(index_module, "KIN_MAX_PARTING", most_parting)
+        mp.setattr(index_module, "PARTING_MAX_ROWS", -1)  # this reads scans off by bytes, not by rows
         mp.setattr(scan_cache, "_registry", scan_cache.ScanRegistry())
         mp.setattr(kin, "KIN", kin.Kin())
         read_off = []
@@ -253,15 +270,7 @@ def test_scans_read_off_a_kin_equal_brute_force_scans(body, tails, most_parting)
                 return found
 
             mp.setattr(index, "_scan_near", scan_near)
-            for t, terminal in enumerate(index.terminals):
-                for q in range(terminal.dfa.n_states):
-                    scan = index._terminal_scan(t, q)
-                    ends, splits = _brute_scan(index, t, q)
-                    assert np.flatnonzero(scan.inside).tolist() == sorted(ends), (t, q)
-                    assert list(zip(scan.split_rows.tolist(), scan.split_pos.tolist())) == sorted(splits), (t, q)
-                    inside = index_module._inside_set(scan, index.tokens, index.n_words)  # edited from the kin's
-                    ids = index.token_ids[np.array(sorted(ends), dtype=np.intp)]
-            assert inside.ids().tolist() == sorted(ids.tolist()), (t, q)
+            _every_state_scans_as_every_token_walks(index)
     assert any(found is not None for found in read_off)  # the second terminal's body read the first's
 
 
@@ -292,6 +301,40 @@ def test_a_string_body_that_goes_on_after_its_quote_reads_its_scan_off_any_strin
 LONG_VALUE = ("grammarc reads a length counter's states off their neighbours: " * 8).strip()
 
 
+def _masks_with_and_without(schema, text: str, method: str, settings: dict, monkeypatch) -> list:
+    """Llama-3: the masks before each token of `text` (and after the last), once under each
+    of `settings` (a label -> the index module's constants to set), each from a fresh index,
+    scan store and kin registry; asserts they are equal and returns (label, result) for
+    each call of the index's `method` (the read-off path the settings switch)."""
+    import vocabularies
+    from grammarc import Engine
+
+    vocab, encoder = vocabularies.llama3(), vocabularies.quicktok_reference("llama3")
+    assert Grammar.from_json_schema(schema).accepts(text)
+    ids = encoder.encode(text)
+    monkeypatch.setenv("GRAMMARC_CACHE_DIR", "off")
+    masks, calls = {}, []
+    for label, constants in settings.items():
+        for name, value in constants.items():
+            monkeypatch.setattr(index_module, name, value)
+        monkeypatch.setattr(kin, "KIN", kin.Kin())
+        monkeypatch.setattr(index_module, "_indexes", weakref.WeakKeyDictionary())
+        monkeypatch.setattr(scan_cache, "_registry", scan_cache.ScanRegistry())
+        engine = Engine(Grammar.from_json_schema(schema), vocab)
+        real = getattr(engine.index, method)
+        monkeypatch.setattr(engine.index, method, lambda *args, label=label, real=real, **kwargs: calls.append(
+            (label, found := real(*args, **kwargs))) or found)
+        masks[label] = []
+        for token in ids:
+            masks[label].append(engine.packed_mask().copy())
+            engine.advance(token)
+        masks[label].append(engine.packed_mask().copy())
+        assert engine.accepts_eos()
+    for step, (a, b) in enumerate(zip(*masks.values(), strict=True)):
+        assert np.array_equal(a, b), f"step {step}"
+    return calls
+
+
 @pytest.mark.parametrize(
     "schema, value",
     [
@@ -304,35 +347,116 @@ LONG_VALUE = ("grammarc reads a length counter's states off their neighbours: " 
 def test_real_vocabulary_masks_do_not_depend_on_reading_scans_off_neighbours(schema, value, monkeypatch):
     """Llama-3, a document with a long string: every mask with scans read off neighbours
     (`_scan_near`) equals the mask without (each from a fresh index and scan store)."""
-    import vocabularies
-    from grammarc import Engine
+    without = {"PARTING_MAX_ROWS": -1}  # by depth alone here (see the parting rows' test)
+    calls = _masks_with_and_without(schema, json.dumps(value, ensure_ascii=False), "_scan_near", {
+        "with": dict(without, NEAR_MAX_SHARE=index_module.NEAR_MAX_SHARE, KIN_MAX_SHARE=index_module.KIN_MAX_SHARE),
+        "without": dict(without, NEAR_MAX_SHARE=-1.0, KIN_MAX_SHARE=-1.0),  # never a neighbour's (nor a kin's)
+    }, monkeypatch)
+    assert sum(label == "with" and found is not None for label, found in calls) >= 3
+    assert not any(label == "without" and found is not None for label, found in calls)
 
-    vocab, encoder = vocabularies.llama3(), vocabularies.quicktok_reference("llama3")
-    text = json.dumps(value, ensure_ascii=False)
-    assert Grammar.from_json_schema(schema).accepts(text)
-    ids = encoder.encode(text)
+
+@settings(max_examples=60, deadline=None)
+@given(patterns(), st.sampled_from(KIN_TAILS + [('"', '"'), ('"}', '"}')]), st.sampled_from([0, 1, 3, 512]))
+def test_scans_read_off_a_kin_along_parting_rows_equal_brute_force_scans(body, tails, max_rows):
+    """`TokenIndex._parting`: a state's scan read off a kin's along the rows on which the two
+    part (`_scan.parting_rows`), within `max_rows` of them: the same rows and splits, in the
+    same order, as a walk of every token, for every state of both terminals; and, with no
+    limit that binds, at least one was read off so."""
+    first, second = (Grammar.from_ebnf(f"start ::= #'\"({body}){tail}' ;") for tail in tails)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(index_module, "PERSIST_MIN_ROWS", 0)
+        mp.setattr(index_module, "PARTING_MAX_ROWS", max_rows)
+        mp.setattr(index_module, "NEAR_MAX_SHARE", -1.0)  # no other way to read a scan off
+        mp.setattr(index_module, "KIN_MAX_SHARE", -1.0)
+        mp.setattr(scan_cache, "_registry", scan_cache.ScanRegistry())
+        mp.setattr(kin, "KIN", kin.Kin())
+        read_off = []
+        for grammar in (first, second):
+            index = TokenIndex(grammar.compile(), KIN_VOCAB)
+            mp.setattr(index, "_parting", lambda t, q, candidates, index=index: read_off.append(
+                found := TokenIndex._parting(index, t, q, candidates)) or found)
+            _every_state_scans_as_every_token_walks(index)
+    if max_rows >= len(KIN_VOCAB.tokens) and tails[0] != tails[1]:  # (one automaton twice: the store has it all)
+        assert any(found is not None for found in read_off)  # every row may part: some state is read off
+
+
+def _parting_by_hand(index: TokenIndex, a: DFA, q: int, b: DFA, p: int) -> list[bytes]:
+    """The tokens on which walks from state q of `a` and p of `b` part, walked side by side
+    a byte at a time (only those holding a quote can, for the states used here)."""
+    tokens, found = index.tokens, []
+    for r in tokens.holding(ord('"')).tolist():
+        token = bytes(tokens.data[tokens.offsets[r]:tokens.offsets[r] + tokens.lengths[r]])
+        x, y = q, p
+        for byte in token:
+            x, y = int(a.trans[x, byte]), int(b.trans[y, byte])
+            if x < 0 and y < 0:
+                break
+            if (x < 0) != (y < 0) or bool(a.accept[x]) != bool(b.accept[y]):
+                found.append(token)
+                break
+    return sorted(found)
+
+
+def test_an_objects_other_keys_read_their_scans_off_a_string_body(monkeypatch):
+    """Llama-3: the state of an object's other keys (``json_string_except!``) right after
+    the opening quote parts from a plain string body only on the rows that spell the rest of
+    a key and then the quote (`_scan.parting_rows`): none for most keys (Llama-3 has no
+    token ``name"``), two for the key " !", where ~3% of the tokens hold a quote. Its scan
+    read off the body's equals the scan composed without kin, and so does the body's read
+    off the trie's (a kin that much larger is tried only without `PARTING_LARGER`)."""
+    import vocabularies
+
+    vocab = vocabularies.llama3()
     monkeypatch.setenv("GRAMMARC_CACHE_DIR", "off")
-    masks, near = {}, []
-    for share in (index_module.NEAR_MAX_SHARE, -1.0):  # -1: never read off a neighbour (nor a kin)
-        monkeypatch.setattr(index_module, "NEAR_MAX_SHARE", share)
-        monkeypatch.setattr(index_module, "KIN_MAX_SHARE", min(share, index_module.KIN_MAX_SHARE))
+    monkeypatch.setattr(scan_cache, "_registry", scan_cache.ScanRegistry())
+    keys = ("name", "names", "description", "id", "\u00e9t\u00e9", "\u4e2d", " !")
+    others = TokenIndex(Grammar.from_ebnf("start ::= json_string_except!(" + ", ".join(
+        json.dumps(k) for k in keys) + ");").compile(), vocab)
+    words = TokenIndex(Grammar.from_json_schema({"type": "string"}).compile(), vocab)
+    key, string = others.terminals[0].dfa, words.terminals[0].dfa
+    assert kin.profile(string.trans[1], False) == kin.profile(key.trans[1], False)
+    for q in (1, int(key.trans[1, ord(" ")])):  # and after the space: the tokens that start with !"
+        rows = np.frombuffer(_scan.parting_rows(walk_table(key), q, walk_table(string), 1, words.tokens.native,
+                                                4096, 64, 512), np.int32)
+        spelled = sorted(bytes(words.tokens.data[o:o + n]) for o, n in zip(
+            words.tokens.offsets[rows].tolist(), words.tokens.lengths[rows].tolist()))
+        assert spelled == _parting_by_hand(words, key, q, string, 1)
+        assert spelled == [b' !"', b' !");\n'] if q == 1 else all(token.startswith(b'!"') for token in spelled)
+        assert _scan.parting_rows(walk_table(key), q, walk_table(string), 1, words.tokens.native, 4096, 64, 1) is None
+    for first, second, larger in ((words, others, index_module.PARTING_LARGER), (others, words, 10**6)):
         monkeypatch.setattr(kin, "KIN", kin.Kin())
-        monkeypatch.setattr(index_module, "_indexes", weakref.WeakKeyDictionary())
-        monkeypatch.setattr(scan_cache, "_registry", scan_cache.ScanRegistry())
-        engine = Engine(Grammar.from_json_schema(schema), vocab)
-        scan_near = engine.index._scan_near
-        monkeypatch.setattr(engine.index, "_scan_near", lambda t, q, candidates, by_bytes: near.append(
-            (share, found := scan_near(t, q, candidates, by_bytes=by_bytes))) or found)
-        masks[share] = []
-        for token in ids:
-            masks[share].append(engine.packed_mask().copy())
-            engine.advance(token)
-        masks[share].append(engine.packed_mask().copy())
-        assert engine.accepts_eos()
-    for step, (a, b) in enumerate(zip(*masks.values(), strict=True)):
-        assert np.array_equal(a, b), f"step {step}"
-    assert sum(share >= 0 and found is not None for share, found in near) >= 3
-    assert not any(share < 0 and found is not None for share, found in near)
+        monkeypatch.setattr(index_module, "PARTING_LARGER", larger)  # a trie's states past a body's: not tried
+        first._terminal_scan(0, 1)
+        kindred = kin.KIN.candidates(vocab.key, kin.profile(second.terminals[0].dfa.trans[1], False))
+        parting = second._parting(0, 1, kindred)
+        assert parting is not None and parting[1] is kindred[0][2] and len(parting[0]) == 2
+        read = second._read_off(0, 1, *parting)
+        composed = second._scan_composed(0, 1)
+        assert read is not kindred[0][2]  # two rows part them: an edited copy
+        assert np.array_equal(read.inside, composed.inside)
+        assert np.array_equal(read.split_rows, composed.split_rows)
+        assert np.array_equal(read.split_pos, composed.split_pos)
+        inside = index_module._inside_set(read, second.tokens, second.n_words)
+        assert inside.ids().tolist() == sorted(second.token_ids[np.flatnonzero(composed.inside)].tolist())
+
+
+@pytest.mark.parametrize("document", [
+    {"name": "x", "description": "d", "id": 3, "names": ["y"], "nam": 1, "name2": {"id": 3, "i": "\u00e9"},
+     "\u00e9t\u00e9": 0},
+    {"id": 1, "n": {"name": "a", "namex": 2, "i d": 3, " !": 4, "descriptions": 5}, "idx": 1, "na\"me": 2},
+])
+def test_real_vocabulary_masks_do_not_depend_on_reading_scans_off_parting_rows(document, monkeypatch):
+    """Llama-3, objects with other keys beside their properties: every mask with scans read
+    off kin along parting rows equals the mask without (each from a fresh index, store and
+    kin registry), and some were read off so."""
+    schema = {"type": "object", "properties": {"name": {"type": "string"}, "description": {"type": "string"},
+                                               "id": {"type": "integer"}, "n": {"$ref": "#"}}}
+    calls = _masks_with_and_without(schema, json.dumps(document, ensure_ascii=False), "_parting", {
+        "with": {"PARTING_MAX_ROWS": index_module.PARTING_MAX_ROWS}, "without": {"PARTING_MAX_ROWS": -1}},
+        monkeypatch)
+    assert sum(label == "with" and found is not None for label, found in calls) >= 1
+    assert not any(label == "without" and found is not None for label, found in calls)
 
 
 def test_rows_by_length_answer_which_tokens_are_longer_than_a_depth():

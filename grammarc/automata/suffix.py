@@ -42,6 +42,14 @@ def suffix_key(dfa: DFA, state: int) -> str:
     return found
 
 
+def known_suffix_key(dfa: DFA, state: int) -> str | None:
+    """`suffix_key(dfa, state)` when it is already made (kept with the automaton), else None:
+    what a caller may look up for free before it weighs the cost of making it."""
+    with _lock:
+        keys = _keys.get(dfa)
+    return None if keys is None else keys.get(state)
+
+
 _lock = threading.Lock()
 _keys: "weakref.WeakKeyDictionary[DFA, dict[int, str]]" = weakref.WeakKeyDictionary()  # automaton -> state -> key
 

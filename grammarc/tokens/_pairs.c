@@ -26,6 +26,13 @@ typedef struct {
     size_t cap, len;
 } PairSet;
 
+/* The slot of a pair (x << 32 | y) in a table of `cap` slots (a power of two): both halves
+ * mixed into the product's high bits, which depend on every bit of the key (its low bits
+ * alone would depend on y alone, and all the pairs of one y would collide). */
+static inline size_t pair_slot(uint64_t key, size_t cap) {
+    return (size_t)(((key ^ (key >> 32)) * 0x9E3779B97F4A7C15ULL) >> 32) & (cap - 1);
+}
+
 static int pairs_add(PairSet *set, uint64_t key) { /* 1: added, 0: present, -1: out of memory */
     if (2 * (set->len + 1) > set->cap) {
         size_t cap = set->cap ? 2 * set->cap : 256;
@@ -34,14 +41,14 @@ static int pairs_add(PairSet *set, uint64_t key) { /* 1: added, 0: present, -1: 
         memset(keys, 0xFF, cap * sizeof(uint64_t));
         for (size_t i = 0; i < set->cap; i++)
             if (set->keys[i] != UINT64_MAX) {
-                size_t j = (size_t)((set->keys[i] * 0x9E3779B97F4A7C15ULL) >> 20) & (cap - 1);
+                size_t j = pair_slot(set->keys[i], cap);
                 while (keys[j] != UINT64_MAX) j = (j + 1) & (cap - 1);
                 keys[j] = set->keys[i];
             }
         free(set->keys);
         set->keys = keys, set->cap = cap;
     }
-    size_t j = (size_t)((key * 0x9E3779B97F4A7C15ULL) >> 20) & (set->cap - 1);
+    size_t j = pair_slot(key, set->cap);
     while (set->keys[j] != UINT64_MAX) {
         if (set->keys[j] == key) return 0;
         j = (j + 1) & (set->cap - 1);
@@ -245,5 +252,220 @@ PyObject *agree_bytes(PyObject *self, PyObject *args) {
     }
 done:
     Py_XDECREF(pair_args);
+    return result;
+}
+
+/* parting_rows(table, q, table2, p, tokens, max_pairs, max_parting, max_rows):
+ * the token rows (int32, ascending) on which walks from q (first DFA) and from p (second)
+ * part: a row is one when, walking its bytes from the two states side by side, some byte
+ * kills one walk and not the other or leaves one accepting and the other not (as
+ * agree_bytes parts). Every other row scans alike from q and p (dies at the same byte,
+ * splits at the same positions, stays inside alike), so q's scan is p's but for these rows
+ * (`TokenIndex._parting`). None when q and p differ on acceptance, the pairs of states
+ * reached exceed max_pairs, the runs of bytes on which some pair parts exceed max_parting and
+ * a sixteenth of the pairs reached (a key trie and a string body part at the end of each key,
+ * a run per key; two unrelated automata almost everywhere: given up early), or the rows found (or
+ * the prefixes of rows followed) exceed max_rows; a ValueError when the rows are not sorted
+ * by their bytes.
+ *
+ * Where agree_bytes gives the bytes on which the two may part, anywhere in a token, this
+ * follows the tokens' bytes from the start: the state of a key trie (an object's other keys,
+ * ``json_string_except!``) and a string body part only at the quote after a key, so their
+ * rows are those that spell the rest of a key and then the quote (a handful), not every row
+ * that holds a quote (~3% of a vocabulary). First the pairs reachable from (q, p) and which
+ * of them can still part (live: a parting byte is reachable from them); then the rows, as
+ * a walk down the sorted rows, one prefix at a time, that follows only live pairs: the rows
+ * sharing a prefix are a range, and those going on with a run of bytes a sub-range found by
+ * two binary searches. Iterative and bounded (max_pairs, max_rows). */
+typedef struct {
+    uint64_t *keys; /* open addressing, UINT64_MAX = empty */
+    int32_t *vals;
+    size_t cap, len;
+} PairMap;
+
+/* The index of `key` (x << 32 | y), added as `fresh` when absent (*added set); -1 when out
+ * of memory. */
+static int32_t pairmap_get(PairMap *m, uint64_t key, int32_t fresh, int *added) {
+    *added = 0;
+    if (2 * (m->len + 1) > m->cap) {
+        size_t cap = m->cap ? 2 * m->cap : 256;
+        uint64_t *keys = malloc(cap * sizeof(uint64_t));
+        int32_t *vals = malloc(cap * sizeof(int32_t));
+        if (!keys || !vals) { free(keys), free(vals); return -1; }
+        memset(keys, 0xFF, cap * sizeof(uint64_t));
+        for (size_t i = 0; i < m->cap; i++)
+            if (m->keys[i] != UINT64_MAX) {
+                size_t j = pair_slot(m->keys[i], cap);
+                while (keys[j] != UINT64_MAX) j = (j + 1) & (cap - 1);
+                keys[j] = m->keys[i], vals[j] = m->vals[i];
+            }
+        free(m->keys), free(m->vals);
+        m->keys = keys, m->vals = vals, m->cap = cap;
+    }
+    size_t j = pair_slot(key, m->cap);
+    while (m->keys[j] != UINT64_MAX) {
+        if (m->keys[j] == key) return m->vals[j];
+        j = (j + 1) & (m->cap - 1);
+    }
+    m->keys[j] = key, m->vals[j] = fresh, m->len++;
+    *added = 1;
+    return fresh;
+}
+
+enum { PARTS = -1 };
+
+static int ascending(const void *a, const void *b) {
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+} /* an edge's target: the run parts the two walks */
+
+/* The first row of [lo, hi) whose byte at `d` is at least `v` (every row there is longer
+ * than d, shares its first d bytes with the others and they are sorted). */
+static Py_ssize_t first_at_least(const uint8_t *data, const int64_t *off, Py_ssize_t lo, Py_ssize_t hi, int32_t d,
+                                 int v) {
+    while (lo < hi) {
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        if (data[off[mid] + d] < v) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+PyObject *parting_rows(PyObject *self, PyObject *args) {
+    (void)self;
+    TableObject *ta, *tb;
+    TokensObject *tokens;
+    Py_ssize_t q, p, max_pairs, max_parting, max_rows, n_parting = 0;
+    if (!PyArg_ParseTuple(args, "O!nO!nO!nnn", &TableType, &ta, &q, &TableType, &tb, &p, &TokensType, &tokens,
+                          &max_pairs, &max_parting, &max_rows))
+        return NULL;
+    if (q < 0 || q >= ta->t.n_states || p < 0 || p >= tb->t.n_states || max_pairs < 1 || max_parting < 0 ||
+        max_rows < 0) {
+        PyErr_SetString(PyExc_ValueError, "parting_rows: a state or a limit is out of range");
+        return NULL;
+    }
+    if (!tokens->sorted) {
+        PyErr_SetString(PyExc_ValueError, "parting_rows: the rows are not sorted by their bytes");
+        return NULL;
+    }
+    const Table *t = &ta->t, *u = &tb->t;
+    const uint8_t *accept = ta->accept.buf, *accept_u = tb->accept.buf;
+    if (accept[q] != accept_u[p]) return Py_NewRef(Py_None);
+    const int same = ta == tb;
+    PyObject *result = NULL;
+    PairMap map = {0};
+    Vec pairs = {0};                  /* (x, y) of each pair, by index */
+    Vec first = {0};                  /* each pair's first edge; then one past the last */
+    Vec e_lo = {0}, e_hi = {0}, e_to = {0}; /* edges: a run of bytes and its target pair (or PARTS) */
+    Vec todo = {0}, rev_first = {0}, rev = {0}, stack = {0}, out = {0};
+    uint8_t *live = NULL;
+    int added, over = 0;
+    Runs runs;
+    /* 1. the pairs reachable from (q, p), breadth first, and their edges */
+    if (pairmap_get(&map, ((uint64_t)(uint32_t)q << 32) | (uint32_t)p, 0, &added) < 0 || vec_push(&pairs, (int32_t)q) ||
+        vec_push(&pairs, (int32_t)p))
+        goto nomem;
+    for (Py_ssize_t i = 0; i < pairs.len / 2; i++) {
+        int32_t x = pairs.data[2 * i], y = pairs.data[2 * i + 1];
+        if (vec_push(&first, (int32_t)e_to.len) || pair_runs(&runs, ta, x, tb, y)) goto nomem;
+        for (int j = 0; j < runs.n; j++) {
+            int lo = runs.start[j], hi = runs.start[j + 1] - 1;
+            int32_t a = step(t, x, (uint8_t)lo), c = step(u, y, (uint8_t)lo), to;
+            if (a < 0 && c < 0) continue;
+            if ((a < 0) != (c < 0) || accept[a] != accept_u[c]) {
+                if (++n_parting > max_parting + (Py_ssize_t)(pairs.len / 2) / 16) { over = 1; goto done; }
+                to = PARTS;
+            } else if (same && a == c) continue; /* one state of one DFA: alike on everything */
+            else {
+                to = pairmap_get(&map, ((uint64_t)(uint32_t)a << 32) | (uint32_t)c, (int32_t)(pairs.len / 2), &added);
+                if (to < 0) goto nomem;
+                if (added) {
+                    if (pairs.len / 2 >= max_pairs) { over = 1; goto done; }
+                    if (vec_push(&pairs, a) || vec_push(&pairs, c)) goto nomem;
+                }
+            }
+            if (vec_push(&e_lo, lo) || vec_push(&e_hi, hi) || vec_push(&e_to, to)) goto nomem;
+        }
+    }
+    Py_ssize_t n_pairs = pairs.len / 2, n_edges = e_to.len;
+    if (vec_push(&first, (int32_t)n_edges)) goto nomem;
+    /* 2. live pairs: those with a parting edge, and back along the edges from them */
+    if (!(live = calloc((size_t)n_pairs, 1))) goto nomem;
+    for (Py_ssize_t i = 0; i <= n_pairs; i++)
+        if (vec_push(&rev_first, 0)) goto nomem;
+    for (Py_ssize_t k = 0; k < n_edges; k++)
+        if (e_to.data[k] >= 0) rev_first.data[e_to.data[k] + 1]++;
+    for (Py_ssize_t i = 0; i < n_pairs; i++) rev_first.data[i + 1] += rev_first.data[i];
+    for (Py_ssize_t k = 0; k < n_edges; k++)
+        if (vec_push(&rev, 0)) goto nomem;
+    {
+        int32_t *fill = malloc(((size_t)n_pairs + 1) * sizeof(int32_t));
+        if (!fill) goto nomem;
+        memcpy(fill, rev_first.data, ((size_t)n_pairs + 1) * sizeof(int32_t));
+        for (Py_ssize_t i = 0; i < n_pairs; i++)
+            for (int32_t k = first.data[i]; k < first.data[i + 1]; k++)
+                if (e_to.data[k] >= 0) rev.data[fill[e_to.data[k]]++] = (int32_t)i;
+        free(fill);
+    }
+    for (Py_ssize_t i = 0; i < n_pairs; i++)
+        for (int32_t k = first.data[i]; k < first.data[i + 1] && !live[i]; k++)
+            if (e_to.data[k] == PARTS) {
+                live[i] = 1;
+                if (vec_push(&todo, (int32_t)i)) goto nomem;
+            }
+    while (todo.len) {
+        int32_t i = todo.data[--todo.len];
+        for (int32_t k = rev_first.data[i]; k < rev_first.data[i + 1]; k++)
+            if (!live[rev.data[k]]) {
+                live[rev.data[k]] = 1;
+                if (vec_push(&todo, rev.data[k])) goto nomem;
+            }
+    }
+    /* 3. the rows, down the sorted rows along live pairs: (pair, depth, lo, hi) on the stack,
+     * the rows [lo, hi) sharing their first `depth` bytes, which lead (q, p) to the pair */
+    const uint8_t *data = tokens->data.buf;
+    const int64_t *off = tokens->offsets.buf;
+    const int32_t *len = tokens->lengths.buf;
+    Py_ssize_t looked = 0;
+    if (live[0] && tokens->n_rows &&
+        (vec_push(&stack, 0) || vec_push(&stack, 0) || vec_push(&stack, 0) || vec_push(&stack, (int32_t)tokens->n_rows)))
+        goto nomem;
+    while (stack.len) {
+        int32_t hi = stack.data[--stack.len], lo = stack.data[--stack.len], d = stack.data[--stack.len],
+                i = stack.data[--stack.len];
+        while (lo < hi && len[lo] == d) lo++; /* rows that end here: nothing more to part them */
+        for (int32_t k = first.data[i]; k < first.data[i + 1] && lo < hi; k++) {
+            int32_t to = e_to.data[k];
+            if (to != PARTS && !live[to]) continue;
+            Py_ssize_t a = first_at_least(data, off, lo, hi, d, e_lo.data[k]);
+            Py_ssize_t b = e_hi.data[k] == 255 ? hi : first_at_least(data, off, a, hi, d, e_hi.data[k] + 1);
+            if (to == PARTS) {
+                if (out.len + (b - a) > max_rows) { over = 1; goto done; }
+                for (Py_ssize_t r = a; r < b; r++)
+                    if (vec_push(&out, (int32_t)r)) goto nomem;
+                continue;
+            }
+            for (Py_ssize_t s = a; s < b;) { /* one prefix per byte of the run */
+                int v = data[off[s] + d];
+                Py_ssize_t e = v == 255 ? b : first_at_least(data, off, s, b, d, v + 1);
+                if (++looked > max_rows) { over = 1; goto done; }
+                if (vec_push(&stack, to) || vec_push(&stack, d + 1) || vec_push(&stack, (int32_t)s) ||
+                    vec_push(&stack, (int32_t)e))
+                    goto nomem;
+                s = e;
+            }
+        }
+    }
+    /* ascending: each prefix's rows come as one range, but the stack visits them out of order */
+    if (out.len > 1) qsort(out.data, (size_t)out.len, sizeof(int32_t), ascending);
+    result = vec_bytes(&out);
+    goto done;
+nomem:
+    PyErr_NoMemory();
+done:
+    if (over && !PyErr_Occurred()) result = Py_NewRef(Py_None);
+    free(map.keys), free(map.vals), free(live);
+    free(pairs.data), free(first.data), free(e_lo.data), free(e_hi.data), free(e_to.data);
+    free(todo.data), free(rev_first.data), free(rev.data), free(stack.data), free(out.data);
     return result;
 }

@@ -2,8 +2,9 @@
  * and beside it the index's other per-mask loops (each's contract is at its definition):
  * scan_part (a token tree's part: walk some suffixes, pack the ids of those that end inside),
  * row_kinds (each row's byte groups), reaches_more (whether a state's language is too big to
- * key its scans by); in _pairs.c, agree_depth and agree_bytes (how far, or
- * on which bytes, two states' scans may differ, so one's scan can stand for the other's);
+ * key its scans by); in _pairs.c, agree_depth, agree_bytes and parting_rows (how far, on
+ * which bytes, or on which rows two states' scans may differ, so one's scan can stand for
+ * the other's);
  * and, in _sets.c, pack_rows
  * (a scan's inside rows as a mask over token ids), next_bytes and order_by_byte (a token
  * tree level's suffixes by their next byte), the PackedSet type (a TokenSet's storage, OR-ed
@@ -819,6 +820,7 @@ static PyMethodDef methods[] = {
     {"scan_ranges", scan_ranges, METH_VARARGS, "Walk ranges of token rows through a DFA (see the module's comment)."},
     {"agree_depth", agree_depth, METH_VARARGS, "How deep two DFA states accept and die alike."},
     {"agree_bytes", agree_bytes, METH_VARARGS, "The bytes on which walks from two DFA states may part."},
+    {"parting_rows", parting_rows, METH_VARARGS, "The token rows on which walks from two DFA states part."},
     {"pack_rows", pack_rows, METH_VARARGS, "OR the flagged rows' token ids into a packed mask."},
     {"next_bytes", next_bytes, METH_VARARGS, "The byte at each (row, position), and their counts."},
     {"pack_ids", pack_ids, METH_VARARGS, "A TokenSet's arrays and count for some token ids."},

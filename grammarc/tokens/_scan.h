@@ -91,6 +91,7 @@ typedef struct {
     PyObject_HEAD
     Py_buffer data, offsets, lengths, sets, kinds, shared, skip, ids, starts;
     Py_ssize_t n_rows;
+    int sorted; /* whether the rows are in ascending byte order (checked when made; `parting_rows`) */
 } TokensObject;
 
 /* A state's loop test (`table_loop`). */
@@ -159,5 +160,6 @@ int small_module_init(PyObject *m);
 /* _pairs.c */
 PyObject *agree_depth(PyObject *self, PyObject *args);
 PyObject *agree_bytes(PyObject *self, PyObject *args);
+PyObject *parting_rows(PyObject *self, PyObject *args);
 
 #endif

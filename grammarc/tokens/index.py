@@ -28,7 +28,7 @@ import numpy as np
 from grammarc.automata.comb import CombTable
 from grammarc.automata.dfa import DFA
 from grammarc.automata.operations import distinct
-from grammarc.automata.suffix import per_state, suffix_key
+from grammarc.automata.suffix import known_suffix_key, per_state, suffix_key
 from grammarc.lowering.compiler import CompiledGrammar
 from grammarc.runtime.gss import parser_core
 from grammarc.tokens import _scan, kin, memo
@@ -125,6 +125,25 @@ KIN_MAX_PAIRS = 256
 # (a string body and another part at the quote; a string body and a key trie's state at
 # every byte the trie goes on with; a string body and a number everywhere).
 KIN_MAX_PARTING = 16
+# A wide scan is read off a kin along the rows on which the two part (`_scan.parting_rows`:
+# those that, walked from the start beside the kin's state, reach a byte that parts them).
+# An object's other keys (``json_string_except!``, a language new to every schema) part
+# from a string body only on the rows that spell the rest of a key and then the quote: on
+# Llama-3 mostly none (it has no token ``name"``), where parting bytes (`_scan.agree_bytes`)
+# gave every row that holds a quote, and a key trie beside another kin none at all. With no
+# row parting them, the kin's scan is the state's, before the store is asked (its key costs
+# ~20-300 us for a new automaton); else it is read off after the store missed. Pairs of
+# states stay within twice the two automata's states and `PARTING_MAX_PAIRS` (a key trie
+# and a string body pair each of the trie's states with one of the body's), runs on which a
+# pair parts within `PARTING_MAX_EDGES` and a sixteenth of the pairs (one per key; two
+# unrelated automata part almost everywhere), rows within `PARTING_MAX_ROWS`. The
+# `PARTING_TRIES` smallest candidates are tried, none more than `PARTING_LARGER` states
+# larger than the state's automaton (which would pair with many of its states first).
+PARTING_MAX_PAIRS = 4096
+PARTING_MAX_EDGES = 64
+PARTING_MAX_ROWS = 512
+PARTING_LARGER = 64
+PARTING_TRIES = 2
 
 
 def _fewer(rows: np.ndarray, tokens: TokenBytes, parting: bytes, depth: int, most: float) -> np.ndarray:
@@ -323,24 +342,47 @@ class TokenIndex:
         return self._wide_scan(t, q) if narrow is None else _narrow_scan(*narrow)
 
     def _wide_scan(self, t: int, q: int) -> Scan:
-        """`_terminal_scan` of a state that is not narrow."""
+        """`_terminal_scan` of a state that is not narrow: read off a recent state of its
+        terminal (`_scan_near`, by depth), or found in the store when its key is made
+        already, or a kin's when no row parts the two (`_parting`), or found in the store,
+        or read off a kin (along parting rows, else by parting bytes), or composed."""
         dfa = self.terminals[t].dfa
         row = np.asarray(dfa.trans[q])  # read once: a compact table gathers it
         # before the store: its key costs more than this (~1 ms for a counter)
         scan = self._scan_near(t, q, [(dfa, p, scan) for p, scan in self._recent.get(t, ())], by_bytes=False)
         key = kin.profile(row, bool(dfa.accept[q]))
-        if scan is None:
+        kindred = kin.KIN.candidates(self.vocab.key, key)
+        store = parting = None
+        if scan is None and self._known_language(t, q):  # a shared automaton's state: the store is cheap
             store = self._store(t, q)
             scan = store.get(FROM_START)
+        if scan is None:  # a kin's scan, when no row parts the two: free (any other is read off below)
+            parting = self._parting(t, q, kindred)
+            if parting is not None and not len(parting[0]):
+                scan = parting[1]
+        if scan is None:
+            store = store or self._store(t, q)
+            scan = store.get(FROM_START)
             if scan is None:
-                kindred = kin.KIN.candidates(self.vocab.key, key)
-                scan = self._scan_near(t, q, kindred, by_bytes=True) or self._scan_composed(t, q)
+                scan = (self._read_off(t, q, *parting) if parting is not None else None) \
+                    or self._scan_near(t, q, kindred, by_bytes=True) or self._scan_composed(t, q)
                 scan = store.put(FROM_START, scan)
         recent = self._recent.setdefault(t, [])
         recent.insert(0, (q, scan))
         del recent[NEAR_CANDIDATES:]
         kin.KIN.add(self.vocab.key, key, dfa, q, scan)
         return scan
+
+    def _known_language(self, t: int, q: int) -> bool:
+        """Whether the store's name for `q`'s language is made already (`_language`): kept
+        with the automaton, so a state of a terminal that grammars share (JSON's strings and
+        separators) finds it, and a new one's costs ~20-300 us to make."""
+        if (t, q) in self._suffix_keys:
+            return True
+        dfa = self.terminals[t].dfa
+        if dfa.n_states <= KEYED_MAX_STATES:
+            return known_suffix_key(dfa, q) is not None
+        return q in per_state(_names, dfa)
 
     def _narrow_walk(self, t: int, q: int) -> "tuple[TokenSet, bytes, bytes] | None":
         """The inside set and the splits (int32 buffers) from `q` when it walks fewer than
@@ -390,6 +432,38 @@ class TokenIndex:
                     break
         if walked is None or len(walked) > most:
             return None
+        return self._read_off(t, q, walked, base)
+
+    def _parting(self, t: int, q: int, candidates: list[tuple[DFA, int, Scan]]) -> "tuple[np.ndarray, Scan] | None":
+        """(the rows on which walks from `q` and a kin's state part, the kin's scan) for the
+        first of the `PARTING_TRIES` smallest candidates (automaton, state, scan) whose rows
+        are bounded (`_scan.parting_rows` within the `PARTING_*` limits); None when none is
+        (or with a negative `PARTING_MAX_ROWS`: never). Skipped: another state of the same
+        automaton (a length counter's neighbour, which `_scan_near` reads off by depth) and
+        an automaton `PARTING_LARGER` states larger (a counter of thousands of states beside
+        a string body), which would pair with many of q's states before giving up."""
+        if PARTING_MAX_ROWS < 0:
+            return None
+        dfa, table, tried = self.terminals[t].dfa, self._table(t), 0
+        for other, p, scan in sorted(candidates, key=lambda candidate: candidate[0].n_states):
+            if (other is dfa and p != q) or other.n_states > dfa.n_states + PARTING_LARGER:
+                continue
+            pairs = min(PARTING_MAX_PAIRS, 2 * (dfa.n_states + other.n_states))
+            tried += 1
+            rows = _scan.parting_rows(table, q, walk_table(other), p, self.tokens.native, pairs, PARTING_MAX_EDGES,
+                                      PARTING_MAX_ROWS)
+            if rows is not None:
+                return np.frombuffer(rows, np.int32), scan
+            if tried == PARTING_TRIES:
+                break
+        return None
+
+    def _read_off(self, t: int, q: int, walked: np.ndarray, base: Scan) -> Scan:
+        """The scan from `q`, given that every row but `walked` scans from q as in `base`
+        (`_scan.read_off`: only those are walked); `base` itself when they too scan alike."""
+        if not len(walked):
+            return base
+        tokens = self.tokens
         found = _scan.read_off(self._table(t), tokens.native, q, np.ascontiguousarray(walked, dtype=np.int32),
                                base.inside.view(np.uint8), base.split_rows, base.split_pos,
                                _inside_set(base, tokens, self.n_words), self.n_words)

@@ -29,7 +29,7 @@ import numpy as np
 __all__ = ["KIN_PER_PROFILE", "KIN_PROFILES", "Kin", "profile"]
 
 KIN_PROFILES = 256  # profiles kept per vocabulary, the least recently registered dropped first
-KIN_PER_PROFILE = 2  # states kept per profile, the last registered first
+KIN_PER_PROFILE = 4  # states kept per profile, the last registered first
 
 
 def profile(row: np.ndarray, accepts: bool) -> bytes:
