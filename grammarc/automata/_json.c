@@ -90,7 +90,7 @@ static int sig_resize(Ctx *x, i64 cap);
 
 static int ctx_reserve(Ctx *x, i64 nc)
 {
-    i64 states = 10 * nc + 16, sigs = 64;
+    i64 states = 8 * nc + 16, sigs = 64;
     if (states > x->max_states + 1) states = x->max_states + 1;
     while (sigs < 2 * states) sigs *= 2;
     size_t c1 = 0, c2 = 0, c3 = 0;
@@ -467,6 +467,16 @@ static int char_runs(Ctx *x, i32 s, const Fn *all, int accept, i32 escape, const
     return set_runs(x, s, buf, o.n);
 }
 
+/* The runs of `all` (a character state's function) over [a, b], cut there. */
+static int push_within(RunBuf *r, const Fn *all, i64 a, i64 b)
+{
+    for (i64 i = 0; i < all->n && all->lo[i] <= b; i++)
+        if (all->hi[i] >= a && push_run(r, all->lo[i] < a ? a : all->lo[i], all->hi[i] > b ? b : all->hi[i],
+                                        all->out[i]) < 0)
+            return -1;
+    return 0;
+}
+
 /* One character state's runs: M(q), its escape state and the readers below them. */
 static int build_char(Ctx *x, i64 q, const i64 *lo, const i64 *hi, const i64 *dst, i64 m, int accept,
                       RunBuf *chars, RunBuf *hex)
@@ -510,7 +520,7 @@ static int build_char(Ctx *x, i64 q, const i64 *lo, const i64 *hi, const i64 *ds
 escapes:
     /* escapes: \uXXXX (BMP characters, and high surrogates leading to the pair's second half)
      * read first, so that the escape state is looked up by what it leads to */
-    if (push_chars(hex, lo, hi, dst, m, 0, 0xD7FF) < 0) return -1;
+    if (push_within(hex, &all, 0, 0xD7FF) < 0) return -1;
     for (i64 h = 0xD800; h <= 0xDBFF;) {  /* blocks of 1024 astral characters, one per high surrogate */
         i64 base = 0x10000 + ((h - 0xD800) << 10), end, last = h;
         i32 c = same_until(&all, base, &end), p;
@@ -527,7 +537,7 @@ escapes:
         if (p == -2 || push_run(hex, h, last, p) < 0) return -1;
         h = last + 1;
     }
-    if (push_chars(hex, lo, hi, dst, m, 0xE000, 0xFFFF) < 0) return -1;
+    if (push_within(hex, &all, 0xE000, 0xFFFF) < 0) return -1;
     Fn bmp = {hex->lo.v, hex->hi.v, hex->out.v, (i64)hex->out.n, 0, 0xFFFF, 0};
     i32 t = reader(x, HEX, 4, 0, &bmp, 0);
     if (t == -2) return -1;
