@@ -84,8 +84,9 @@ static i32 new_state(Ctx *x)
 }
 
 /* Room for the states, runs and signatures that a character automaton of nc states is
- * expected to need (6 to 10 states per character state for the keys of an object, ~3 runs
- * and a signature of ~12 numbers per state), so that they are seldom grown. -1 on error. */
+ * expected to need (6 to 10 states per character state for the keys of an object: 8 made
+ * room for; ~4 runs and a signature of ~12 numbers per state), so that they are seldom
+ * grown (each growth a copy). -1 on error. */
 static int sig_resize(Ctx *x, i64 cap);
 
 static int ctx_reserve(Ctx *x, i64 nc)
@@ -112,8 +113,9 @@ static int ctx_reserve(Ctx *x, i64 nc)
 /* State s's runs: r[0 .. n) (ascending, maximal). -1 on error. */
 static int set_runs(Ctx *x, i32 s, const Run *r, int n)
 {
-    if (x->pool_n + (size_t)n > x->pool_cap && grow((void **)&x->pool, &x->pool_cap, x->pool_n + (size_t)n,
-                                                     sizeof(Run)) < 0) {
+    if (x->pool_n + (size_t)n > INT32_MAX  /* off[] holds where each state's runs start */
+        || (x->pool_n + (size_t)n > x->pool_cap
+            && grow((void **)&x->pool, &x->pool_cap, x->pool_n + (size_t)n, sizeof(Run)) < 0)) {
         PyErr_NoMemory();
         return -1;
     }
