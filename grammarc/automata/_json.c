@@ -459,7 +459,10 @@ static int char_runs(Ctx *x, i32 s, const Fn *all, int accept, i32 escape, const
         int from = all->lo[r] < 0x20 ? 0x20 : (int)all->lo[r], to = all->hi[r] > 0x7F ? 0x7F : (int)all->hi[r];
         if (from > to) continue;
         for (; sp < 2 && special[sp][0] <= to; sp++) {  /* the specials up to this run's end, in order */
-            if (special[sp][0] >= from) emit(&o, from, special[sp][0] - 1, all->out[r]), from = special[sp][0] + 1;
+            if (special[sp][0] >= from) {  /* inside the run: cut it there */
+                emit(&o, from, special[sp][0] - 1, all->out[r]);
+                from = special[sp][0] + 1;
+            }
             emit(&o, special[sp][0], special[sp][0], special[sp][1]);
         }
         emit(&o, from, to, all->out[r]);
