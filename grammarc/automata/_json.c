@@ -244,17 +244,17 @@ static i32 reader(Ctx *x, int kind, int k, i64 lo, const Fn *f, i64 hint)
     if (first == f->n || f->lo[first] - f->offset > b) return -1;
     if (k == 0) return f->out[first];
     /* the scratch is shared by every call: used up before the digits */
-    i64 *sig = x->scratch.v, n = 2;  /* kind, k, then (from, to, outcome) relative to lo */
+    i64 *sig = x->scratch.v, n = 2;  /* kind, k, then (from | to << 32, outcome) relative to lo */
     sig[0] = kind; sig[1] = k;
     for (i64 i = first; i < f->n && f->lo[i] - f->offset <= b; i++) {
-        if ((size_t)n + 3 > x->scratch.cap) {
+        if ((size_t)n + 2 > x->scratch.cap) {
             x->scratch.n = (size_t)n;
-            if (vec64_reserve(&x->scratch, 3) < 0) { PyErr_NoMemory(); return -2; }
+            if (vec64_reserve(&x->scratch, 2) < 0) { PyErr_NoMemory(); return -2; }
             sig = x->scratch.v;
         }
         i64 from = f->lo[i] - f->offset < a ? a : f->lo[i] - f->offset;
         i64 to = f->hi[i] - f->offset > b ? b : f->hi[i] - f->offset;
-        sig[n++] = from - lo; sig[n++] = to - lo; sig[n++] = f->out[i];
+        sig[n++] = (from - lo) | (to - lo) << 32; sig[n++] = f->out[i];
     }
     int found;
     i32 *slot = sig_slot(x, sig, n, -1, &found);
@@ -329,6 +329,53 @@ static int read_digits(Ctx *x, i32 s, int kind, int k, i64 lo, const Fn *f, i64 
     return digit_runs(x, s, kind, (const int (*)[3])digits, n);
 }
 
+/* States remembered by a key of a few small numbers, where what they are is a function of
+ * those alone (whole_reader, pair_state): open addressing, 0 = empty; the value of `key`,
+ * or -3 when it is not there. */
+static uint64_t memo_slot(const Ctx *x, uint64_t key)
+{
+    uint64_t mask = (uint64_t)x->whole_cap - 1, j = ((key * 0x9E3779B97F4A7C15ull) >> 32) & mask;
+    while (x->whole_keys[j] && x->whole_keys[j] != key) j = (j + 1) & mask;
+    return j;
+}
+
+static i32 memo_get(const Ctx *x, uint64_t key)
+{
+    uint64_t j = memo_slot(x, key);
+    return x->whole_keys[j] ? x->whole_vals[j] : -3;
+}
+
+/* Remember `key` (not there) as t, the table doubled first where it would be over half
+ * full. -1 on error. */
+static int memo_put(Ctx *x, uint64_t key, i32 t)
+{
+    if (2 * (x->whole_count + 1) > x->whole_cap) {
+        Ctx old = *x;
+        x->whole_cap *= 2;
+        x->whole_keys = calloc((size_t)x->whole_cap, sizeof(uint64_t));
+        x->whole_vals = malloc((size_t)x->whole_cap * sizeof(i32));
+        if (!x->whole_keys || !x->whole_vals) {
+            free(x->whole_keys); free(x->whole_vals);
+            x->whole_keys = old.whole_keys; x->whole_vals = old.whole_vals; x->whole_cap = old.whole_cap;
+            PyErr_NoMemory();
+            return -1;
+        }
+        for (i64 i = 0; i < old.whole_cap; i++)
+            if (old.whole_keys[i]) {
+                uint64_t j = memo_slot(x, old.whole_keys[i]);
+                x->whole_keys[j] = old.whole_keys[i]; x->whole_vals[j] = old.whole_vals[i];
+            }
+        free(old.whole_keys); free(old.whole_vals);
+    }
+    uint64_t j = memo_slot(x, key);
+    x->whole_keys[j] = key; x->whole_vals[j] = t;
+    x->whole_count++;
+    return 0;
+}
+
+/* A memo key: what is remembered (kind: HEX or UTF8 readers, PAIR states), digits, value. */
+#define MEMO_KEY(kind, k, v) ((((uint64_t)((kind) * 8 + (k)) << 32) | (uint32_t)(v)) + 1)
+
 /* `reader` of an interval [lo, lo + base**k - 1] that lies whole inside f's run `run`:
  * its signature is (kind, k, 0, base**k - 1, outcome) wherever the interval lies, so the
  * state is remembered by kind, k and outcome alone, and found again without a signature
@@ -338,31 +385,10 @@ static i32 whole_reader(Ctx *x, int kind, int k, i64 lo, const Fn *f, i64 run)
 {
     i32 o = f->out[run];
     if (k == 0) return o;
-    uint64_t key = ((uint64_t)(kind * 8 + k) << 32 | (uint32_t)o) + 1, mask = (uint64_t)x->whole_cap - 1;
-    uint64_t h = key * 0x9E3779B97F4A7C15ull, j = (h >> 32) & mask;
-    for (; x->whole_keys[j]; j = (j + 1) & mask)
-        if (x->whole_keys[j] == key) return x->whole_vals[j];
-    i32 t = reader(x, kind, k, lo, f, run);
-    if (t < 0) return t;
-    if (2 * (x->whole_count + 1) > x->whole_cap) {  /* twice the room, the entries moved there */
-        i64 cap = 2 * x->whole_cap;
-        uint64_t *keys = calloc((size_t)cap, sizeof(uint64_t));
-        i32 *vals = malloc((size_t)cap * sizeof(i32));
-        if (!keys || !vals) { free(keys); free(vals); PyErr_NoMemory(); return -2; }
-        for (i64 i = 0; i < x->whole_cap; i++) {
-            if (!x->whole_keys[i]) continue;
-            uint64_t m = (uint64_t)cap - 1, at = ((x->whole_keys[i] * 0x9E3779B97F4A7C15ull) >> 32) & m;
-            while (keys[at]) at = (at + 1) & m;
-            keys[at] = x->whole_keys[i]; vals[at] = x->whole_vals[i];
-        }
-        free(x->whole_keys); free(x->whole_vals);
-        x->whole_keys = keys; x->whole_vals = vals; x->whole_cap = cap;
-    }
-    mask = (uint64_t)x->whole_cap - 1;  /* the reader's digits may have added entries */
-    for (j = (h >> 32) & mask; x->whole_keys[j]; j = (j + 1) & mask) {}
-    x->whole_keys[j] = key; x->whole_vals[j] = t;
-    x->whole_count++;
-    return t;
+    i32 t = memo_get(x, MEMO_KEY(kind, k, o));
+    if (t != -3) return t;
+    if ((t = reader(x, kind, k, lo, f, run)) < 0) return t;
+    return memo_put(x, MEMO_KEY(kind, k, o), t) < 0 ? -2 : t;
 }
 
 /* `reader`, but where the interval [lo, lo + base**k - 1] lies whole inside the run of f
@@ -533,7 +559,12 @@ escapes:
             last = 0xD800 + (end + 1 - 0x10000) / 0x400 - 1;
             i64 from = 0xDC00, to = 0xDFFF;
             Fn one = {&from, &to, &c, c >= 0, 0xDC00, 0xDFFF, 0};
-            p = pair_state(x, &one);
+            /* a function of c alone, remembered: most character states send every astral
+             * character to one place, the sink for the keys of an object */
+            if (c < 0 || (p = memo_get(x, MEMO_KEY(PAIR, 4, c))) == -3) {
+                p = pair_state(x, &one);
+                if (p >= 0 && memo_put(x, MEMO_KEY(PAIR, 4, c), p) < 0) return -1;
+            }
         } else {
             Fn low = all;
             low.clip_lo = 0xDC00; low.clip_hi = 0xDFFF; low.offset = base - 0xDC00;
@@ -616,8 +647,9 @@ static PyObject *canonical(const Ctx *x)
         }
     }
     if (n < x->n && (_PyBytes_Resize(&trans, (Py_ssize_t)n * 256 * sizeof(i32)) < 0
-                     || _PyBytes_Resize(&acc, (Py_ssize_t)n) < 0 || _PyBytes_Resize(&code, (Py_ssize_t)(c - start)) < 0))
+                     || _PyBytes_Resize(&acc, (Py_ssize_t)n) < 0))
         goto done;
+    if (c - start != PyBytes_GET_SIZE(code) && _PyBytes_Resize(&code, (Py_ssize_t)(c - start)) < 0) goto done;
     result = PyTuple_Pack(3, trans, acc, code);
 done:
     Py_XDECREF(trans); Py_XDECREF(acc); Py_XDECREF(code);
