@@ -403,3 +403,40 @@ def test_random_character_automata_equal_the_regex_route(chars):
     """The readers' digits, walked run by run in the core, give the regex route's language
     wherever the character runs cut the digit blocks."""
     assert json_string(chars).key == _regex_route(chars)
+
+
+# -- the core's own storage: runs per state, grown past its first estimates ------------------
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyz_AZ09é€😀\"\\/\n"
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.text(alphabet=_LETTERS, min_size=1, max_size=14), min_size=20, max_size=80))
+def test_many_keys_number_as_minimization_does(words):
+    """Key sets large enough that the core grows every store past what it reserved (states,
+    runs, signatures, the readers remembered whole): the numbered table is still the one
+    minimizing the table as built gives, and its code is the one read back from the table."""
+    arrays = json_strings._except_runs(tuple(sorted(set(words))))
+    numbered = json_strings._from_arrays(*arrays, minimal=True)
+    assert _same_table(numbered, json_strings._from_arrays(*arrays, minimal=False))
+    assert numbered.key == json_string_except(tuple(words)).key
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 30), st.one_of(st.none(), st.integers(0, 70)))
+def test_bounded_strings_need_no_minimization(low, extra):
+    """Every bound: each character state sends all of its characters to one place, so all
+    of its readers are readers of whole intervals (whole_reader), hundreds of them."""
+    high = None if extra is None else low + extra
+    top = low if high is None else high
+    runs = [[(0, 0x10FFFF, k + 1)] for k in range(top)] + [[(0, 0x10FFFF, top)] if high is None else []]
+    accept = [k >= low for k in range(top + 1)]
+    assert _same_table(json_strings.bounded_string(low, high), json_strings._from_runs(runs, accept, minimal=False))
+
+
+def test_the_core_takes_its_runs_as_memoryviews_or_arrays():
+    """`_except` hands the core's bytes back to it through memoryviews, the other routes
+    NumPy arrays: the same table either way."""
+    words = ("name", "type", "é")
+    assert _same_table(json_strings._except.__wrapped__(words),
+                       json_strings._from_arrays(*json_strings._except_runs(words), minimal=True))

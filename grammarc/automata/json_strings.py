@@ -42,6 +42,9 @@ MAX_CODE_POINT = 0x10FFFF
 # front end writes rules instead from 4,096 characters on).
 MAX_STATES = 1 << 16
 
+# dtypes passed by position: np.frombuffer's keyword parsing cost more than the rest of it
+_INT32, _INT64, _UINT8, _BOOL = np.dtype(np.int32), np.dtype(np.int64), np.dtype(np.uint8), np.dtype(bool)
+
 
 def json_string(chars: CharDFA) -> DFA:
     """The JSON string literals, quotes included, whose decoded text `chars` accepts."""
@@ -93,7 +96,12 @@ def excluding(words) -> CharDFA:
 
 @lru_cache(maxsize=1024)
 def _except(words: tuple[str, ...]) -> DFA:
-    return _from_arrays(*_except_runs(words), minimal=True)
+    """The core's runs go to the core as they came, read as int64 through memoryviews: one
+    object's keys are one to five words most often, where making five NumPy arrays of them
+    was a tenth of the cost."""
+    ptr, lo, hi, dst, accept = _core.except_runs(words)
+    return _from_arrays(memoryview(ptr).cast("q"), memoryview(lo).cast("q"), memoryview(hi).cast("q"),
+                        memoryview(dst).cast("q"), accept, minimal=True)
 
 
 def _except_runs(words: tuple[str, ...]) -> tuple[np.ndarray, ...]:
@@ -103,8 +111,8 @@ def _except_runs(words: tuple[str, ...]) -> tuple[np.ndarray, ...]:
     Built in the compiled core (``_keys.c``: in Python it was a third of an object's keys'
     cost); its oracle is tests/automata_reference.py's `except_runs`."""
     ptr, lo, hi, dst, accept = _core.except_runs(words)
-    return (np.frombuffer(ptr, dtype=np.int64), np.frombuffer(lo, dtype=np.int64), np.frombuffer(hi, dtype=np.int64),
-            np.frombuffer(dst, dtype=np.int64), np.frombuffer(accept, dtype=np.uint8))
+    return (np.frombuffer(ptr, _INT64), np.frombuffer(lo, _INT64), np.frombuffer(hi, _INT64), np.frombuffer(dst, _INT64),
+            np.frombuffer(accept, _UINT8))
 
 
 def _from_runs(runs: list[list[tuple[int, int, int]]], accept: list[bool], *, minimal: bool) -> DFA:
@@ -118,11 +126,10 @@ def _from_runs(runs: list[list[tuple[int, int, int]]], accept: list[bool], *, mi
                         np.ascontiguousarray(table[:, 2]), np.array(accept, dtype=np.uint8), minimal=minimal)
 
 
-def _from_arrays(ptr: np.ndarray, lo: np.ndarray, hi: np.ndarray, dst: np.ndarray, accept: np.ndarray, *,
-                 minimal: bool) -> DFA:
+def _from_arrays(ptr, lo, hi, dst, accept, *, minimal: bool) -> DFA:
     """The minimized DFA of the JSON spellings of a character automaton given by its runs:
-    those of state q are ``lo[ptr[q]:ptr[q + 1]]`` .. `hi` to `dst` (int64, sorted and
-    disjoint), `accept` uint8. `minimal`: the caller vouches that the character automaton
+    those of state q are ``lo[ptr[q]:ptr[q + 1]]`` .. `hi` to `dst` (buffers of int64, sorted
+    and disjoint), `accept` of uint8. `minimal`: the caller vouches that the character automaton
     is minimal and every state of it reaches acceptance, so the core's table is minimal too
     and is only numbered, not minimized (a quarter of a schema's compile time went to
     minimizing tables already minimal)."""
@@ -131,6 +138,6 @@ def _from_arrays(ptr: np.ndarray, lo: np.ndarray, hi: np.ndarray, dst: np.ndarra
         raise StateBudgetExceeded(f"the JSON string automaton needs more than {MAX_STATES} states before minimization")
     trans, acc = done[:2]  # well formed by construction: from_table's checks are not needed
     if minimal:  # numbered canonically, its key's code written on the way
-        return _make(np.frombuffer(trans, dtype=np.int32).reshape(-1, 256), np.frombuffer(acc, dtype=bool), done[2])
-    table, b2c = byte_classes(np.frombuffer(trans, dtype=np.int32).reshape(-1, 256))
-    return _finalize(table, np.frombuffer(acc, dtype=bool), b2c)
+        return _make(np.frombuffer(trans, _INT32).reshape(-1, 256), np.frombuffer(acc, _BOOL), done[2])
+    table, b2c = byte_classes(np.frombuffer(trans, _INT32).reshape(-1, 256))
+    return _finalize(table, np.frombuffer(acc, _BOOL), b2c)
