@@ -359,7 +359,7 @@ class TokenIndex:
         if scan is None:  # a kin's scan, when no row parts the two: free (any other is read off below)
             parting = self._parting(t, q, kindred)
             if parting is not None and not len(parting[0]):
-                scan = parting[1]
+                scan = parting[1] if store is None else store.put(FROM_START, parting[1])  # (a miss: keep it)
         if scan is None:
             store = store or self._store(t, q)
             scan = store.get(FROM_START)
