@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import json
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from grammarc.allocation import gc_paused
@@ -682,13 +683,11 @@ def _words_apart(words: list[bool], sizes: list[int]) -> list[tuple[int, int]]:
     ``ws? "," ws?`` remains one terminal."""
     stretches: list[tuple[int, int]] = []
     start = 0
-    large = [size >= LARGE_PART for size in sizes] + [False]  # large[-1]: no part before the first
-    for i, word in enumerate(words):
-        if word and (large[i - 1] or large[i + 1]):
-            if start < i:
-                stretches.append((start, i))
-            stretches.append((i, i + 1))
-            start = i + 1
+    for i in _words_beside(words, [size >= LARGE_PART for size in sizes]):
+        if start < i:
+            stretches.append((start, i))
+        stretches.append((i, i + 1))
+        start = i + 1
     if start < len(words):
         stretches.append((start, len(words)))
     return stretches
@@ -699,8 +698,14 @@ def _word_beside_glue(facts: list[tuple[int, bool]]) -> bool:
     large part that is not a word itself (glue: JSON's bounded whitespace, 69 states). A word
     beside a large word (an XML tag's name beside its text) does not count: merged, they copy
     nothing that other terminals share."""
-    glue = [size >= LARGE_PART and not word for size, word in facts] + [False]  # glue[-1]: none before the first
-    return any(word and (glue[i - 1] or glue[i + 1]) for i, (_, word) in enumerate(facts))
+    words = [word for _, word in facts]
+    return next(_words_beside(words, [size >= LARGE_PART and not word for size, word in facts]), None) is not None
+
+
+def _words_beside(words: list[bool], flags: list[bool]) -> Iterator[int]:
+    """The positions of the words that have a flagged item next to them, in order."""
+    flagged = flags + [False]  # flagged[-1]: no item before the first
+    return (i for i, word in enumerate(words) if word and (flagged[i - 1] or flagged[i + 1]))
 
 
 def _least_states(tree) -> int:

@@ -21,10 +21,12 @@
  * where the runs every state of a DFA treats alike number as many as its key trie has
  * letters. The cuts are made as the walks reach the states and kept on the tables, so the
  * walks hold the GIL (they stop within `max_pairs` pairs). */
+/* Pairs of states (x << 32 | y) by their index, in order of arrival: open addressing. */
 typedef struct {
-    uint64_t *keys;
+    uint64_t *keys; /* UINT64_MAX = empty */
+    int32_t *vals;
     size_t cap, len;
-} PairSet;
+} PairMap;
 
 /* The slot of a pair (x << 32 | y) in a table of `cap` slots (a power of two): both halves
  * mixed into the product's high bits, which depend on every bit of the key (its low bits
@@ -33,29 +35,39 @@ static inline size_t pair_slot(uint64_t key, size_t cap) {
     return (size_t)(((key ^ (key >> 32)) * 0x9E3779B97F4A7C15ULL) >> 32) & (cap - 1);
 }
 
-static int pairs_add(PairSet *set, uint64_t key) { /* 1: added, 0: present, -1: out of memory */
-    if (2 * (set->len + 1) > set->cap) {
-        size_t cap = set->cap ? 2 * set->cap : 256;
+/* The index of `key` (x << 32 | y), added as `fresh` when absent (*added set); -1 when out
+ * of memory. */
+static int32_t pairmap_get(PairMap *m, uint64_t key, int32_t fresh, int *added) {
+    *added = 0;
+    if (2 * (m->len + 1) > m->cap) {
+        size_t cap = m->cap ? 2 * m->cap : 256;
         uint64_t *keys = malloc(cap * sizeof(uint64_t));
-        if (!keys) return -1;
+        int32_t *vals = malloc(cap * sizeof(int32_t));
+        if (!keys || !vals) { free(keys), free(vals); return -1; }
         memset(keys, 0xFF, cap * sizeof(uint64_t));
-        for (size_t i = 0; i < set->cap; i++)
-            if (set->keys[i] != UINT64_MAX) {
-                size_t j = pair_slot(set->keys[i], cap);
+        for (size_t i = 0; i < m->cap; i++)
+            if (m->keys[i] != UINT64_MAX) {
+                size_t j = pair_slot(m->keys[i], cap);
                 while (keys[j] != UINT64_MAX) j = (j + 1) & (cap - 1);
-                keys[j] = set->keys[i];
+                keys[j] = m->keys[i], vals[j] = m->vals[i];
             }
-        free(set->keys);
-        set->keys = keys, set->cap = cap;
+        free(m->keys), free(m->vals);
+        m->keys = keys, m->vals = vals, m->cap = cap;
     }
-    size_t j = pair_slot(key, set->cap);
-    while (set->keys[j] != UINT64_MAX) {
-        if (set->keys[j] == key) return 0;
-        j = (j + 1) & (set->cap - 1);
+    size_t j = pair_slot(key, m->cap);
+    while (m->keys[j] != UINT64_MAX) {
+        if (m->keys[j] == key) return m->vals[j];
+        j = (j + 1) & (m->cap - 1);
     }
-    set->keys[j] = key;
-    set->len++;
-    return 1;
+    m->keys[j] = key, m->vals[j] = fresh, m->len++;
+    *added = 1;
+    return fresh;
+}
+
+/* Add a pair to a map used as a set: 1 added, 0 present, -1 out of memory. */
+static int pairs_add(PairMap *set, uint64_t key) {
+    int added;
+    return pairmap_get(set, key, (int32_t)set->len, &added) < 0 ? -1 : added;
 }
 
 /* The runs of bytes that two states treat alike: start[j] .. start[j + 1] - 1 for j < n, in
@@ -81,7 +93,7 @@ static Py_ssize_t agree_walk(TableObject *ta, int32_t q, TableObject *tb, int32_
     const Table *t = &ta->t, *u = &tb->t;
     const uint8_t *accept = ta->accept.buf, *accept_u = tb->accept.buf;
     Runs runs;
-    PairSet seen = {0};
+    PairMap seen = {0};
     Vec level = {0}, next = {0}; /* pairs as consecutive (x, y) */
     Py_ssize_t depth = 0, result = -2;
     if ((!same || q != p) && (pairs_add(&seen, ((uint64_t)(uint32_t)q << 32) | (uint32_t)p) < 0 || vec_push(&level, q) ||
@@ -116,7 +128,7 @@ static Py_ssize_t agree_walk(TableObject *ta, int32_t q, TableObject *tb, int32_
         level = next, next = swap;
     }
 done:
-    free(seen.keys), free(level.data), free(next.data);
+    free(seen.keys), free(seen.vals), free(level.data), free(next.data);
     return result; /* -2: out of memory */
 }
 
@@ -176,7 +188,7 @@ static int agree_bytes_walk(TableObject *ta, int32_t q, TableObject *tb, int32_t
     const Table *t = &ta->t, *u = &tb->t;
     const uint8_t *accept = ta->accept.buf, *accept_u = tb->accept.buf;
     Runs runs;
-    PairSet seen = {0};
+    PairMap seen = {0};
     Vec todo = {0};
     Py_ssize_t n_parting = 0;
     int rc = -1; /* -1: out of memory, 1: too many pairs or parting bytes, 0: done */
@@ -214,7 +226,7 @@ static int agree_bytes_walk(TableObject *ta, int32_t q, TableObject *tb, int32_t
     }
     rc = 0;
 done:
-    free(seen.keys), free(todo.data);
+    free(seen.keys), free(seen.vals), free(todo.data);
     return rc;
 }
 
@@ -277,47 +289,12 @@ done:
  * a walk down the sorted rows, one prefix at a time, that follows only live pairs: the rows
  * sharing a prefix are a range, and those going on with a run of bytes a sub-range found by
  * two binary searches. Iterative and bounded (max_pairs, max_rows). */
-typedef struct {
-    uint64_t *keys; /* open addressing, UINT64_MAX = empty */
-    int32_t *vals;
-    size_t cap, len;
-} PairMap;
-
-/* The index of `key` (x << 32 | y), added as `fresh` when absent (*added set); -1 when out
- * of memory. */
-static int32_t pairmap_get(PairMap *m, uint64_t key, int32_t fresh, int *added) {
-    *added = 0;
-    if (2 * (m->len + 1) > m->cap) {
-        size_t cap = m->cap ? 2 * m->cap : 256;
-        uint64_t *keys = malloc(cap * sizeof(uint64_t));
-        int32_t *vals = malloc(cap * sizeof(int32_t));
-        if (!keys || !vals) { free(keys), free(vals); return -1; }
-        memset(keys, 0xFF, cap * sizeof(uint64_t));
-        for (size_t i = 0; i < m->cap; i++)
-            if (m->keys[i] != UINT64_MAX) {
-                size_t j = pair_slot(m->keys[i], cap);
-                while (keys[j] != UINT64_MAX) j = (j + 1) & (cap - 1);
-                keys[j] = m->keys[i], vals[j] = m->vals[i];
-            }
-        free(m->keys), free(m->vals);
-        m->keys = keys, m->vals = vals, m->cap = cap;
-    }
-    size_t j = pair_slot(key, m->cap);
-    while (m->keys[j] != UINT64_MAX) {
-        if (m->keys[j] == key) return m->vals[j];
-        j = (j + 1) & (m->cap - 1);
-    }
-    m->keys[j] = key, m->vals[j] = fresh, m->len++;
-    *added = 1;
-    return fresh;
-}
-
-enum { PARTS = -1 };
+enum { PARTS = -1 }; /* an edge's target: the run parts the two walks */
 
 static int ascending(const void *a, const void *b) {
     int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
     return (x > y) - (x < y);
-} /* an edge's target: the run parts the two walks */
+}
 
 /* The first row of [lo, hi) whose byte at `d` is at least `v` (every row there is longer
  * than d, shares its first d bytes with the others and they are sorted). */
@@ -357,7 +334,8 @@ PyObject *parting_rows(PyObject *self, PyObject *args) {
     Vec pairs = {0};                  /* (x, y) of each pair, by index */
     Vec first = {0};                  /* each pair's first edge; then one past the last */
     Vec e_lo = {0}, e_hi = {0}, e_to = {0}; /* edges: a run of bytes and its target pair (or PARTS) */
-    Vec todo = {0}, rev_first = {0}, rev = {0}, stack = {0}, out = {0};
+    Vec todo = {0}, stack = {0}, out = {0};
+    int32_t *rev_first = NULL, *rev = NULL, *fill = NULL; /* the edges backwards, by target pair */
     uint8_t *live = NULL;
     int added, over = 0;
     Runs runs;
@@ -390,23 +368,16 @@ PyObject *parting_rows(PyObject *self, PyObject *args) {
     Py_ssize_t n_pairs = pairs.len / 2, n_edges = e_to.len;
     if (vec_push(&first, (int32_t)n_edges)) goto nomem;
     /* 2. live pairs: those with a parting edge, and back along the edges from them */
-    if (!(live = calloc((size_t)n_pairs, 1))) goto nomem;
-    for (Py_ssize_t i = 0; i <= n_pairs; i++)
-        if (vec_push(&rev_first, 0)) goto nomem;
+    if (!(live = calloc((size_t)n_pairs, 1)) || !(rev_first = calloc((size_t)n_pairs + 1, sizeof(int32_t))) ||
+        !(rev = malloc(((size_t)n_edges + 1) * sizeof(int32_t))) || !(fill = malloc(((size_t)n_pairs + 1) * sizeof(int32_t))))
+        goto nomem;
     for (Py_ssize_t k = 0; k < n_edges; k++)
-        if (e_to.data[k] >= 0) rev_first.data[e_to.data[k] + 1]++;
-    for (Py_ssize_t i = 0; i < n_pairs; i++) rev_first.data[i + 1] += rev_first.data[i];
-    for (Py_ssize_t k = 0; k < n_edges; k++)
-        if (vec_push(&rev, 0)) goto nomem;
-    {
-        int32_t *fill = malloc(((size_t)n_pairs + 1) * sizeof(int32_t));
-        if (!fill) goto nomem;
-        memcpy(fill, rev_first.data, ((size_t)n_pairs + 1) * sizeof(int32_t));
-        for (Py_ssize_t i = 0; i < n_pairs; i++)
-            for (int32_t k = first.data[i]; k < first.data[i + 1]; k++)
-                if (e_to.data[k] >= 0) rev.data[fill[e_to.data[k]]++] = (int32_t)i;
-        free(fill);
-    }
+        if (e_to.data[k] >= 0) rev_first[e_to.data[k] + 1]++;
+    for (Py_ssize_t i = 0; i < n_pairs; i++) rev_first[i + 1] += rev_first[i];
+    memcpy(fill, rev_first, ((size_t)n_pairs + 1) * sizeof(int32_t));
+    for (Py_ssize_t i = 0; i < n_pairs; i++)
+        for (int32_t k = first.data[i]; k < first.data[i + 1]; k++)
+            if (e_to.data[k] >= 0) rev[fill[e_to.data[k]]++] = (int32_t)i;
     for (Py_ssize_t i = 0; i < n_pairs; i++)
         for (int32_t k = first.data[i]; k < first.data[i + 1] && !live[i]; k++)
             if (e_to.data[k] == PARTS) {
@@ -415,10 +386,10 @@ PyObject *parting_rows(PyObject *self, PyObject *args) {
             }
     while (todo.len) {
         int32_t i = todo.data[--todo.len];
-        for (int32_t k = rev_first.data[i]; k < rev_first.data[i + 1]; k++)
-            if (!live[rev.data[k]]) {
-                live[rev.data[k]] = 1;
-                if (vec_push(&todo, rev.data[k])) goto nomem;
+        for (int32_t k = rev_first[i]; k < rev_first[i + 1]; k++)
+            if (!live[rev[k]]) {
+                live[rev[k]] = 1;
+                if (vec_push(&todo, rev[k])) goto nomem;
             }
     }
     /* 3. the rows, down the sorted rows along live pairs: (pair, depth, lo, hi) on the stack,
@@ -466,6 +437,6 @@ done:
     if (over && !PyErr_Occurred()) result = Py_NewRef(Py_None);
     free(map.keys), free(map.vals), free(live);
     free(pairs.data), free(first.data), free(e_lo.data), free(e_hi.data), free(e_to.data);
-    free(todo.data), free(rev_first.data), free(rev.data), free(stack.data), free(out.data);
+    free(todo.data), free(rev_first), free(rev), free(fill), free(stack.data), free(out.data);
     return result;
 }

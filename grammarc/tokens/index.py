@@ -377,12 +377,7 @@ class TokenIndex:
         """Whether the store's name for `q`'s language is made already (`_language`): kept
         with the automaton, so a state of a terminal that grammars share (JSON's strings and
         separators) finds it, and a new one's costs ~20-300 us to make."""
-        if (t, q) in self._suffix_keys:
-            return True
-        dfa = self.terminals[t].dfa
-        if dfa.n_states <= KEYED_MAX_STATES:
-            return known_suffix_key(dfa, q) is not None
-        return q in per_state(_names, dfa)
+        return (t, q) in self._suffix_keys or _made_language(self.terminals[t].dfa, q) is not None
 
     def _narrow_walk(self, t: int, q: int) -> "tuple[TokenSet, bytes, bytes] | None":
         """The inside set and the splits (int32 buffers) from `q` when it walks fewer than
@@ -727,14 +722,20 @@ def _language(dfa: DFA, q: int, table: _scan.Table) -> str:
     object's other keys after the quote, a length counter's state) is new to every grammar,
     and its canonical code costs up to ~1 ms; only an automaton that big is searched
     (`_scan.reaches_more`, one byte per run of `DFA.byte_runs`)."""
+    found = _made_language(dfa, q)
+    if found is not None:
+        return found
     if dfa.n_states <= KEYED_MAX_STATES:
         return suffix_key(dfa, q)
-    names = per_state(_names, dfa)
-    found = names.get(q)
-    if found is None:
-        big = _scan.reaches_more(table, q, KEYED_MAX_STATES, dfa.byte_runs)
-        found = names.setdefault(q, unkeyed() if big else suffix_key(dfa, q))
-    return found
+    big = _scan.reaches_more(table, q, KEYED_MAX_STATES, dfa.byte_runs)
+    return per_state(_names, dfa).setdefault(q, unkeyed() if big else suffix_key(dfa, q))
+
+
+def _made_language(dfa: DFA, q: int) -> str | None:
+    """`_language` of `q` when it is made already (kept with the automaton), else None."""
+    if dfa.n_states <= KEYED_MAX_STATES:
+        return known_suffix_key(dfa, q)
+    return per_state(_names, dfa).get(q)
 
 
 def _openers(terminals) -> np.ndarray:
