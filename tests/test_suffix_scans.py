@@ -381,6 +381,50 @@ def test_scans_read_off_a_kin_along_parting_rows_equal_brute_force_scans(body, t
         assert any(found is not None for found in read_off)  # every row may part: some state is read off
 
 
+KEY_VOCAB = Vocabulary.from_bytes(
+    [bytes([b]) for b in range(256)]
+    + [b"ab", b'ab"', b'b"', b'a"}', b"ba", b'ba"', b"aab", b'aab"', b"\xc3\xa9", b'\xc3\xa9"', b"b\\", b'\\"',
+       b"abab", b'bab"']
+    + [b"<eos>"],
+    eos_token_ids=[256 + 14],
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.text(alphabet="abé", min_size=1, max_size=4), min_size=1, max_size=5, unique=True))
+def test_a_key_tries_states_read_their_scans_off_one_another(keys):
+    """`TokenIndex._parting` with a state of the same automaton (`_alike`): the states of an
+    object's other keys (``json_string_except!``) read their scans off one another along
+    the rows on which they part: every state's scan (each one wide here) equals a walk of
+    every token, and some were read off a state of the same automaton."""
+    grammar = Grammar.from_ebnf("start ::= json_string_except!(" + ", ".join(json.dumps(k) for k in keys) + ");")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(index_module, "PERSIST_MIN_ROWS", 0)
+        mp.setattr(index_module, "NEAR_MAX_SHARE", -1.0)  # no other way to read a scan off
+        mp.setattr(index_module, "KIN_MAX_SHARE", -1.0)
+        mp.setattr(scan_cache, "_registry", scan_cache.ScanRegistry())
+        mp.setattr(kin, "KIN", kin.Kin())
+        index = TokenIndex(grammar.compile(), KEY_VOCAB)
+        dfa, bases = index.terminals[0].dfa, {}
+        scans = lambda: {id(scan): q for q, scan in index._recent.get(0, ())}  # noqa: E731
+        mp.setattr(index, "_parting", lambda t, q, candidates: bases.update(
+            {q: (found, scans())}) or found if (found := TokenIndex._parting(index, t, q, candidates)) else found)
+        _every_state_scans_as_every_token_walks(index)
+    read_off = [q for q, (found, known) in bases.items() if id(found[1]) in known]
+    if any(len(key) > 1 and key[0] != "é" for key in keys):  # a state below the root, alike it
+        assert read_off
+
+
+def test_states_alike_and_not():
+    """`_alike`: a key trie's root and the state after a key's first letter mostly go to the
+    same states (the string body); a length counter's states each go on to the next."""
+    keys = Grammar.from_ebnf('start ::= json_string_except!("ab", "ba");').compile().terminals[0].dfa
+    after_a = int(keys.trans[1, ord("a")])
+    assert index_module._alike(np.asarray(keys.trans[1]), np.asarray(keys.trans[after_a]))
+    counter = from_regex("[a-z]{0,40}")
+    assert not index_module._alike(np.asarray(counter.trans[3]), np.asarray(counter.trans[4]))
+
+
 def _parting_by_hand(index: TokenIndex, a: DFA, q: int, b: DFA, p: int) -> list[bytes]:
     """The tokens on which walks from state q of `a` and p of `b` part, walked side by side
     a byte at a time (only those holding a quote can, for the states used here)."""

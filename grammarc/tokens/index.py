@@ -144,6 +144,16 @@ PARTING_MAX_EDGES = 64
 PARTING_MAX_ROWS = 512
 PARTING_LARGER = 64
 PARTING_TRIES = 2
+PARTING_ALIKE = 1 / 8
+
+
+def _alike(row: np.ndarray, other: np.ndarray) -> bool:
+    """Whether two states of one automaton that take the same bytes (a kin's profile) go to
+    the same state on all but a few of them (`PARTING_ALIKE`): a key trie's states, which
+    most bytes send to the same string body; not a length counter's, each of whose states
+    goes on to the next (their pairs would run to the limits before failing)."""
+    live = row >= 0
+    return int(np.count_nonzero(row[live] != other[live])) <= PARTING_ALIKE * int(np.count_nonzero(live))
 
 
 def _fewer(rows: np.ndarray, tokens: TokenBytes, parting: bytes, depth: int, most: float) -> np.ndarray:
@@ -434,14 +444,21 @@ class TokenIndex:
         first of the `PARTING_TRIES` smallest candidates (automaton, state, scan) whose rows
         are bounded (`_scan.parting_rows` within the `PARTING_*` limits); None when none is
         (or with a negative `PARTING_MAX_ROWS`: never). Skipped: another state of the same
-        automaton (a length counter's neighbour, which `_scan_near` reads off by depth) and
-        an automaton `PARTING_LARGER` states larger (a counter of thousands of states beside
-        a string body), which would pair with many of q's states before giving up."""
+        automaton unless the two are alike (`_alike`: a key trie's root beside its other
+        states, where the string body of another automaton has left the few candidates kept
+        per profile; not a length counter's neighbour, which `_scan_near` reads off by
+        depth), and an automaton `PARTING_LARGER` states larger (a counter of thousands of
+        states beside a string body), which would pair with many of q's states before giving
+        up."""
         if PARTING_MAX_ROWS < 0:
             return None
         dfa, table, tried = self.terminals[t].dfa, self._table(t), 0
+        row = np.asarray(dfa.trans[q])
         for other, p, scan in sorted(candidates, key=lambda candidate: candidate[0].n_states):
-            if (other is dfa and p != q) or other.n_states > dfa.n_states + PARTING_LARGER:
+            if other is dfa:
+                if p != q and not _alike(row, np.asarray(dfa.trans[p])):
+                    continue
+            elif other.n_states > dfa.n_states + PARTING_LARGER:
                 continue
             pairs = min(PARTING_MAX_PAIRS, 2 * (dfa.n_states + other.n_states))
             tried += 1
