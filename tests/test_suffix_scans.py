@@ -425,6 +425,47 @@ def test_states_alike_and_not():
     assert not index_module._alike(np.asarray(counter.trans[3]), np.asarray(counter.trans[4]))
 
 
+def test_shared_states_found_in_the_store_are_not_walked(monkeypatch):
+    """Llama-3: a state of an automaton that an earlier grammar scanned (JSON's separators,
+    strings, numbers) is found in the store (`TokenIndex._stored_scan`) without a walk to
+    learn that it is wide, and every mask of the second grammar equals the mask made with
+    every state walked first."""
+    import vocabularies
+    from grammarc import Engine
+
+    vocab, encoder = vocabularies.llama3(), vocabularies.quicktok_reference("llama3")
+    first = ({"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "integer"}}},
+             '{"a": "x y", "b": 12}')
+    second = ({"type": "array", "items": {"type": "object", "properties": {"c": {"type": "string"}, "d": {
+        "type": "number"}}}}, '[{"c": "\u00e9 z", "d": -1.5}, {"d": 2}]')
+    monkeypatch.setenv("GRAMMARC_CACHE_DIR", "off")
+    masks, found, walked = {}, [], []
+    for label in ("stored", "walked"):
+        monkeypatch.setattr(kin, "KIN", kin.Kin())
+        monkeypatch.setattr(index_module, "_indexes", weakref.WeakKeyDictionary())
+        monkeypatch.setattr(scan_cache, "_registry", scan_cache.ScanRegistry())
+        if label == "walked":
+            monkeypatch.setattr(TokenIndex, "_stored_scan", lambda self, t, q: None)
+        for (schema, text), keep in ((first, False), (second, True)):
+            engine = Engine(Grammar.from_json_schema(schema), vocab)
+            if keep and label == "stored":
+                index, stored, narrow = engine.index, engine.index._stored_scan, engine.index._narrow_walk
+                monkeypatch.setattr(index, "_stored_scan", lambda t, q: (found.append((t, q)) or scan) if (
+                    scan := stored(t, q)) is not None else None)
+                monkeypatch.setattr(index, "_narrow_walk", lambda t, q: walked.append((t, q)) or narrow(t, q))
+            out = []
+            for token in encoder.encode(text):
+                out.append(engine.packed_mask().copy())
+                engine.advance(token)
+            out.append(engine.packed_mask().copy())
+            assert engine.accepts_eos()
+            if keep:
+                masks[label] = out
+    assert found and not set(found) & set(walked)
+    for step, (a, b) in enumerate(zip(masks["stored"], masks["walked"], strict=True)):
+        assert np.array_equal(a, b), f"step {step}"
+
+
 def _parting_by_hand(index: TokenIndex, a: DFA, q: int, b: DFA, p: int) -> list[bytes]:
     """The tokens on which walks from state q of `a` and p of `b` part, walked side by side
     a byte at a time (only those holding a quote can, for the states used here)."""

@@ -42,12 +42,11 @@ def suffix_key(dfa: DFA, state: int) -> str:
     return found
 
 
-def known_suffix_key(dfa: DFA, state: int) -> str | None:
-    """`suffix_key(dfa, state)` when it is already made (kept with the automaton), else None:
-    what a caller may look up for free before it weighs the cost of making it."""
-    with _lock:
-        keys = _keys.get(dfa)
-    return None if keys is None else keys.get(state)
+def made_keys(dfa: DFA) -> dict[int, str]:
+    """The `suffix_key`s made so far for `dfa`'s states (state -> key), live: kept with the
+    automaton and filled as keys are made, so a caller that asks of many states looks the
+    automaton up once. Read-only for callers."""
+    return per_state(_keys, dfa)
 
 
 _lock = threading.Lock()

@@ -28,7 +28,7 @@ import numpy as np
 from grammarc.automata.comb import CombTable
 from grammarc.automata.dfa import DFA
 from grammarc.automata.operations import distinct
-from grammarc.automata.suffix import known_suffix_key, per_state, suffix_key
+from grammarc.automata.suffix import made_keys, per_state, suffix_key
 from grammarc.lowering.compiler import CompiledGrammar
 from grammarc.runtime.gss import parser_core
 from grammarc.tokens import _scan, kin, memo
@@ -212,6 +212,7 @@ class TokenIndex:
         self._openers = _openers(compiled.terminals)
         self._tables: list[_scan.Table | None] = [None] * len(compiled.terminals)  # `walk_table`s, read once
         self._suffix_keys: dict[tuple[int, int], str] = {}  # (t, q) -> suffix_key, for the shared store
+        self._languages: list[dict[int, str] | None] = [None] * len(compiled.terminals)  # `_made_languages`
         self._recent: dict[int, list[tuple[int, Scan]]] = {}  # t -> its last wide scans (`_scan_near`)
         self.tokens = token_bytes(vocab)  # the rows that scans walk
         self._first_starts = self.tokens.first_starts  # first byte -> where its rows begin
@@ -327,12 +328,14 @@ class TokenIndex:
             inside = self._all if q == 0 else TokenSet.empty()
             tree = Tree()
         else:
-            narrow = self._narrow_walk(t, q)
+            scan = self._stored_scan(t, q)
+            narrow = None if scan is not None else self._narrow_walk(t, q)
             if narrow is not None and len(narrow[1]) // 4 < BUCKETED_ROWS:  # int32 splits: a small tree
                 inside, rows, pos = narrow  # most states: no Scan, the walk's buffers go to the tree
                 tree = self._child(t, rows, pos, None) or Tree()
             else:
-                scan = self._wide_scan(t, q) if narrow is None else _narrow_scan(*narrow)
+                if scan is None:
+                    scan = self._wide_scan(t, q) if narrow is None else _narrow_scan(*narrow)
                 inside = _inside_set(scan, self.tokens, self.n_words)
                 tree = self._tree(t, scan)
         self._inside[(t, q)] = inside
@@ -377,11 +380,33 @@ class TokenIndex:
                 scan = (self._read_off(t, q, *parting) if parting is not None else None) \
                     or self._scan_near(t, q, kindred, by_bytes=True) or self._scan_composed(t, q)
                 scan = store.put(FROM_START, scan)
+        self._remember(t, q, key, scan)
+        return scan
+
+    def _stored_scan(self, t: int, q: int) -> Scan | None:
+        """The store's scan of `q`'s language when its name is made already (a state of an
+        automaton that grammars share: JSON's separators, strings, numbers), else None. The
+        store holds wide scans only, so a state found there is not walked first to learn
+        that it is wide (`_narrow_walk` gives up after `PERSIST_MIN_ROWS` rows): each new
+        grammar's index meets the shared separators' states again."""
+        languages = self._languages[t]
+        if languages is None:
+            languages = self._languages[t] = _made_languages(self.terminals[t].dfa)
+        name = languages.get(q)
+        if name is None:
+            return None
+        scan = terminal_scans(name, self.vocab.key, len(self.token_ids)).get(FROM_START)
+        if scan is not None:
+            dfa = self.terminals[t].dfa
+            self._remember(t, q, kin.profile(np.asarray(dfa.trans[q]), bool(dfa.accept[q])), scan)
+        return scan
+
+    def _remember(self, t: int, q: int, profile: bytes, scan: Scan) -> None:
+        """Keep `q`'s wide scan among its terminal's recent ones (`_scan_near`) and its kin."""
         recent = self._recent.setdefault(t, [])
         recent.insert(0, (q, scan))
         del recent[NEAR_CANDIDATES:]
-        kin.KIN.add(self.vocab.key, key, dfa, q, scan)
-        return scan
+        kin.KIN.add(self.vocab.key, profile, self.terminals[t].dfa, q, scan)
 
     def _known_language(self, t: int, q: int) -> bool:
         """Whether the store's name for `q`'s language is made already (`_language`): kept
@@ -750,9 +775,12 @@ def _language(dfa: DFA, q: int, table: _scan.Table) -> str:
 
 def _made_language(dfa: DFA, q: int) -> str | None:
     """`_language` of `q` when it is made already (kept with the automaton), else None."""
-    if dfa.n_states <= KEYED_MAX_STATES:
-        return known_suffix_key(dfa, q)
-    return per_state(_names, dfa).get(q)
+    return _made_languages(dfa).get(q)
+
+
+def _made_languages(dfa: DFA) -> dict[int, str]:
+    """`dfa`'s made `_language`s by state (live, read-only: filled as they are made)."""
+    return made_keys(dfa) if dfa.n_states <= KEYED_MAX_STATES else per_state(_names, dfa)
 
 
 def _openers(terminals) -> np.ndarray:
