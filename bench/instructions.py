@@ -32,6 +32,8 @@ import ctypes
 import gc
 import json
 import os
+import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -44,7 +46,7 @@ import maskbench as mb  # noqa: E402  (bench/ is not a package)
 SWITCHES = r"""
 #include <valgrind/callgrind.h>
 void measure_on(void) { CALLGRIND_ZERO_STATS; CALLGRIND_START_INSTRUMENTATION; }
-void measure_off(void) { CALLGRIND_STOP_INSTRUMENTATION; CALLGRIND_DUMP_STATS; }
+void measure_off(const char *name) { CALLGRIND_STOP_INSTRUMENTATION; CALLGRIND_DUMP_STATS_AT(name); }
 """
 
 
@@ -58,9 +60,29 @@ def switches() -> tuple:
                        capture_output=True)
     except (OSError, subprocess.CalledProcessError) as error:
         print(f"instructions: no callgrind switches ({error}); the whole run is counted", file=sys.stderr)
-        return (lambda: None), (lambda: None)
+        return (lambda: None), (lambda name: None)
     lib = ctypes.CDLL(str(library))
-    return lib.measure_on, lib.measure_off
+    lib.measure_off.argtypes = [ctypes.c_char_p]
+    return lib.measure_on, lambda name: lib.measure_off(name.encode())
+
+
+def report(prefix: str) -> None:
+    """Print the per-schema counts of a ``--per-schema`` run (its dumps ``PREFIX.N``, each
+    named by its schema), fewest first, and their median: the median schema is what the
+    response p50 follows, while the protocol's total is mostly its largest schemas'."""
+    counts = []
+    for path in Path(prefix).parent.glob(Path(prefix).name + ".*"):
+        text = path.read_text(errors="replace")
+        name = re.search(r"^desc: Trigger: Client Request: (.*)$", text, re.M)
+        total = re.search(r"^totals: (\d+)", text, re.M) or re.search(r"^summary: (\d+)", text, re.M)
+        if name and total:
+            counts.append((int(total.group(1)), name.group(1)))
+    if not counts:
+        sys.exit(f"instructions: no per-schema dumps at {prefix}.*")
+    for total, name in sorted(counts):
+        print(f"{total / 1e6:9.2f} M  {name}")
+    print(f"{statistics.median(total for total, _ in counts) / 1e6:9.2f} M  median of {len(counts)} schemas; "
+          f"{sum(total for total, _ in counts) / 1e6:.1f} M in all")
 
 
 def main() -> None:
@@ -71,7 +93,13 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--vocab", choices=sorted(mb.ml.VOCABS), default="llama3")
     parser.add_argument("--layout", choices=sorted(mb.GRAMMARC_OPTIONS), default="flexible")
+    parser.add_argument("--per-schema", action="store_true",
+                        help="one callgrind dump per measured schema, named by it (read them with --report)")
+    parser.add_argument("--report", metavar="PREFIX",
+                        help="print a --per-schema run's counts from its dumps PREFIX.N (no valgrind needed)")
     args = parser.parse_args()
+    if args.report:
+        return report(args.report)
     if os.environ.get("PYTHONHASHSEED") != "0":  # string hashes steer dict layouts (not re-executed
         # with it set: valgrind would not follow the new process)
         print("instructions: set PYTHONHASHSEED=0, or two runs hash apart", file=sys.stderr)
@@ -91,10 +119,20 @@ def main() -> None:
     gc.collect()
     gc.freeze()  # the warm state is old, as in a server that has run a while
     statuses = []
-    on()
-    for case in measured:
+
+    def respond(case: mb.Case) -> None:
         statuses.append(mb.respond_grammarc(case, ids[case.name], vocab, args.layout).status)
-    off()
+
+    if args.per_schema:
+        for case in measured:
+            on()
+            respond(case)
+            off(case.name)
+    else:
+        on()
+        for case in measured:
+            respond(case)
+        off("measured schemas")
     print(f"measured {len(measured)} schemas after {len(warm)} others ({statuses.count('ok')} answered in full)")
 
 
