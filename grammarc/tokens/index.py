@@ -786,10 +786,9 @@ def _made_languages(dfa: DFA) -> dict[int, str]:
 def _openers(terminals) -> np.ndarray:
     """bool [terminal, byte]: whether the terminal's first byte can be that byte. any!
     has none here: it starts only at a token boundary, never inside a token."""
-    out = np.zeros((len(terminals), 256), dtype=bool)
-    for u, terminal in enumerate(terminals):
-        if not terminal.any_token:
-            np.greater_equal(terminal.dfa.trans[0], 0, out=out[u])
+    none = np.zeros(256, dtype=bool)
+    out = np.stack([none if terminal.any_token else terminal.dfa.opening for terminal in terminals]) \
+        if terminals else np.zeros((0, 256), dtype=bool)
     out.flags.writeable = False
     return out
 
