@@ -834,6 +834,8 @@ def _normalize(lowering: _Lowering, start_symbols: tuple[Sym, ...]) -> tuple[Bnf
 def _report_unproductive(lowering: _Lowering, productive: bytes, usable: bytes, start: int) -> None:
     """Raise for the first rule that derives no string (`usable`: per terminal, whether it
     matches something; `productive`: per nonterminal, whether it derives some string)."""
+    if 0 not in productive and 0 not in usable:  # the usual case: every symbol derives something
+        return
     grammar = lowering.grammar
     for name in grammar.names:
         symbols = lowering.rule_symbols(name)
