@@ -756,3 +756,22 @@ def test_references_refuses_what_is_no_node_precisely():
         references(Seq("ab"))
     with pytest.raises(ValueError, match="ten classes"):
         _walk.references(Ref("a"), (Seq,), children)
+
+
+@pytest.mark.parametrize("source, rule, line", [
+    ('start ::= a;\na ::= "x" a;', "start", 1),  # the start rule never ends
+    ('start ::= "x";\nb ::= b "y";', "b", 2),  # an unreachable rule that never ends
+    ('start ::= "x" | b;\nb ::= "y" b;', "b", 2),  # an alternative that never ends
+    ('start ::= "x" | b;\nb ::= "y" #/[^\\s\\S]/;', "b", 2),  # a terminal that matches nothing
+], ids=["start", "unreachable", "alternative", "empty-terminal"])
+def test_a_rule_that_derives_no_string_is_reported_at_its_definition(source, rule, line):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", GrammarWarning)
+        try:
+            Grammar.from_ebnf(source).compile()
+        except GrammarError as error:
+            assert str(error).splitlines()[0] == (
+                f"<string>:{line}:1: rule '{rule}' derives no string: every expansion of it either never ends "
+                "or uses a terminal that matches nothing")
+        else:
+            pytest.fail("compiled")
