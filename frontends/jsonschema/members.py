@@ -51,6 +51,7 @@ class Members:
             extra = extra_members[0] if len(extra_members) == 1 else Alt(tuple(extra_members))
             extra = self.define(f"{hint}_extra", extra, internal=True)
         memo: dict = {}
+        members: dict[int, Expr] = {}  # property i's member: the same at every count
 
         def state(i: int, c: int) -> Expr | None | str:
             """Returns an Expr, None (impossible) or 'eps' (only the empty continuation)."""
@@ -81,7 +82,9 @@ class Members:
             k, value, req = usable[i]
             nc = min(c + 1, cap)
             present_next = state(i + 1, nc)
-            member = self._member(key_literal(k), value)
+            member = members.get(i)
+            if member is None:
+                member = members[i] = self._member(key_literal(k), value)
             take = None
             if present_next is not None:
                 head = (*sep, member) if c > 0 else (member,)
