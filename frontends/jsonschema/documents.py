@@ -289,6 +289,10 @@ class Index:
             found = self._resolved[ref, node.base] = self._resolve(ref, node, keyword)
         return found
 
+    def resolved(self, ref: str, base: str) -> Node | None:
+        """What `resolve` found for `ref` under the base URI `base` before (None: not yet)."""
+        return self._resolved.get((ref, base))
+
     def _resolve(self, ref: str, node: Node, keyword: str) -> Node:
         ref_ptr = f"{node.ptr}/{keyword}"
         try:
