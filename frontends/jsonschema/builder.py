@@ -130,11 +130,12 @@ class Builder(Combinators, Merging, Negation, Numbers, Strings, Arrays, Objects,
     def fresh(self, hint: str) -> str:
         base = identifier(hint)
         name = base
+        names = self.names
         i = 2
-        while name in self.names or name in ("ws",):
+        while name in names or name == "ws":
             name = f"{base}_{i}"
             i += 1
-        self.names.add(name)
+        names.add(name)
         return name
 
     def define(self, hint: str, body: Expr | None, *, internal: bool = False) -> Expr | None:
@@ -171,21 +172,26 @@ class Builder(Combinators, Merging, Negation, Numbers, Strings, Arrays, Objects,
         """IR for the values valid under every schema in `conj` (None: no value)."""
         kept = []
         for node in conj:
-            if not _inert(node.schema):
+            schema = node.schema
+            if schema is True or (isinstance(schema, dict) and schema.keys() <= INERT):  # `_inert`, inline
+                continue
+            if isinstance(schema, dict) and "allOf" in schema:  # what `_unwrap` may unwrap
                 node = _unwrap(node)
-                if node.schema is False:
-                    return None
-                kept.append(node)
+            if node.schema is False:
+                return None
+            kept.append(node)
         conj = tuple(kept)
-        dkey = depth if self.layout.indent is not None else 0
-        if self.layout.indent is not None and depth > MAX_INDENT_DEPTH:
+        indent = self.layout.indent
+        dkey = depth if indent is not None else 0
+        if indent is not None and depth > MAX_INDENT_DEPTH:
             return self._no_containers(conj, depth, hint)
         if not conj:
             return self.any_value(dkey)
         saved_scope = self.scope
         try:
-            for node in conj:
-                self.enter(node)
+            if self.index.dynamic or self.index.recursive:  # else `enter` changes nothing
+                for node in conj:
+                    self.enter(node)
             return self._scoped_value(conj, depth, hint, dkey)
         except RecursionError:  # a chain of $refs and combinators deeper than the stack: the innermost
             if self.too_deep is None:  # value is where it went past (`schema_to_grammar` says so; its
@@ -209,16 +215,16 @@ class Builder(Combinators, Merging, Negation, Numbers, Strings, Arrays, Objects,
                     return self.value((target,), depth, hint=_ref_hint(only.schema[word]))
                 finally:
                     self.resolving.discard(id(only.schema))
-        key = (tuple(id(n.schema) for n in conj), dkey, self._scope_key())
-        if key in self.memo:
-            cached = self.memo[key]
+        ids = (id(conj[0].schema),) if len(conj) == 1 else tuple([id(n.schema) for n in conj])
+        key = (ids, dkey, self._scope_key() if self.scope else ())
+        cached = self.memo.get(key)
+        if cached is not None:
             return None if cached is False else cached
-        if len(conj) == 1:
+        if len(conj) == 1 and isinstance(conj[0].schema, dict) and "title" in conj[0].schema:
             hint = _title_hint(conj[0].schema, hint)
-        name = self.fresh(hint)
-        self.memo[key] = Ref(name)
+        name = self.fresh(hint)  # (which takes the name)
+        ref = self.memo[key] = Ref(name)
         self.keep.append(conj)
-        self.names.add(name)
         saved = self.resolving
         self.resolving = set()
         self.nesting += 1
@@ -233,7 +239,7 @@ class Builder(Combinators, Merging, Negation, Numbers, Strings, Arrays, Objects,
             self.memo[key] = False
             return None
         self.rules[name] = body
-        return Ref(name)
+        return ref
 
     # -- references and the dynamic scope ---------------------------------------------------
     def enter(self, node: Node) -> None:
@@ -452,7 +458,7 @@ def _unwrap(node: Node) -> Node:
         live = [j for j, sub in enumerate(subs) if not _inert(sub)] if isinstance(subs, list) else []
         if len(live) != 1:
             break
-        node = node.child("allOf", None).child(live[0], subs[live[0]])
+        node = node.child_of("allOf", live[0], subs[live[0]])
     return node
 
 

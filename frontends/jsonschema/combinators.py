@@ -15,6 +15,7 @@ from .negation import CannotNegate
 from .values import json_equal, json_kind, type_set
 MAX_ONE_OF_PRODUCT = 1024  # alternatives per exclusive oneOf branch (contradictory ones are pruned)
 MAX_DISTRIBUTED = 4096  # branches built by distributing anyOf/oneOf, per schema
+_DISTRIBUTED = frozenset(("nullable", "anyOf", "oneOf"))  # the words `_alternatives` distributes
 
 
 class Combinators:
@@ -27,7 +28,7 @@ class Combinators:
             return None
         for i, node in enumerate(conj):
             schema = node.schema
-            if not isinstance(schema, dict):
+            if not isinstance(schema, dict) or schema.keys().isdisjoint(_DISTRIBUTED):  # most schemas
                 continue
             if schema.get("nullable") is True:
                 rest = dict(schema)
@@ -267,7 +268,7 @@ class Combinators:
         if "enum" in schema and isinstance(schema["enum"], list):
             sig.values = list(schema["enum"]) if sig.values is None else [v for v in sig.values if any(json_equal(v, e) for e in schema["enum"])]
         props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
-        sig.props = {k: [node.child("properties", None).child(k, v)] for k, v in props.items()}
+        sig.props = {k: [node.child_of("properties", k, v)] for k, v in props.items()}
         if isinstance(schema.get("required"), list):
             sig.required = {k for k in schema["required"] if isinstance(k, str)}
         if schema.get("additionalProperties") is False and not schema.get("patternProperties"):
@@ -277,7 +278,7 @@ class Combinators:
             if word in schema:
                 parts.append(self.resolve_ref(word, node))
         for j, sub in enumerate(schema.get("allOf", []) or []):
-            parts.append(node.child("allOf", None).child(j, sub))
+            parts.append(node.child_of("allOf", j, sub))
         for part in parts:
             inner = self._signature(part, seen)
             if inner is None:
@@ -286,7 +287,7 @@ class Combinators:
         for word in ("anyOf", "oneOf"):  # at least one branch holds: the union of their types
             subs = schema.get(word)
             if isinstance(subs, list) and subs:
-                inner = [self._signature(node.child(word, None).child(j, sub), seen) for j, sub in enumerate(subs)]
+                inner = [self._signature(node.child_of(word, j, sub), seen) for j, sub in enumerate(subs)]
                 if all(x is not None for x in inner):
                     sig.types &= set().union(*(x.types for x in inner))
         if schema.get("nullable") is True:  # widens: null passes whatever else the schema says

@@ -43,7 +43,8 @@ def _edges(index: Index, sub: _Sub) -> tuple[list[tuple[_Sub, object]], list[_Su
     if not present.isdisjoint(_IN_PLACE):  # most lead only into parts of the value
         for word in _REFS:
             if word in present and isinstance(s[word], str):
-                target = index.resolve(s[word], Node(s, pointer(place), base), word)
+                # a reference resolved before needs no pointer (a document repeats its references)
+                target = index.resolved(s[word], base) or index.resolve(s[word], Node(s, pointer(place), base), word)
                 in_place.append(((target.schema, target.ptr, target.base), (place, word)))
         for word in _IN_PLACE_LISTS:
             if word in present and isinstance(s[word], list):

@@ -35,6 +35,11 @@ class Node:
     def child(self, key, value) -> "Node":
         return Node(value, f"{self.ptr}/{escape_ptr(str(key))}", self.base)
 
+    def child_of(self, keyword: str, key, value) -> "Node":
+        """``child(keyword, None).child(key, value)``: a member of a keyword's map or list, in
+        one step (objects build one per property)."""
+        return Node(value, f"{self.ptr}/{escape_ptr(keyword)}/{escape_ptr(str(key))}", self.base)
+
 
 def escape_ptr(token: str) -> str:
     if "~" not in token and "/" not in token:  # most names: no copies made
@@ -166,7 +171,7 @@ class Index:
     def _add_document(self, doc, uri: str, ptr: str, dialect: Dialect) -> Node:
         check_tree(doc, ptr)
         self.originals.append(doc)
-        base = urldefrag(uri)[0]
+        base = _defragged(uri)[0]
         schema = self.read(doc, ptr, base, dialect)
         node = Node(schema, ptr, base)
         self.resources.setdefault(base, (node, doc, dialect))
@@ -185,12 +190,11 @@ class Index:
         out: dict = {}
         self.read_memo[id(obj)] = out
         overrides = "$ref" in obj and dialect.ref_overrides
-        base = self._enter(obj, out, ptr, base, dialect, overrides)
+        if not obj.keys().isdisjoint(_RESOURCE_WORDS):  # most subschemas declare nothing
+            base = self._enter(obj, out, ptr, base, dialect, overrides)
         self.bases[id(out)] = base
 
-        def sub(key, value, where):
-            return self.read(value, f"{ptr}/{escape_ptr(key)}{where}", base, dialect)
-
+        read = self.read  # a subschema's pointer: ptr/keyword/member (no keyword read here needs escaping)
         ignored = dialect.ignored
         for key, value in obj.items():
             if key in ignored or (overrides and key in ALL_KEYWORDS and key != "$ref"):
@@ -203,26 +207,29 @@ class Index:
                 out[key] = value
                 self.has_refs = True
             elif key in _SCHEMA_MAPS and isinstance(value, dict):
-                out[key] = {name: sub(key, s, "/" + escape_ptr(name)) for name, s in value.items()}
+                at = f"{ptr}/{key}/"
+                out[key] = {name: read(s, at + escape_ptr(name), base, dialect) for name, s in value.items()}
             elif key in _DEFINITIONS and isinstance(value, dict):
-                out[key] = {name: sub(key, s, "/" + escape_ptr(name)) if isinstance(s, (dict, bool)) else s
+                at = f"{ptr}/{key}/"
+                out[key] = {name: read(s, at + escape_ptr(name), base, dialect) if isinstance(s, (dict, bool)) else s
                             for name, s in value.items()}
             elif key == "dependencies" and isinstance(value, dict):
-                out[key] = {name: s if isinstance(s, list) else sub(key, s, "/" + escape_ptr(name))
+                at = f"{ptr}/{key}/"
+                out[key] = {name: s if isinstance(s, list) else read(s, at + escape_ptr(name), base, dialect)
                             for name, s in value.items()}
             elif key in _SCHEMA_ONE:
-                out[key] = sub(key, value, "")
+                out[key] = read(value, f"{ptr}/{key}", base, dialect)
             elif key in _SCHEMA_LISTS and isinstance(value, list):
-                out[key] = [sub(key, s, f"/{i}") for i, s in enumerate(value)]
+                out[key] = [read(s, f"{ptr}/{key}/{i}", base, dialect) for i, s in enumerate(value)]
             elif key == "items":
                 if isinstance(value, list):
-                    items = [sub(key, s, f"/{i}") for i, s in enumerate(value)]
+                    items = [read(s, f"{ptr}/{key}/{i}", base, dialect) for i, s in enumerate(value)]
                     out[key] = items if dialect.at_least("2020-12") else TupleItems(items)
                 else:
-                    out[key] = sub(key, value, "")
+                    out[key] = read(value, f"{ptr}/{key}", base, dialect)
             elif key == "additionalItems":
                 if isinstance(obj.get("items"), list):
-                    out[key] = sub(key, value, "")
+                    out[key] = read(value, f"{ptr}/{key}", base, dialect)
             elif key in ("exclusiveMinimum", "exclusiveMaximum") and dialect.draft == "4":
                 self._draft4_exclusive(obj, out, key, ptr)
             elif key in ("minimum", "maximum") and dialect.draft == "4":
@@ -243,9 +250,8 @@ class Index:
             out[key] = obj[bound]
 
     def _enter(self, obj: dict, out: dict, ptr: str, base: str, dialect: Dialect, overrides: bool) -> str:
-        """Record the resource and anchors `obj` declares; the base URI inside it."""
-        if obj.keys().isdisjoint(_RESOURCE_WORDS):  # most subschemas declare nothing
-            return base
+        """Record the resource and anchors `obj` declares (one with some of `_RESOURCE_WORDS`);
+        the base URI inside it."""
         sid = obj.get(dialect.id_keyword)
         if isinstance(sid, str) and not overrides:
             if dialect.fragment_ids and sid.startswith("#"):
@@ -255,7 +261,7 @@ class Index:
                     full = join_uri(base, sid)
                 except ValueError:
                     raise SchemaError(f"{dialect.id_keyword} {sid!r} is not a URI reference", f"{ptr}/{dialect.id_keyword}") from None
-                base, frag = urldefrag(full)
+                base, frag = _defragged(full)
                 self.resources.setdefault(base, (Node(out, ptr, base), obj, dialect))
                 if frag and dialect.fragment_ids:
                     self.anchors.setdefault(base + "#" + frag, Node(out, ptr, base))
@@ -282,6 +288,10 @@ class Index:
         if found is None:
             found = self._resolved[ref, node.base] = self._resolve(ref, node, keyword)
         return found
+
+    def resolved(self, ref: str, base: str) -> Node | None:
+        """What `resolve` found for `ref` under the base URI `base` before (None: not yet)."""
+        return self._resolved.get((ref, base))
 
     def _resolve(self, ref: str, node: Node, keyword: str) -> Node:
         ref_ptr = f"{node.ptr}/{keyword}"

@@ -21,7 +21,7 @@ document's dialect).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from grammarc.errors import UnsupportedSchemaError
 
@@ -64,6 +64,12 @@ class Dialect:
     """What a draft's keywords mean (see the module docstring)."""
 
     draft: str
+    # keywords some draft gives a meaning that this one does not: dropped on reading (a field,
+    # not a property: reading a document asks it of every schema object)
+    ignored: frozenset = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "ignored", _IGNORED.get(self.draft, frozenset()))
 
     def at_least(self, other: str) -> bool:
         return DRAFTS.index(self.draft) >= DRAFTS.index(other)
@@ -71,11 +77,6 @@ class Dialect:
     @property
     def keywords(self) -> frozenset:
         return _KEYWORDS[self.draft]
-
-    @property
-    def ignored(self) -> frozenset:
-        """Keywords some draft gives a meaning that this one does not: dropped on reading."""
-        return _IGNORED[self.draft]
 
     @property
     def id_keyword(self) -> str:

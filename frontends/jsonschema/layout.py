@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 from json.encoder import encode_basestring, encode_basestring_ascii
 
 from grammarc.ir import Alt, Expr, Literal, Ref, Repeat, Seq
@@ -27,16 +27,12 @@ class Layout:
 
     @staticmethod
     def make(whitespace: str, indent: int | None, separators) -> "Layout":
-        if indent is not None:
-            item, key = separators if separators else (",", ": ")
-            return Layout(None, None, item, key, indent)
-        if separators is not None:
-            item, key = separators
-            return Layout(None, None, item, key, None)
-        if whitespace == "compact":
-            return Layout(None, None, ",", ":", None)
-        pattern = WS_BOUNDED if whitespace == "bounded" else WS_UNBOUNDED
-        return Layout(Repeat(Ref("ws"), 0, 1), pattern, ",", ":", None)
+        """The layout of these options: one per set of options, kept (a layout is immutable,
+        and a schema's every member asks for its `_pieces`, built once per layout)."""
+        try:
+            return _kept_layout(whitespace, indent, separators)
+        except TypeError:  # unhashable options (separators as a list): made as they are
+            return _layout(whitespace, indent, separators)
 
     def _pad(self, depth: int) -> Literal:
         return Literal("\n" + " " * (self.indent * depth))
@@ -86,6 +82,23 @@ class Layout:
 
     def colon(self) -> tuple[Expr, ...]:
         return self._pieces[":"]
+
+
+def _layout(whitespace: str, indent: int | None, separators) -> Layout:
+    """The layout the options say (`Layout.make`, uncached)."""
+    if indent is not None:
+        item, key = separators if separators else (",", ": ")
+        return Layout(None, None, item, key, indent)
+    if separators is not None:
+        item, key = separators
+        return Layout(None, None, item, key, None)
+    if whitespace == "compact":
+        return Layout(None, None, ",", ":", None)
+    pattern = WS_BOUNDED if whitespace == "bounded" else WS_UNBOUNDED
+    return Layout(Repeat(Ref("ws"), 0, 1), pattern, ",", ":", None)
+
+
+_kept_layout = lru_cache(maxsize=64, typed=True)(_layout)
 
 
 def string_literal(s: str) -> Expr:

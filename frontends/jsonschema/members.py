@@ -11,6 +11,9 @@ from .layout import key_literal
 MAX_COUNT_STATES = 4000
 MAX_WITNESS_COUNT = 64  # member counts enumerated around a witness member (see _witnessed_extras)
 MAX_ANY_ORDER_STATES = 512  # (set of named properties written, member count) pairs; see docs/schema.rst
+# a continuation that is only the empty one; compared by identity (an IR node compared with
+# == runs its generated __eq__, a Python call per comparison)
+_EPS = "eps"
 
 
 class Members:
@@ -51,6 +54,7 @@ class Members:
             extra = extra_members[0] if len(extra_members) == 1 else Alt(tuple(extra_members))
             extra = self.define(f"{hint}_extra", extra, internal=True)
         memo: dict = {}
+        members: dict[int, Expr] = {}  # property i's member: the same at every count
 
         def state(i: int, c: int) -> Expr | None | str:
             """Returns an Expr, None (impossible) or 'eps' (only the empty continuation)."""
@@ -66,9 +70,9 @@ class Members:
                 if witness is not None:
                     res = self._witnessed_extras(extra, witness, c, need, room, depth, hint) if extra is not None else None
                 elif extra is None:
-                    res = "eps" if need == 0 else None
+                    res = _EPS if need == 0 else None
                 elif room == 0:
-                    res = "eps" if need == 0 else None
+                    res = _EPS if need == 0 else None
                 elif c == 0:
                     more = Repeat(Seq((*sep, extra)), max(0, need - 1), None if room is None else room - 1)
                     first = Seq((extra, more))
@@ -81,7 +85,9 @@ class Members:
             k, value, req = usable[i]
             nc = min(c + 1, cap)
             present_next = state(i + 1, nc)
-            member = self._member(key_literal(k), value)
+            member = members.get(i)
+            if member is None:
+                member = members[i] = self._member(key_literal(k), value)
             take = None
             if present_next is not None:
                 head = (*sep, member) if c > 0 else (member,)
@@ -90,21 +96,21 @@ class Members:
             res = _choice(take, skip)
             if isinstance(res, tuple):
                 res = ("opt", self.define(f"{hint}_from_{k}", res[1], internal=True))
-            elif res is not None and res != "eps":
+            elif res is not None and res is not _EPS:
                 res = self.define(f"{hint}_from_{k}", res, internal=True)
             memo[key] = res
             return res
 
         body = state(0, 0)
         del state  # a recursive closure is a reference cycle: unbound, refcounting frees it and `memo`
-        allow_empty = body == "eps" or (isinstance(body, tuple) and body[0] == "opt")
+        allow_empty = body is _EPS or (isinstance(body, tuple) and body[0] == "opt")
         content = None
         if isinstance(body, tuple) and body[0] == "opt":
             content = body[1]
         elif isinstance(body, tuple) and body[0] == "alt":
             allow_empty = body[2]
             content = body[1]
-        elif body not in (None, "eps"):
+        elif body is not None and body is not _EPS:
             content = body
         return self.layout.container("{}", depth, allow_empty, content)
 
@@ -216,7 +222,7 @@ class Members:
 
 
 def _tail(rest) -> tuple:
-    if rest == "eps":
+    if rest is _EPS:
         return ()
     if isinstance(rest, tuple) and rest[0] == "opt":
         return (Repeat(rest[1], 0, 1),)
@@ -229,7 +235,7 @@ def _choice(take, skip):
         return skip
     if skip is None:
         return take
-    if skip == "eps":
+    if skip is _EPS:
         return ("opt", take)
     if isinstance(skip, tuple) and skip[0] == "opt":
         return ("opt", Alt((take, skip[1])))

@@ -14,9 +14,14 @@ from .keywords import REFS, NUMBER_KINDS, EXPANDED, NOT_MULTIPLE_KEY, NOT_PATTER
 from .values import count_value, json_equal, number_value, type_set
 
 
-@dataclass
+@dataclass(init=False)
 class Merged:
-    """The keywords of a conjunction of schemas (no anyOf/oneOf left), merged."""
+    """The keywords of a conjunction of schemas (no anyOf/oneOf left), merged.
+
+    Made with its types only: the other fields' defaults are class attributes, and a merge
+    sets the few its keywords touch (always by assignment, never by changing a default in
+    place). One is made per subschema built, and a generated ``__init__`` setting all of its
+    fields cost more than merging the keywords of most subschemas."""
 
     types: set
     enum: list | None = None
@@ -51,6 +56,9 @@ class Merged:
     not_patterns: list | None = None  # [(pattern, pointer)] that must find no match
     some_members: list | None = None  # [(node, spec)]: SOME_MEMBER_KEY, a member each must have
 
+    def __init__(self, types: set) -> None:
+        self.types = types
+
 
 # the keywords of each family `_merge_one` reads (a family is skipped where a schema has none)
 _REFUSED = UNSUPPORTED | {"contentMediaType", "contentEncoding"}
@@ -60,6 +68,7 @@ _STRING_WORDS = frozenset({"minLength", "maxLength", "pattern"})
 _OBJECT_WORDS = frozenset({"properties", "patternProperties", "additionalProperties", "required", "minProperties",
                            "maxProperties", SOME_MEMBER_KEY, "propertyNames"})
 _ARRAY_WORDS = frozenset({"items", "prefixItems", "minItems", "maxItems", "contains", "uniqueItems"})
+_TYPE_SETS = {name: frozenset(type_set(name, "#")) for name in ("null", "boolean", "integer", "number", "string", "array", "object")}
 _CONJOINING = frozenset(REFS) | {"allOf"}  # the words whose schemas `_collect` adds to the conjunction
 
 
@@ -68,6 +77,12 @@ class Merging:
 
     def _collect(self, conj) -> list[Node]:
         """Flatten allOf and $ref-with-siblings into a list of plain schema dicts."""
+        if len(conj) == 1 and not (self.index.dynamic or self.index.recursive):
+            # most conjunctions: one schema that brings no other, in a scope nothing changes
+            node = self._rebase(conj[0])
+            schema = node.schema
+            if isinstance(schema, dict) and schema.keys().isdisjoint(EXPANDED):
+                return [node]
         out: list[Node] = []
         # each entry carries the dynamic scope of its own path (a sibling's resources are not
         # in it); the conjunction goes on in the scope of all of them
@@ -151,7 +166,9 @@ class Merging:
                 if key in UNSUPPORTED or (self.dialect.draft == "7" and key in ("contentMediaType", "contentEncoding")):
                     self.unsupported(key, p)
         if "type" in s:
-            m.types &= type_set(s["type"], p + "/type")
+            named = s["type"]
+            known = _TYPE_SETS.get(named) if type(named) is str else None  # most: one type's name
+            m.types &= known if known is not None else type_set(named, p + "/type")
         if TYPES_KEY in s:
             m.types &= set(s[TYPES_KEY])
         if NOT_PATTERN_KEY in s:
@@ -274,7 +291,7 @@ def _merge_arrays(m: Merged, node: Node) -> None:
     p = node.ptr
     prefix, rest, has_items = [], None, False
     if isinstance(s.get("items"), TupleItems):
-        prefix = [node.child("items", None).child(i, x) for i, x in enumerate(s["items"])]
+        prefix = [node.child_of("items", i, x) for i, x in enumerate(s["items"])]
         if "additionalItems" in s:
             rest = node.child("additionalItems", s["additionalItems"])
         has_items = True
@@ -282,7 +299,7 @@ def _merge_arrays(m: Merged, node: Node) -> None:
         if "prefixItems" in s:
             if not isinstance(s["prefixItems"], list):
                 raise SchemaError("prefixItems must be an array", p + "/prefixItems")
-            prefix = [node.child("prefixItems", None).child(i, x) for i, x in enumerate(s["prefixItems"])]
+            prefix = [node.child_of("prefixItems", i, x) for i, x in enumerate(s["prefixItems"])]
             has_items = True
         if "items" in s:
             if isinstance(s["items"], list):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from copy import copy
 from decimal import Decimal
 
 import numpy as np
@@ -293,9 +294,12 @@ class Numbers:
 
 
 def _replace(m: Merged, **changes) -> Merged:
-    from dataclasses import replace
-
-    return replace(m, **changes)
+    """A copy of `m` with `changes` (`dataclasses.replace` would pass every field to
+    `Merged`, which takes its types only)."""
+    out = copy(m)
+    for name, value in changes.items():
+        setattr(out, name, value)
+    return out
 
 
 def _lcm_decimal(values) -> Decimal:

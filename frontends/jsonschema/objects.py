@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from grammarc.ir import Alt, Expr, Regex
 from grammarc.frontends import json_formats as jf
@@ -37,13 +38,13 @@ class Objects:
             conj = []
             for node, props, pats, add in members:
                 if k in props:
-                    conj.append(node.child("properties", None).child(k, props[k]))
+                    conj.append(node.child_of("properties", k, props[k]))
                     matched = True
                 else:
                     matched = False
                 for pat, sub in pats.items():
                     if self._key_matches(pat, k, node):
-                        conj.append(node.child("patternProperties", None).child(pat, sub))
+                        conj.append(node.child_of("patternProperties", pat, sub))
                         matched = True
                 if not matched:
                     if add is not None:
@@ -95,7 +96,7 @@ class Objects:
         if len(m.some_members) > 1:
             self.unsupported("not", where, "two negated additionalProperties/patternProperties on one object")
             return plain()
-        value_node = node.child(SOME_MEMBER_KEY, None).child("value", spec["value"])
+        value_node = node.child_of(SOME_MEMBER_KEY, "value", spec["value"])
         try:
             keys = member_key_dfa(spec, MAX_STRING_STATES)
         except (jf.PatternError, chardfa.TooLarge) as exc:
@@ -161,7 +162,7 @@ class Objects:
         except jf.PatternError as exc:
             self.unsupported("patternProperties", node.ptr, str(exc))
             return False
-        return plain is not None and re.fullmatch(plain, key, re.S) is not None
+        return plain is not None and _compiled(plain).fullmatch(key) is not None
 
 
     def _extras(self, m, members, named, name_conj, depth, hint) -> list[tuple[Expr, Expr]]:
@@ -242,7 +243,7 @@ class Objects:
         out = []
         for region, tags in keys:
             if tags:
-                conj = tuple(found[i][0].child("patternProperties", None).child(found[i][1], found[i][2]) for i in tags)
+                conj = tuple(found[i][0].child_of("patternProperties", found[i][1], found[i][2]) for i in tags)
                 judged = {found[i][4] for i in tags}  # the members whose patterns match these keys
                 conj += tuple(add for j, (_, _, _, add) in enumerate(members) if j not in judged and add is not None)
                 value = self.value(conj, depth + 1, hint=f"{hint}_pattern")
@@ -259,7 +260,7 @@ class Objects:
         n2, p2, sub, dfa, _ = found
         regex = jf.string_search_regex(p2)
         out = []
-        value = self.value((n2.child("patternProperties", None).child(p2, sub),), depth + 1, hint=f"{hint}_pattern")
+        value = self.value((n2.child_of("patternProperties", p2, sub),), depth + 1, hint=f"{hint}_pattern")
         if value is not None and regex is not None:
             out.append((Regex(regex), value))
         if not adds_closed:
@@ -289,6 +290,13 @@ class Objects:
         if named:
             self.unsupported("propertyNames", name_conj[0].ptr.rsplit("/", 1)[0], "together with named properties and additional properties")
         return self._string(m)
+
+
+@lru_cache(maxsize=1024)
+def _compiled(plain: str) -> re.Pattern:
+    """`plain` compiled (``re.S``) once: `_key_matches` tries each pattern on every named key,
+    and ``re.fullmatch`` looks its pattern up in re's own cache on every call."""
+    return re.compile(plain, re.S)
 
 
 def member_key_dfa(spec: dict, max_states: int):

@@ -56,7 +56,7 @@ class Strings:
         surrogate excludes nothing: no text holds it). Past `EXCEPT_WORDS_CHARS` characters
         of words, the trie's complement as right-linear rules instead (`_char_dfa`), which the
         lowering may cut into several terminals rather than build one large automaton."""
-        words = sorted({w for w in words if not _SURROGATE.search(w)})
+        words = sorted({w for w in words if w.isascii() or not _SURROGATE.search(w)})  # most: ASCII, no search
         if sum(map(len, words)) <= EXCEPT_WORDS_CHARS:
             expr = JsonStringExcept(tuple(words))
             if hint is not None:

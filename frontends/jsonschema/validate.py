@@ -76,7 +76,7 @@ class Validation:
             return False
         if SOME_MEMBER_KEY in s and kind == "object":
             spec = s[SOME_MEMBER_KEY]
-            sub = node.child(SOME_MEMBER_KEY, None).child("value", spec["value"])
+            sub = node.child_of(SOME_MEMBER_KEY, "value", spec["value"])
             if not any(member_key_in(spec, k) and self._valid_node(x, sub, level + 1) for k, x in v.items()):
                 return False
         if "if" in s and ("then" in s or "else" in s):
@@ -91,7 +91,7 @@ class Validation:
                     if isinstance(dep, list):
                         if any(d not in v for d in dep):
                             return False
-                    elif not self._valid_node(v, node.child(word, None).child(name, dep), level + 1):
+                    elif not self._valid_node(v, node.child_of(word, name, dep), level + 1):
                         return False
         if "enum" in s and not self._in_enum(v, s["enum"]):
             return False
@@ -174,12 +174,12 @@ class Validation:
                 matched = False
                 if k in props:
                     matched = True
-                    if not self._valid_node(x, node.child("properties", None).child(k, props[k]), level + 1):
+                    if not self._valid_node(x, node.child_of("properties", k, props[k]), level + 1):
                         return False
                 for pat, sub in pats.items():
                     if self._key_matches(pat, k, node):
                         matched = True
-                        if not self._valid_node(x, node.child("patternProperties", None).child(pat, sub), level + 1):
+                        if not self._valid_node(x, node.child_of("patternProperties", pat, sub), level + 1):
                             return False
                 if not matched and "additionalProperties" in s:
                     if not self._valid_node(x, node.child("additionalProperties", s["additionalProperties"]), level + 1):
@@ -187,10 +187,10 @@ class Validation:
                 if "propertyNames" in s and not self._valid_node(k, node.child("propertyNames", s["propertyNames"]), level + 1):
                     return False
         for j, sub in enumerate(s.get("allOf", []) or []):
-            if not self._valid_node(v, node.child("allOf", None).child(j, sub), level + 1):
+            if not self._valid_node(v, node.child_of("allOf", j, sub), level + 1):
                 return False
-        if "anyOf" in s and not any(self._valid_node(v, node.child("anyOf", None).child(j, sub), level + 1) for j, sub in enumerate(s["anyOf"])):
+        if "anyOf" in s and not any(self._valid_node(v, node.child_of("anyOf", j, sub), level + 1) for j, sub in enumerate(s["anyOf"])):
             return False
-        if "oneOf" in s and sum(self._valid_node(v, node.child("oneOf", None).child(j, sub), level + 1) for j, sub in enumerate(s["oneOf"])) != 1:
+        if "oneOf" in s and sum(self._valid_node(v, node.child_of("oneOf", j, sub), level + 1) for j, sub in enumerate(s["oneOf"])) != 1:
             return False
         return True
