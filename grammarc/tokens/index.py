@@ -211,8 +211,8 @@ class TokenIndex:
         self._follow_lists = parser_core(compiled).follows(compiled.bnf.n_terminals)
         self._openers = _openers(compiled.terminals)
         self._tables: list[_scan.Table | None] = [None] * len(compiled.terminals)  # `walk_table`s, read once
-        self._suffix_keys: dict[tuple[int, int], str] = {}  # (t, q) -> suffix_key, for the shared store
-        self._languages: list[dict[int, str] | None] = [None] * len(compiled.terminals)  # `_made_languages`
+        # per terminal, its automaton's store names made so far (`_made_languages`), looked up once
+        self._languages: list[dict[int, str] | None] = [None] * len(compiled.terminals)
         self._recent: dict[int, list[tuple[int, Scan]]] = {}  # t -> its last wide scans (`_scan_near`)
         self.tokens = token_bytes(vocab)  # the rows that scans walk
         self._first_starts = self.tokens.first_starts  # first byte -> where its rows begin
@@ -389,10 +389,7 @@ class TokenIndex:
         store holds wide scans only, so a state found there is not walked first to learn
         that it is wide (`_narrow_walk` gives up after `PERSIST_MIN_ROWS` rows): each new
         grammar's index meets the shared separators' states again."""
-        languages = self._languages[t]
-        if languages is None:
-            languages = self._languages[t] = _made_languages(self.terminals[t].dfa)
-        name = languages.get(q)
+        name = self._languages_of(t).get(q)
         if name is None:
             return None
         scan = terminal_scans(name, self.vocab.key, len(self.token_ids)).get(FROM_START)
@@ -412,7 +409,14 @@ class TokenIndex:
         """Whether the store's name for `q`'s language is made already (`_language`): kept
         with the automaton, so a state of a terminal that grammars share (JSON's strings and
         separators) finds it, and a new one's costs ~20-300 us to make."""
-        return (t, q) in self._suffix_keys or _made_language(self.terminals[t].dfa, q) is not None
+        return q in self._languages_of(t)
+
+    def _languages_of(self, t: int) -> dict[int, str]:
+        """`_made_languages` of terminal `t`'s automaton (live: `_store` fills it)."""
+        languages = self._languages[t]
+        if languages is None:
+            languages = self._languages[t] = _made_languages(self.terminals[t].dfa)
+        return languages
 
     def _narrow_walk(self, t: int, q: int) -> "tuple[TokenSet, bytes, bytes] | None":
         """The inside set and the splits (int32 buffers) from `q` when it walks fewer than
@@ -516,10 +520,8 @@ class TokenIndex:
 
     def _store(self, t: int, q: int) -> TerminalScans:
         """The shared scans of the language `t` accepts from `q` (`_language`)."""
-        key = self._suffix_keys.get((t, q))
-        if key is None:
-            key = self._suffix_keys[(t, q)] = _language(self.terminals[t].dfa, q, self._table(t))
-        return terminal_scans(key, self.vocab.key, len(self.token_ids))
+        name = self._languages_of(t).get(q) or _language(self.terminals[t].dfa, q, self._table(t))
+        return terminal_scans(name, self.vocab.key, len(self.token_ids))
 
     def _scan_composed(self, t: int, q: int) -> Scan:
         """The scan from `q`, its wide first-byte groups read from shared scans.
@@ -763,19 +765,12 @@ def _language(dfa: DFA, q: int, table: _scan.Table) -> str:
     kept per automaton: grammars that share it share its scans). A language that big (an
     object's other keys after the quote, a length counter's state) is new to every grammar,
     and its canonical code costs up to ~1 ms; only an automaton that big is searched
-    (`_scan.reaches_more`, one byte per run of `DFA.byte_runs`)."""
-    found = _made_language(dfa, q)
-    if found is not None:
-        return found
+    (`_scan.reaches_more`, one byte per run of `DFA.byte_runs`). Kept with the automaton
+    (`_made_languages`)."""
     if dfa.n_states <= KEYED_MAX_STATES:
         return suffix_key(dfa, q)
     big = _scan.reaches_more(table, q, KEYED_MAX_STATES, dfa.byte_runs)
     return per_state(_names, dfa).setdefault(q, unkeyed() if big else suffix_key(dfa, q))
-
-
-def _made_language(dfa: DFA, q: int) -> str | None:
-    """`_language` of `q` when it is made already (kept with the automaton), else None."""
-    return _made_languages(dfa).get(q)
 
 
 def _made_languages(dfa: DFA) -> dict[int, str]:
