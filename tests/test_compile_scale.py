@@ -250,13 +250,14 @@ def test_an_objects_other_keys_are_a_terminal_of_their_own() -> None:
     whitespace around it, it is its own terminal, and the separators around it are the
     terminals every object shares (merged, ``ws? "," ws? other_key ws? ":" ws?`` is ~400
     states, built and scanned anew for every object of every schema). So are the values,
-    the object's (``root_name``, a number) and the other keys' (``string``)."""
+    the object's (``root_name``, a number: the terminal ``number`` that the grammar's library,
+    lowered first, named) and the other keys' (``string``)."""
     grammar = Grammar.from_json_schema({"type": "object", "properties": {"name": {"type": "number"}},
                                         "required": ["name"]})
     names = sorted(t.name for t in grammar.compile().terminals)
     assert names == sorted([
         '"[" ws?', '"[" ws? "]"', '"\\"name\\""', '"false"', '"null"', '"true"', '"{" ws?', '"{" ws? "}"',
-        'root_name', 'root_other_key', 'string', 'ws? "," ws?', 'ws? ":" ws?', 'ws? "]"', 'ws? "}"'])
+        'number', 'root_other_key', 'string', 'ws? "," ws?', 'ws? ":" ws?', 'ws? "]"', 'ws? "}"'])
     for doc in ({"name": 1}, {"name": 1, "other": [2, {"name": 3}]}, {"name": 1, "": None, "nam": "e"}):
         for text in (json.dumps(doc), json.dumps(doc, indent=2), json.dumps(doc, separators=(",", ":"))):
             assert grammar.accepts(text), text

@@ -24,7 +24,7 @@ from __future__ import annotations
 import functools
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from grammarc.allocation import gc_paused
@@ -36,8 +36,8 @@ from grammarc.ir.nodes import (
     AnyToken, Alt, Except, Expr, Grammar, JsonStringExcept, Literal, Ref, Regex, Repeat, Seq, Substrings, children,
 )
 from grammarc.ir.printer import expr_to_ebnf
-from grammarc.lowering import compiled_cache
-from grammarc.lowering.bnf import Flat, Sym, derivers, is_nonterminal, normalize, sccs
+from grammarc.lowering import compiled_cache, rule_graph
+from grammarc.lowering.bnf import Flat, Sym, derivers, is_nonterminal, normalize
 from grammarc.lowering.lr import Bnf, LRTables, build_tables
 
 DEFAULT_MERGE_MAX_STATES = 512
@@ -147,7 +147,8 @@ class _Lowering:
         self.rules = grammar.rule_map
         self.max_states = max_states
         self.merge_max_states = merge_max_states
-        self.regular_order = _regular_rules(checked)  # callees before callers
+        self.checked = checked
+        self.regular_order, self.library = rule_graph.rule_kinds(checked, grammar.start)  # callees before callers
         self.regular_rules = set(self.regular_order)
         self.terminals: list[Terminal] = []
         self._terminal_ids: dict[tuple, int] = {}
@@ -170,19 +171,57 @@ class _Lowering:
     def lower_all(self) -> tuple[Sym, ...]:
         """Lower every rule without recursing along chains of rules (any length works).
 
-        Regular rules are merged callees first, so a reference always finds its rule's
-        DFA built; other rules get their nonterminal on first reference and their
-        productions from a worklist.
+        The grammar's library (`rule_graph.rule_kinds`: a small recursive rule and the rules it uses,
+        JSON's ``value``) is lowered first, on its own, so that what it makes depends on it
+        alone and is taken from `rule_graph`'s memo when another grammar had it. Then regular rules
+        are merged callees first, so a reference always finds its rule's DFA built; other
+        rules get their nonterminal on first reference and their productions from a worklist.
         """
-        for name in self.regular_order:
-            body = self.rules[name]
-            self._rule_dfa[name] = None if self._words_in_runs(body) else self.merged(body)
-        for name in self.grammar.names:
+        if self.library:
+            self._lower_library()
+        self._lower_rules(self.regular_order, self.grammar.names)
+        return self.rule_symbols(self.grammar.start)
+
+    def _lower_rules(self, regular_order: Iterable[str], names: Iterable[str]) -> None:
+        for name in regular_order:
+            if name not in self._rule_dfa:  # not merged with the library
+                body = self.rules[name]
+                self._rule_dfa[name] = None if self._words_in_runs(body) else self.merged(body)
+        for name in names:
             self.rule_symbols(name)
             while self._pending:
                 pending = self._pending.pop()
                 self.alternatives(self._rule_nt[pending], _alternatives(self.rules[pending]), pending)
-        return self.rule_symbols(self.grammar.start)
+
+    def _lower_library(self) -> None:
+        """Lower the library's rules as a grammar of their own would be lowered, or take the
+        state that leaves from `rule_graph`'s memo (keyed by the rules and the options; the state is
+        a function of those alone, since the library refers to no other rule and is lowered
+        before anything else)."""
+        names = self.library
+        key = (self.max_states, self.merge_max_states, tuple((name, self.rules[name]) for name in names))
+        state = rule_graph.lowered_library(key)
+        if state is not None:
+            self._restore(state)
+            return
+        refs = {name: self.checked.refs[name] for name in names}
+        self._lower_rules(rule_graph.regular_order(refs, self.checked.token_level)[0], names)
+        rule_graph.keep_library(key, self._snapshot(), self._states_held())
+
+    def _snapshot(self) -> tuple:
+        """Copies of the working state (`_STATE`), which `_restore` copies back."""
+        return tuple(getattr(self, name).copy() for name in _STATE)
+
+    def _states_held(self) -> int:
+        """The states of the automata the working state holds (terminals and memos), each once."""
+        held = {id(t.dfa): t.dfa for t in self.terminals}
+        for memo in (self._atomic, self._merged, self._rule_dfa, self._built):
+            held.update((id(dfa), dfa) for dfa in memo.values() if dfa is not None)
+        return sum(dfa.n_states for dfa in held.values())
+
+    def _restore(self, state: tuple) -> None:
+        for name, value in zip(_STATE, state):
+            setattr(self, name, value.copy())
 
     def _words_in_runs(self, expr: Expr) -> bool:
         """Whether some sequence in `expr` (references aside) has a word beside large glue
@@ -748,6 +787,10 @@ _PLAIN_LEAVES = frozenset(_TEXT_LEAVES)
 _ATOMIC = (*_TEXT_LEAVES, Except)  # nodes `atomic` builds
 _REF_OR_TEXT = (Ref, *_TEXT_LEAVES)
 _UNTRIED = object()  # a memo's answer for a part never tried
+# The `_Lowering` fields a lowering fills in: what `_snapshot` keeps of a library's.
+_STATE = ("terminals", "_terminal_ids", "nonterminals", "productions", "_rule_nt", "_rule_symbols",
+          "_nullable_wrappers", "_atomic", "_merged", "_rule_dfa", "_regular", "_apart", "_built",
+          "_symbols_of", "_ref_facts")
 _IR_CLASSES = frozenset((*_TEXT_LEAVES, Ref, Except, AnyToken, Seq, Alt, Repeat))
 
 
@@ -757,26 +800,6 @@ def _ir_class(expr: Expr) -> type:
         if isinstance(expr, cls):
             return cls
     raise TypeError(f"not an IR expression: {expr!r}")
-
-
-def _regular_rules(checked: Checked) -> list[str]:
-    """Rules that are not (mutually) recursive and use only regular constructs, callees first,
-    from the references and vocabulary-level rules `check_grammar` found. Their references in
-    order of first use (not a set's order, which string hashing makes vary from one process to
-    the next): the order rules are merged in decides what sizes `_merged_size` knows, so it
-    decides the terminals."""
-    refs = checked.refs
-    regular: set[str] = set()
-    order: list[str] = []
-    for component in sccs(list(refs), refs.__getitem__):  # reverse topological order
-        cyclic = len(component) > 1 or component[0] in refs[component[0]]
-        if cyclic:
-            continue
-        (name,) = component
-        if name not in checked.token_level and all(r in regular for r in refs[name]):
-            regular.add(name)
-            order.append(name)
-    return order
 
 
 # A terminal's name, or the (expression, rule) it describes: most symbols a lowering asks
