@@ -557,3 +557,22 @@ def test_rows_by_length_answer_which_tokens_are_longer_than_a_depth():
         d = tokens.depth_leaving(share)
         assert (lengths > d).sum() <= share * len(lengths) and (d == 0 or (lengths > d - 1).sum() > share * len(lengths))
     assert tokens.depth_leaving(-1.0) == tokens.longest + 1 == int(lengths.max()) + 1
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(patterns(), min_size=1, max_size=5), st.booleans())
+def test_openers_are_the_bytes_each_terminal_starts_with(rs, any_token):
+    # read off the start rows at once (`_openers`): byte b opens terminal t iff its DFA steps
+    # from the start on b; any! opens on no byte (it starts only at a token boundary)
+    from grammarc.lowering.compiler import Terminal
+    dfas = [from_regex(r) for r in rs]
+    dfas[0] = DFA(CombTable.from_dense(np.asarray(dfas[0].trans)), dfas[0].accept)  # a compact table's row
+    terminals = [Terminal(r, dfa) for r, dfa in zip(rs, dfas)]
+    if any_token:
+        terminals.insert(len(terminals) // 2, Terminal("any!", from_regex("[a-b]+"), any_token=True))
+    openers = index_module._openers(terminals)
+    assert openers.shape == (len(terminals), 256) and not openers.flags.writeable
+    for row, terminal in zip(openers, terminals):
+        expected = [False] * 256 if terminal.any_token else [terminal.dfa.step(0, b) >= 0 for b in range(256)]
+        assert row.tolist() == expected
+    assert index_module._openers(()).shape == (0, 256)

@@ -136,15 +136,6 @@ class DFA:
         return None
 
     @cached_property
-    def opening(self) -> np.ndarray:
-        """The bytes the start state takes (bool [256], read-only). Remembered: every grammar
-        that holds the DFA (JSON's separators and values, in every schema) asks it once for
-        its token index, and a compact table's row is gathered on each read."""
-        row = np.asarray(self.trans[0]) >= 0
-        row.flags.writeable = False
-        return row
-
-    @cached_property
     def accepting(self) -> list[int]:
         """The accepting states, ascending."""
         return np.flatnonzero(self.accept).tolist()

@@ -20,6 +20,7 @@ tokens that touch it at run time (the engine), the index treats it as its byte l
 
 from __future__ import annotations
 
+import functools
 import threading
 import weakref
 
@@ -217,7 +218,7 @@ class TokenIndex:
         self.tokens = token_bytes(vocab)  # the rows that scans walk
         self._first_starts = self.tokens.first_starts  # first byte -> where its rows begin
         # how deep `_scan_near` compares states (read once, as the memo budgets)
-        self._near_depth = self.tokens.depth_leaving(NEAR_ENOUGH_SHARE)
+        self._near_depth = _near_depth(self.tokens)
         self.token_ids = self.tokens.ids  # row -> token id
         self.size = vocab.size
         self.n_words = -(-vocab.size // 32)
@@ -780,12 +781,23 @@ def _made_languages(dfa: DFA) -> dict[int, str]:
 
 def _openers(terminals) -> np.ndarray:
     """bool [terminal, byte]: whether the terminal's first byte can be that byte. any!
-    has none here: it starts only at a token boundary, never inside a token."""
-    none = np.zeros(256, dtype=bool)
-    out = np.stack([none if terminal.any_token else terminal.dfa.opening for terminal in terminals]) \
-        if terminals else np.zeros((0, 256), dtype=bool)
+    has none here: it starts only at a token boundary, never inside a token. The start
+    rows are gathered into one array and compared once (a new schema's index makes this
+    before its first mask: a row made per terminal and stacked cost ~3 us a terminal)."""
+    rows = [_NO_ROW if terminal.any_token else terminal.dfa.trans[0] for terminal in terminals]
+    out = (np.array(rows) if rows else np.zeros((0, 256), dtype=np.int32)) >= 0
     out.flags.writeable = False
     return out
+
+
+_NO_ROW = np.full(256, -1, dtype=np.int32)  # any!'s start row as `_openers` reads it: no byte
+
+
+@functools.lru_cache(maxsize=16)
+def _near_depth(tokens: TokenBytes) -> int:
+    """How deep `_scan_near` compares states over `tokens` (a function of the vocabulary,
+    which every new grammar's index asks for: ~20 us each time)."""
+    return tokens.depth_leaving(NEAR_ENOUGH_SHARE)
 
 
 def _first_bytes(flags: np.ndarray) -> bytes:
