@@ -47,11 +47,13 @@ SWITCHES = r"""
 #include <valgrind/callgrind.h>
 void measure_on(void) { CALLGRIND_ZERO_STATS; CALLGRIND_START_INSTRUMENTATION; }
 void measure_off(const char *name) { CALLGRIND_STOP_INSTRUMENTATION; CALLGRIND_DUMP_STATS_AT(name); }
+void measure_stop(void) { CALLGRIND_STOP_INSTRUMENTATION; }
 """
 
 
 def switches() -> tuple:
-    """(on, off): callgrind's client requests, or no-ops where they cannot be built."""
+    """(on, off, stop): callgrind's client requests (off dumps what on counted, under a name;
+    stop drops it), or no-ops where they cannot be built."""
     folder = Path(tempfile.mkdtemp(prefix="grammarc-instructions-"))
     source, library = folder / "switches.c", folder / "switches.so"
     source.write_text(SWITCHES)
@@ -60,29 +62,43 @@ def switches() -> tuple:
                        capture_output=True)
     except (OSError, subprocess.CalledProcessError) as error:
         print(f"instructions: no callgrind switches ({error}); the whole run is counted", file=sys.stderr)
-        return (lambda: None), (lambda name: None)
+        return (lambda: None), (lambda name: None), (lambda: None)
     lib = ctypes.CDLL(str(library))
     lib.measure_off.argtypes = [ctypes.c_char_p]
-    return lib.measure_on, lambda name: lib.measure_off(name.encode())
+    return lib.measure_on, lambda name: lib.measure_off(name.encode()), lib.measure_stop
 
 
 def report(prefix: str) -> None:
-    """Print the per-schema counts of a ``--per-schema`` run (its dumps ``PREFIX.N``, each
-    named by its schema), fewest first, and their median: the median schema is what the
-    response p50 follows, while the protocol's total is mostly its largest schemas'."""
-    counts = []
+    """Print the counts of a ``--per-schema`` or ``--per-phase`` run (its dumps ``PREFIX.N``,
+    each named by its schema, or by schema and phase), per schema, fewest first, and their
+    median (per phase too): the median schema is what the response p50 follows, while the
+    protocol's total is mostly its largest schemas'."""
+    counts: dict[str, dict[str, int]] = {}
     for path in Path(prefix).parent.glob(Path(prefix).name + ".*"):
         text = path.read_text(errors="replace")
         name = re.search(r"^desc: Trigger: Client Request: (.*)$", text, re.M)
         total = re.search(r"^totals: (\d+)", text, re.M) or re.search(r"^summary: (\d+)", text, re.M)
         if name and total:
-            counts.append((int(total.group(1)), name.group(1)))
+            schema, _, phase = name.group(1).partition(PHASE_MARK)
+            counts.setdefault(schema, {})[phase or "all"] = int(total.group(1))
     if not counts:
         sys.exit(f"instructions: no per-schema dumps at {prefix}.*")
-    for total, name in sorted(counts):
-        print(f"{total / 1e6:9.2f} M  {name}")
-    print(f"{statistics.median(total for total, _ in counts) / 1e6:9.2f} M  median of {len(counts)} schemas; "
-          f"{sum(total for total, _ in counts) / 1e6:.1f} M in all")
+    phases = [phase for phase in mb.PHASES if any(phase in parts for parts in counts.values())]
+    rows = sorted((sum(parts.values()), schema, parts) for schema, parts in counts.items())
+    widths = [max(len(phase), 8) + 2 for phase in phases]
+    if phases:  # a --per-phase run: a column per phase, in M instructions
+        print("".join(f"{phase:>{w}s}" for phase, w in zip(phases, widths)) + f"{'total':>10s}  (M instructions)")
+    for total, schema, parts in rows:
+        cells = "".join(f"{parts.get(phase, 0) / 1e6:{w}.2f}" for phase, w in zip(phases, widths))
+        print(f"{cells}{total / 1e6:10.2f}  {schema}" if phases else f"{total / 1e6:9.2f} M  {schema}")
+    if phases:
+        medians = [statistics.median(parts.get(phase, 0) for *_, parts in rows) for phase in phases]
+        print("".join(f"{m / 1e6:{w}.2f}" for m, w in zip(medians, widths)) + f"{'':10s}  median of each phase")
+    print(f"{statistics.median(total for total, *_ in rows) / 1e6:9.2f} M  median of {len(rows)} schemas; "
+          f"{sum(total for total, *_ in rows) / 1e6:.1f} M in all")
+
+
+PHASE_MARK = " | "  # a --per-phase dump's name: schema, mark, phase
 
 
 def main() -> None:
@@ -95,8 +111,12 @@ def main() -> None:
     parser.add_argument("--layout", choices=sorted(mb.GRAMMARC_OPTIONS), default="flexible")
     parser.add_argument("--per-schema", action="store_true",
                         help="one callgrind dump per measured schema, named by it (read them with --report)")
+    parser.add_argument("--per-phase", action="store_true",
+                        help="one callgrind dump per measured schema and phase (schema, compile, engine + first "
+                             "mask, masks), named by both (read them with --report)")
     parser.add_argument("--report", metavar="PREFIX",
-                        help="print a --per-schema run's counts from its dumps PREFIX.N (no valgrind needed)")
+                        help="print a --per-schema or --per-phase run's counts from its dumps PREFIX.N "
+                             "(no valgrind needed)")
     args = parser.parse_args()
     if args.report:
         return report(args.report)
@@ -113,17 +133,31 @@ def main() -> None:
     text = mb.COLD_TEXT[args.layout]
     ids = {case.name: encode(json.dumps(case.valid_instance(), ensure_ascii=False, **text))
            for case in warm + measured}
-    on, off = switches()
+    on, off, stop = switches()
     for case in warm:
         mb.respond_grammarc(case, ids[case.name], vocab, args.layout)
     gc.collect()
     gc.freeze()  # the warm state is old, as in a server that has run a while
     statuses = []
 
-    def respond(case: mb.Case) -> None:
-        statuses.append(mb.respond_grammarc(case, ids[case.name], vocab, args.layout).status)
+    def respond(case: mb.Case, ended=None) -> None:
+        statuses.append(mb.respond_grammarc(case, ids[case.name], vocab, args.layout, ended=ended).status)
 
-    if args.per_schema:
+    if args.per_phase:
+        for case in measured:
+            done: list[str] = []
+
+            def ended(phase: str, name: str = case.name) -> None:
+                off(f"{name}{PHASE_MARK}{phase}")
+                done.append(phase)
+                on()
+            on()
+            respond(case, ended)
+            if len(done) < len(mb.PHASES):  # refused: the phase it stopped in
+                off(f"{case.name}{PHASE_MARK}{mb.PHASES[len(done)]}")
+            else:
+                stop()
+    elif args.per_schema:
         for case in measured:
             on()
             respond(case)

@@ -689,10 +689,13 @@ def _replay(response: Response, ids: list[int], words: np.ndarray, step: Callabl
 
 
 def respond_grammarc(case: Case, ids: list[int], vocab: Vocabulary, layout: str,
-                     profile: dict | None = None) -> Response:
+                     profile: dict | None = None, ended: Callable[[str], None] | None = None) -> Response:
     """The whole path for a schema never seen: schema -> IR -> compiled -> engine (index) ->
     first mask, then advance + mask per token. With `profile`, cProfile runs over TTFM and
-    over the replay separately; their stats go into `profile["ttfm"]` / `profile["tbm"]`."""
+    over the replay separately; their stats go into `profile["ttfm"]` / `profile["tbm"]`.
+    `ended` is called as each part ends, with its name (`PHASES`), for bench/instructions.py
+    to count each apart (untimed runs only: the clock runs through it)."""
+    ended = ended or _nothing
     response = Response("grammarc", case.name)
     words = np.zeros(-(-vocab.size // 32), dtype=np.int32)
     clock = time.perf_counter_ns
@@ -705,12 +708,15 @@ def respond_grammarc(case: Case, ids: list[int], vocab: Vocabulary, layout: str,
             warnings.simplefilter("ignore")
             grammar = Grammar.from_json_schema(case.schema, **GRAMMARC_OPTIONS[layout])
             t1 = clock()
+            ended(PHASES[0])
             compiled = grammar.compile()
         t2 = clock()
+        ended(PHASES[1])
         engine = Engine(compiled, vocab)
         t3 = clock()
         engine.fill_bitmask(words)
         t4 = clock()
+        ended(PHASES[2])
     except grammarc.GrammarcError as exc:
         response.status, response.detail = "refused", f"{type(exc).__name__}: {_clip(str(exc).splitlines()[0], 150)}"
         return response
@@ -740,7 +746,18 @@ def respond_grammarc(case: Case, ids: list[int], vocab: Vocabulary, layout: str,
         if profiler:
             profiler.disable()
             profile["tbm"] = _stats_of(profiler)
+    ended(PHASES[3])
     return response
+
+
+# The parts of a response `respond_grammarc` names as they end: the schema's grammar, its
+# compile, the engine with its first mask (time to first mask, with the two before), and
+# the replay's advances and masks.
+PHASES = ("schema", "compile", "engine + first mask", "masks")
+
+
+def _nothing(_: str) -> None:
+    pass
 
 
 def respond_peer(peer: pe.Peer, case: Case, ids: list[int], vocab: Vocabulary, layout: str) -> Response:

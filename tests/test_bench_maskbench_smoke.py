@@ -265,3 +265,47 @@ def test_isolated_workers_have_a_memory_limit(mb):
 ])
 def test_refusal_reasons_abstract_pointers_and_values(mb, error, expected):
     assert mb.reason(error) == expected
+
+
+def test_a_response_names_each_part_as_it_ends(mb, data):
+    """`respond_grammarc(ended=...)`: every part in order for an answered schema, only those
+    reached for a refused one (bench/instructions.py --per-phase dumps a count at each)."""
+    vocab, encode = mb.ml.tiny_vocab()
+    cases = {case.name: case for case in mb.load_cases(data)}
+    for name, expected in (("a_pass.json", list(mb.PHASES)), ("b_refused.json", [])):
+        ended: list[str] = []
+        ids = encode(json.dumps(cases[name].valid_instance(), ensure_ascii=False))
+        response = mb.respond_grammarc(cases[name], ids, vocab, "flexible", ended=ended.append)
+        assert ended == expected, (name, response.status)
+    assert mb.PHASES == ("schema", "compile", "engine + first mask", "masks")
+
+
+def test_instruction_reports_read_per_schema_and_per_phase_dumps(tmp_path, capsys):
+    instructions = bench_scripts.load("instructions.py", "instructions")
+    try:
+        def dump(n: int, name: str, total: int) -> None:
+            (tmp_path / f"cg.{n}").write_text(f"desc: Trigger: Client Request: {name}\nsummary: {total}\n")
+
+        for n, (name, total) in enumerate([("b.json", 3_000_000), ("a.json", 1_000_000), ("c.json", 2_000_000)]):
+            dump(n + 1, name, total)
+        instructions.report(str(tmp_path / "cg"))
+        assert capsys.readouterr().out.splitlines() == [
+            "     1.00 M  a.json", "     2.00 M  c.json", "     3.00 M  b.json",
+            "     2.00 M  median of 3 schemas; 6.0 M in all"]
+        for path in tmp_path.glob("cg.*"):
+            path.unlink()
+        parts = {"a.json": (1, 2, 3, 4), "b.json": (2, 2, 2, 2)}
+        n = 0
+        for name, counts in parts.items():
+            for phase, count in zip(instructions.mb.PHASES, counts):
+                n += 1
+                dump(n, f"{name}{instructions.PHASE_MARK}{phase}", count * 1_000_000)
+        instructions.report(str(tmp_path / "cg"))
+        assert capsys.readouterr().out.splitlines() == [
+            "    schema   compile  engine + first mask     masks     total  (M instructions)",
+            "      2.00      2.00                 2.00      2.00      8.00  b.json",
+            "      1.00      2.00                 3.00      4.00     10.00  a.json",
+            "      1.50      2.00                 2.50      3.00            median of each phase",
+            "     9.00 M  median of 2 schemas; 18.0 M in all"]
+    finally:
+        bench_scripts.unload("instructions", "maskbench", "mask_latency", "peers")
