@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -164,3 +165,13 @@ def test_a_library_holding_large_automata_is_not_kept_and_the_memo_stays_bounded
     held = [size for _, size in rule_graph._LIBRARIES.values()]
     assert 0 < len(held) < 40 and sum(held) <= rule_graph.MEMO_STATES
     assert all(size <= rule_graph.LIBRARY_MAX_STATES for size in held)
+
+
+def test_threads_lowering_one_library_at_once_compile_what_one_thread_does():
+    schemas = _schemas(8)
+    rule_graph._LIBRARIES.clear()
+    alone = [_form(_compile(grammar)) for grammar in schemas]
+    for _ in range(3):
+        rule_graph._LIBRARIES.clear()  # every thread may lower the library and keep it, or take it
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            assert list(pool.map(lambda grammar: _form(_compile(grammar)), schemas)) == alone
