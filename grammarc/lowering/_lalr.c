@@ -1,17 +1,17 @@
 /* grammarc.lowering._lalr: LALR(1) parse tables that keep every conflict (the algorithm of
  * grammarc.lowering.lr.build_tables, which flattens a Bnf and calls `tables`).
  *
- * tables(n_terminals, n_nonterminals, lhs, rhs_start, rhs) -> (action, goto): `lhs` (one
- * per production), `rhs_start` (one more: production p's right-hand side is
+ * tables(n_terminals, n_nonterminals, lhs, rhs_start, rhs) -> seven bytes: `lhs` (one per
+ * production), `rhs_start` (one more: production p's right-hand side is
  * rhs[rhs_start[p]:rhs_start[p + 1]]) and `rhs` are int32 buffers; symbols below n_terminals
  * are terminals, symbol n_terminals + k is nonterminal k; production 0 is the augmented start
  * S' -> S and the only production of nonterminal 0. Every input is checked (a ValueError
- * says what is wrong). `action[s]` and `goto[s]` are the dicts of lr.LRTables, built here
- * with the contents and the orders lr.py documents: shifts in ascending terminal order, then
- * the reductions of the state's completed items in ascending item order, each over its
- * lookaheads ascending (EOF, key -1, sorting as terminal n_terminals); a cell's actions are
- * the shift first, then the reductions by ascending production, which is the tuple sorted in
- * descending order. goto rows are in ascending nonterminal order.
+ * says what is wrong). The result is lr.LRTables' seven int32 arrays (_lrtables.h says their
+ * shape): each state's transitions as found (terminals, then nonterminals, ascending), and
+ * the reductions of its completed items in ascending item order (so by production), each
+ * with its lookaheads ascending (EOF, -1, last: it sorts as terminal n_terminals); a
+ * completed item without lookaheads has no reduction. lr.py's ACTION and GOTO views read
+ * their canonical orders straight off these. check(...) refuses malformed arrays.
  *
  * The LR(0) automaton. Items are integers: production p's items are base[p] + dot. A
  * state's kernel is a sorted array of items; a hash table over the kernels finds a state
@@ -53,9 +53,8 @@
  * entries, so every index fits an int32 (a ValueError past that). Everything is freed on
  * every path.
  *
- * The tables: ints are made once per value, a cell of one action is one tuple shared by
- * every row that holds it (a state's shift, a reduction on each of its lookaheads), and the
- * cells, holding ints only, are untracked by the garbage collector, so the rows are too. */
+ * The tables are copied out of the builder's own arrays (the transitions as they are, the
+ * reductions gathered per state): no Python object per cell, row or state. */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

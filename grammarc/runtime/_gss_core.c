@@ -1,5 +1,5 @@
-/* `Core`, the compiled base of grammarc.runtime.gss.ParserCore: its tables (read once from
- * the compiled ACTION and GOTO rows), its memos, its methods, and the module. The algorithms
+/* `Core`, the compiled base of grammarc.runtime.gss.ParserCore: its tables (read once from the
+ * builder's flat LR arrays, lr.LRTables), its memos, its methods, and the module. The algorithms
  * are in _gss.c; the contracts in gss.py. */
 #include "_gss.h"
 #include "../lowering/_lrtables.h"
