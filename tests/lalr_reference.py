@@ -6,12 +6,21 @@ Pennello's lookaheads) against."""
 
 from __future__ import annotations
 
-from grammarc.lowering.lr import EOF, Bnf, LRTables
+from typing import NamedTuple
+
+from grammarc.lowering.lr import EOF, Bnf
 
 Item = tuple[int, int]  # (production index, dot position)
 
 
-def reference_tables(bnf: Bnf) -> LRTables:
+class RowTables(NamedTuple):
+    """ACTION and GOTO rows, as `grammarc.lowering.lr.LRTables.action` and `.goto` read."""
+
+    action: tuple[dict[int, tuple[int, ...]], ...]
+    goto: tuple[dict[int, int], ...]
+
+
+def reference_tables(bnf: Bnf) -> RowTables:
     by_lhs = _productions_by_lhs(bnf)
     first = _first_sets(bnf, by_lhs)
     states, _, transitions = _lr0_automaton(bnf, by_lhs)
@@ -68,7 +77,7 @@ def _lr0_automaton(bnf: Bnf, by_lhs: list[list[int]]):
     return states, closures, transitions
 
 
-def _tables(bnf, states, transitions, lookaheads) -> LRTables:
+def _tables(bnf, states, transitions, lookaheads) -> RowTables:
     action: list[dict[int, tuple[int, ...]]] = []
     goto: list[dict[int, int]] = []
     for state in range(len(states)):
@@ -87,7 +96,7 @@ def _tables(bnf, states, transitions, lookaheads) -> LRTables:
                 row.setdefault(key, []).append(~prod)
         action.append({key: tuple(sorted(set(acts), reverse=True)) for key, acts in row.items()})
         goto.append(gotos)
-    return LRTables(tuple(action), tuple(goto))
+    return RowTables(tuple(action), tuple(goto))
 
 
 def _first_sets(bnf: Bnf, by_lhs: list[list[int]]) -> list[int]:

@@ -91,6 +91,7 @@ def assert_identical(expected, got) -> None:
         assert _same_array(a.dfa.accept, b.dfa.accept)
         assert a.dfa.key == b.dfa.key
     assert got.bnf == expected.bnf
+    assert got.tables == expected.tables  # the flat arrays
     assert [list(row.items()) for row in got.tables.action] == [list(row.items()) for row in expected.tables.action]
     assert [list(row.items()) for row in got.tables.goto] == [list(row.items()) for row in expected.tables.goto]
     assert got.accepts_empty == expected.accepts_empty
@@ -278,6 +279,52 @@ DAMAGE = {
     "names": lambda path: _rewrite(path, _meta(lambda m: m["names"].__setitem__(0, "other"))),
     "packed-lengths": lambda path: _rewrite(path, _meta(lambda m: m["packed"][-1].__setitem__(1, 0))),
 }
+
+
+def _lr_rewritten(grammar: Grammar, name: str, change) -> None:
+    """Write `grammar`'s file again, well-formed and checksummed, with its LR array `name`
+    changed: damage only the tables' own check (`_lalr.check`) can see."""
+    compiled = _uncached(grammar)
+    parts = compiled_cache.Parts(tuple((t.name, t.dfa, t.any_token, t.token_limit) for t in compiled.terminals),
+                                 compiled.bnf, compiled.tables, compiled.accepts_empty)
+    meta, stored = compiled_cache._encode(parts)
+    arrays = compiled_cache._unpack(meta["packed"], stored)
+    arrays[name] = change(arrays[name])
+    meta["packed"], stored = compiled_cache._pack(arrays)
+    entry = compiled_cache.entry(grammar, *OPTIONS)
+    diskstore.write(entry.path, dict(entry.header(), **meta), stored)
+
+
+LR_DAMAGE = {
+    "la-truncated": ("la", lambda a: a[:-1]),
+    "trans-start-truncated": ("trans_start", lambda a: a[:-1]),
+    "trans-to-out-of-range": ("trans_to", lambda a: a + 10**6),
+    "red-prod-out-of-range": ("red_prod", lambda a: np.full_like(a, 10**6)),
+    "la-start-flat": ("la_start", lambda a: np.zeros_like(a)),
+    "one-more-state": ("n_lr_states", lambda a: a + 1),
+}
+
+
+@pytest.mark.parametrize("name, change", LR_DAMAGE.values(), ids=LR_DAMAGE.keys())
+def test_checksummed_files_with_malformed_lr_tables_are_recompiled(cache, name, change):
+    expected = _uncached(VARIED)
+    _fresh(VARIED)
+    _lr_rewritten(VARIED, name, change)
+    compiled_cache.stats.clear()
+    with pytest.warns(GrammarWarning, match=r"ignoring unreadable compiled-grammar cache .*\.grammar: "):
+        got = _fresh(VARIED)
+    assert compiled_cache.stats == Counter(rejected=1, writes=1)
+    assert_identical(expected, got)
+
+
+def test_an_unchanged_rewrite_loads(cache):
+    """The rewrite above, with nothing changed, gives a file that loads: the damage is what
+    the check refuses, not the rewrite."""
+    _fresh(VARIED)
+    _lr_rewritten(VARIED, "la", lambda a: a)
+    compiled_cache.stats.clear()
+    assert_identical(_uncached(VARIED), _fresh(VARIED))
+    assert compiled_cache.stats == Counter(hits=1)
 
 
 @pytest.mark.parametrize("damage", DAMAGE.values(), ids=DAMAGE.keys())

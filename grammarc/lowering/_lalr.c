@@ -1,17 +1,17 @@
 /* grammarc.lowering._lalr: LALR(1) parse tables that keep every conflict (the algorithm of
  * grammarc.lowering.lr.build_tables, which flattens a Bnf and calls `tables`).
  *
- * tables(n_terminals, n_nonterminals, lhs, rhs_start, rhs) -> (action, goto): `lhs` (one
- * per production), `rhs_start` (one more: production p's right-hand side is
+ * tables(n_terminals, n_nonterminals, lhs, rhs_start, rhs) -> seven bytes: `lhs` (one per
+ * production), `rhs_start` (one more: production p's right-hand side is
  * rhs[rhs_start[p]:rhs_start[p + 1]]) and `rhs` are int32 buffers; symbols below n_terminals
  * are terminals, symbol n_terminals + k is nonterminal k; production 0 is the augmented start
  * S' -> S and the only production of nonterminal 0. Every input is checked (a ValueError
- * says what is wrong). `action[s]` and `goto[s]` are the dicts of lr.LRTables, built here
- * with the contents and the orders lr.py documents: shifts in ascending terminal order, then
- * the reductions of the state's completed items in ascending item order, each over its
- * lookaheads ascending (EOF, key -1, sorting as terminal n_terminals); a cell's actions are
- * the shift first, then the reductions by ascending production, which is the tuple sorted in
- * descending order. goto rows are in ascending nonterminal order.
+ * says what is wrong). The result is lr.LRTables' seven int32 arrays (_lrtables.h says their
+ * shape): each state's transitions as found (terminals, then nonterminals, ascending), and
+ * the reductions of its completed items in ascending item order (so by production), each
+ * with its lookaheads ascending (EOF, -1, last: it sorts as terminal n_terminals); a
+ * completed item without lookaheads has no reduction. lr.py's ACTION and GOTO views read
+ * their canonical orders straight off these. check(...) refuses malformed arrays.
  *
  * The LR(0) automaton. Items are integers: production p's items are base[p] + dot. A
  * state's kernel is a sorted array of items; a hash table over the kernels finds a state
@@ -53,15 +53,16 @@
  * entries, so every index fits an int32 (a ValueError past that). Everything is freed on
  * every path.
  *
- * The tables: ints are made once per value, a cell of one action is one tuple shared by
- * every row that holds it (a state's shift, a reduction on each of its lookaheads), and the
- * cells, holding ints only, are untracked by the garbage collector, so the rows are too. */
+ * The tables are copied out of the builder's own arrays (the transitions as they are, the
+ * reductions gathered per state): no Python object per cell, row or state. */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "_lrtables.h"
 
 #define LIMIT ((size_t)INT32_MAX - 1)
 
@@ -166,32 +167,21 @@ typedef struct {
     int32_t *low;                  /* DIGRAPH's N */
     Buf frames, stack, ids;        /* ids: the sets a union reads */
     int32_t *seen, stamp;          /* per terminal: the union that last took it */
-    /* the tables */
-    int32_t *kstamp, *kslot, *keys, *count;
-    Buf las, laprod, laend, tmp;
-    PyObject **cells;              /* a row's tuples, by key slot */
-    PyObject **state_obj, **reduce_obj, **key_obj, **nt_obj, **shift_cell, **reduce_cell;
+    /* the tables' reductions: per state red_start, per reduction its production and la_start */
+    Buf tmp, red_start, red_prod, la_start, las;
 } Ctx;
 
 static void ctx_free(Ctx *c) {
     free(c->base), free(c->after), free(c->prod), free(c->pstart), free(c->prods);
     Buf *bufs[] = {&c->kernel, &c->kstart, &c->hashes, &c->tsym, &c->ttarget, &c->tstart, &c->msym, &c->mitem,
                    &c->todo, &c->syms, &c->grouped, &c->esrc, &c->edst, &c->lkpos, &c->lnode, &c->frames,
-                   &c->stack, &c->ids, &c->las, &c->laprod, &c->laend, &c->tmp};
+                   &c->stack, &c->ids, &c->tmp, &c->red_start, &c->red_prod, &c->la_start, &c->las};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) free(bufs[i]->data);
     free(c->slots), free(c->mark), free(c->symstamp), free(c->symcount);
     free(c->estart), free(c->edges), free(c->lstart), free(c->lnodes), free(c->follow), free(c->low), free(c->seen);
     for (size_t i = 0; i < c->n_sets; i++)
         if (c->sets[i].owned) free(c->sets[i].a);
     free(c->sets);
-    free(c->kstamp), free(c->kslot), free(c->keys), free(c->count), free(c->cells);
-    PyObject **caches[] = {c->state_obj, c->reduce_obj, c->key_obj, c->nt_obj, c->shift_cell, c->reduce_cell};
-    size_t sizes[] = {(size_t)c->S, (size_t)c->P, (size_t)c->T + 1, (size_t)c->N, (size_t)c->S, (size_t)c->P};
-    for (int k = 0; k < 6; k++) {
-        if (caches[k])
-            for (size_t i = 0; i < sizes[k]; i++) Py_XDECREF(caches[k][i]);
-        free(caches[k]);
-    }
 }
 
 /* ---- the grammar ---- */
@@ -546,39 +536,8 @@ static int follows(Ctx *c) {
 
 /* ---- the tables ---- */
 
-/* A cached int (new reference), NULL with an error. */
-static inline PyObject *cached(PyObject **cache, size_t i, long value) {
-    if (!cache[i] && !(cache[i] = PyLong_FromLong(value))) return NULL;
-    Py_INCREF(cache[i]);
-    return cache[i];
-}
-
-/* Item i of `cell` is the cached int `value` (0, or -1 with an error). */
-static inline int put(PyObject *cell, Py_ssize_t i, PyObject **cache, size_t at, long value) {
-    PyObject *v = cached(cache, at, value);
-    if (!v) return -1;
-    PyTuple_SET_ITEM(cell, i, v);
-    return 0;
-}
-
-/* The cell of one action, `(value,)`, cached (a new reference; NULL with an error): a state's
- * shift cell is shared by every state shifting to it, a reduction's by its lookaheads. */
-static PyObject *cell_of(PyObject **cells, PyObject **cache, size_t at, long value) {
-    if (!cells[at]) {
-        PyObject *cell = PyTuple_New(1);
-        if (!cell || put(cell, 0, cache, at, value)) {
-            Py_XDECREF(cell);
-            return NULL;
-        }
-        PyObject_GC_UnTrack(cell); /* an int: no cycle */
-        cells[at] = cell;
-    }
-    Py_INCREF(cells[at]);
-    return cells[at];
-}
-
 /* The lookaheads of kernel position k's completed item (the union of the Follow sets of its
- * lookback transitions), appended to c->las. */
+ * lookback transitions), appended to c->las, EOF (terminal T, the last) as -1. */
 static int lookaheads(Ctx *c, int32_t k) {
     c->ids.len = 0;
     for (int32_t e = c->lstart[k]; e < c->lstart[k + 1]; e++)
@@ -590,67 +549,33 @@ static int lookaheads(Ctx *c, int32_t k) {
     if (grow(&c->las, n)) return -1;
     if (n) memcpy(c->las.data + c->las.len, a, n * sizeof(int32_t));
     c->las.len += n;
+    if (n && c->las.data[c->las.len - 1] == c->T) c->las.data[c->las.len - 1] = -1;
     return 0;
 }
 
-/* state q's ACTION row (the shifts, then the reductions with their lookaheads) and GOTO row:
- * the keys counted in the order they come, a tuple per key, the actions put in that order */
-static int rows(Ctx *c, int32_t q, PyObject *row, PyObject *gotos) {
-    int32_t stamp = q + 1, nk = 0, j0 = c->tstart.data[q], j1 = c->tstart.data[q + 1];
-    int32_t jn = (int32_t)lower_bound(c->tsym.data, (size_t)j0, (size_t)j1, c->T);
-    for (int32_t j = j0; j < jn; j++) {
-        int32_t t = c->tsym.data[j];
-        c->kstamp[t] = stamp, c->kslot[t] = nk, c->keys[nk] = t, c->count[nk++] = 1;
-    }
-    c->las.len = c->laprod.len = c->laend.len = 0;
-    for (int32_t k = c->kstart.data[q]; k < c->kstart.data[q + 1]; k++) {
-        int32_t item = c->kernel.data[k];
-        if (c->after[item] >= 0) continue;
-        size_t at = c->las.len;
-        if (lookaheads(c, k) || push(&c->laprod, c->prod[item]) || push(&c->laend, (int32_t)c->las.len)) return -1;
-        for (size_t i = at; i < c->las.len; i++) {
-            int32_t t = c->las.data[i];
-            if (c->kstamp[t] != stamp) c->kstamp[t] = stamp, c->kslot[t] = nk, c->keys[nk] = t, c->count[nk++] = 0;
-            c->count[c->kslot[t]]++;
+/* The reductions of every state: its completed kernel items by ascending item (so by
+ * production), each with its lookaheads (none: no reduction). */
+static int reductions(Ctx *c) {
+    if (push(&c->red_start, 0) || push(&c->la_start, 0)) return -1;
+    for (int32_t q = 0; q < c->S; q++) {
+        for (int32_t k = c->kstart.data[q]; k < c->kstart.data[q + 1]; k++) {
+            int32_t item = c->kernel.data[k];
+            if (c->after[item] >= 0) continue;
+            size_t at = c->las.len;
+            if (lookaheads(c, k)) return -1;
+            if (c->las.len > at && (push(&c->red_prod, c->prod[item]) || push(&c->la_start, (int32_t)c->las.len)))
+                return -1;
         }
+        if (push(&c->red_start, (int32_t)c->red_prod.len)) return -1;
     }
-    int failed = 0;
-    for (int32_t k = 0; k < nk && !failed; k++) { /* a cell of one action is shared (cell_of) */
-        failed = c->count[k] > 1 && !(c->cells[k] = PyTuple_New(c->count[k]));
-        c->count[k] = c->count[k] > 1 ? 0 : -1; /* from here, how many actions the cell holds */
-    }
-    for (int32_t j = j0; j < jn && !failed; j++) {
-        int32_t k = j - j0, target = c->ttarget.data[j];
-        failed = c->count[k] < 0 ? !(c->cells[k] = cell_of(c->shift_cell, c->state_obj, (size_t)target, target))
-                                 : put(c->cells[k], c->count[k]++, c->state_obj, (size_t)target, target);
-    }
-    for (size_t r = 0, at = 0; r < c->laprod.len && !failed; at = (size_t)c->laend.data[r++]) {
-        int32_t p = c->laprod.data[r];
-        for (size_t i = at; i < (size_t)c->laend.data[r] && !failed; i++) {
-            int32_t k = c->kslot[c->las.data[i]];
-            failed = c->count[k] < 0 ? !(c->cells[k] = cell_of(c->reduce_cell, c->reduce_obj, (size_t)p, ~(long)p))
-                                     : put(c->cells[k], c->count[k]++, c->reduce_obj, (size_t)p, ~(long)p);
-        }
-    }
-    for (int32_t k = 0; k < nk; k++) { /* each cell given to the row, in key order */
-        if (!failed) {
-            int32_t t = c->keys[k];
-            PyObject *key = cached(c->key_obj, (size_t)t, t == c->T ? -1 : t);
-            if (c->count[k] >= 0) PyObject_GC_UnTrack(c->cells[k]); /* ints only: the row stays untracked too */
-            failed = !key || PyDict_SetItem(row, key, c->cells[k]) < 0;
-            Py_XDECREF(key);
-        }
-        Py_XDECREF(c->cells[k]);
-        c->cells[k] = NULL;
-    }
-    for (int32_t j = jn; j < j1 && !failed; j++) {
-        int32_t b = c->tsym.data[j] - c->T, target = c->ttarget.data[j];
-        PyObject *key = cached(c->nt_obj, (size_t)b, b);
-        PyObject *value = key ? cached(c->state_obj, (size_t)target, target) : NULL;
-        failed = !value || PyDict_SetItem(gotos, key, value) < 0;
-        Py_XDECREF(key), Py_XDECREF(value);
-    }
-    return failed ? -1 : 0;
+    return 0;
+}
+
+/* A new bytes object holding a[0:n] (made empty, then filled: never a shared one written). */
+static PyObject *bytes_of(const int32_t *a, size_t n) {
+    PyObject *b = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(n * sizeof(int32_t)));
+    if (b && n) memcpy(PyBytes_AS_STRING(b), a, n * sizeof(int32_t));
+    return b;
 }
 
 static PyObject *build(Ctx *c) {
@@ -660,28 +585,14 @@ static PyObject *build(Ctx *c) {
         return NULL;
     Buf *pairs[] = {&c->esrc, &c->edst, &c->lkpos, &c->lnode}; /* in the CSR arrays now */
     for (int k = 0; k < 4; k++) free(pairs[k]->data), *pairs[k] = (Buf){0};
-    if (follows(c)) return NULL;
-    size_t T1 = (size_t)c->T + 1, S = (size_t)c->S;
-    if (!(c->kstamp = ints(T1, 1)) || !(c->kslot = ints(T1, 0)) || !(c->keys = ints(T1, 0)) ||
-        !(c->count = ints(T1, 0)))
-        return NULL;
-    c->state_obj = calloc(S ? S : 1, sizeof(PyObject *)), c->reduce_obj = calloc((size_t)c->P, sizeof(PyObject *));
-    c->key_obj = calloc(T1, sizeof(PyObject *)), c->nt_obj = calloc((size_t)c->N, sizeof(PyObject *));
-    c->cells = calloc(T1, sizeof(PyObject *)), c->shift_cell = calloc(S, sizeof(PyObject *));
-    c->reduce_cell = calloc((size_t)c->P, sizeof(PyObject *));
-    if (!c->state_obj || !c->reduce_obj || !c->key_obj || !c->nt_obj || !c->cells || !c->shift_cell || !c->reduce_cell)
-        return PyErr_NoMemory();
-    PyObject *action = PyTuple_New((Py_ssize_t)S), *gotos = PyTuple_New((Py_ssize_t)S), *result = NULL;
-    if (!action || !gotos) goto done;
-    for (int32_t q = 0; q < c->S; q++) {
-        PyObject *row = PyDict_New(), *g = PyDict_New();
-        if (row) PyTuple_SET_ITEM(action, q, row);
-        if (g) PyTuple_SET_ITEM(gotos, q, g);
-        if (!row || !g || rows(c, q, row, g)) goto done;
+    if (follows(c) || reductions(c)) return NULL;
+    const Buf *out[] = {&c->tstart, &c->tsym, &c->ttarget, &c->red_start, &c->red_prod, &c->la_start, &c->las};
+    PyObject *result = PyTuple_New(7);
+    for (Py_ssize_t i = 0; result && i < 7; i++) {
+        PyObject *b = bytes_of(out[i]->data, out[i]->len);
+        if (!b) Py_CLEAR(result);
+        else PyTuple_SET_ITEM(result, i, b);
     }
-    result = PyTuple_Pack(2, action, gotos);
-done:
-    Py_XDECREF(action), Py_XDECREF(gotos);
     return result;
 }
 
@@ -776,12 +687,32 @@ static PyObject *tables(PyObject *self, PyObject *args) {
     return result;
 }
 
+/* check(n_terminals, n_productions, *seven int32 arrays) -> None, or a ValueError saying what is
+ * wrong (_lrtables.h: the parser core runs the same check). */
+static PyObject *check_tables(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_ssize_t T, P;
+    Py_buffer b[LR_ARRAYS] = {{0}};
+    LrArray x[LR_ARRAYS];
+    if (!PyArg_ParseTuple(args, "nny*y*y*y*y*y*y*", &T, &P, &b[0], &b[1], &b[2], &b[3], &b[4], &b[5], &b[6]))
+        return NULL;
+    PyObject *result = NULL;
+    if (!lr_arrays_of(b, x)) {
+        const char *error = lr_tables_error(x, T, P);
+        if (error) PyErr_Format(PyExc_ValueError, "lalr: %s", error);
+        else result = Py_NewRef(Py_None);
+    }
+    for (int i = 0; i < LR_ARRAYS; i++) PyBuffer_Release(&b[i]);
+    return result;
+}
+
 PyObject *py_sccs(PyObject *self, PyObject *args);      /* _bnf.c */
 PyObject *py_derivers(PyObject *self, PyObject *args);  /* _bnf.c */
 PyObject *py_normalize(PyObject *self, PyObject *args); /* _bnf.c */
 
 static PyMethodDef methods[] = {
-    {"tables", tables, METH_VARARGS, "LALR(1) ACTION and GOTO rows of a flattened grammar (see the module's comment)."},
+    {"tables", tables, METH_VARARGS, "LALR(1) tables of a flattened grammar, as seven int32 arrays (see the module's comment)."},
+    {"check", check_tables, METH_VARARGS, "Refuse malformed flat LR tables (see _lrtables.h)."},
     {"sccs", py_sccs, METH_VARARGS, "Strongly connected components, sinks first (see _bnf.c)."},
     {"derivers", py_derivers, METH_VARARGS, "The nonterminals deriving a string of usable terminals (see _bnf.c)."},
     {"normalize", py_normalize, METH_VARARGS, "The BNF made ε-free, cycle-free, trimmed, renumbered (see _bnf.c)."},

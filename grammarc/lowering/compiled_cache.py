@@ -4,7 +4,7 @@ Compiling a big grammar (a Kubernetes JSON Schema) takes a large part of a secon
 result depends only on the grammar's IR, the compile options and grammarc's code. The
 compiler (grammarc.lowering.compiler) keeps the compiled grammars of the process in an
 in-memory LRU cache; behind it, this module keeps them on disk, one file ``KEY.grammar`` per
-(IR, options) under ``grammars/v2/`` of grammarc's cache directory (`grammarc.diskstore`:
+(IR, options) under ``grammars/v3/`` of grammarc's cache directory (`grammarc.diskstore`:
 its container format; ``$GRAMMARC_CACHE_DIR``, else ``$XDG_CACHE_HOME/grammarc``,
 else ``~/.cache/grammarc``; ``GRAMMARC_CACHE_DIR=off`` turns it off). The files take at most
 ``$GRAMMARC_GRAMMAR_CACHE_MAX_MB`` (default 256): the least recently used go first, checked
@@ -21,8 +21,9 @@ hash seeds, and source spans are left out of both). A file holds everything
 * each terminal's DFA: dense tables as a table over byte classes (columns with the same
   targets share one) plus the byte -> class map, `CombTable`s as their own three arrays,
   the accepting states; so a loaded DFA has the storage and the arrays the compiled one had;
-* terminal names and flags, the BNF (nonterminal names, productions) and the LR tables
-  (ACTION and GOTO cells in the compiled order).
+* terminal names and flags, the BNF (nonterminal names, productions) and the LR tables:
+  `LRTables`' seven flat arrays as the builder made them (checked on load as the parser core
+  checks them), so neither writing nor loading makes ACTION or GOTO rows.
 
 A file whose header or checksum does not match, or that cannot be read back into a
 well-formed grammar, is ignored with a `GrammarWarning`; the grammar is compiled again
@@ -51,9 +52,10 @@ from grammarc.automata.dfa import DFA, byte_classes
 from grammarc.errors import GrammarWarning
 from grammarc.ir import _canon
 from grammarc.ir.nodes import EXPR_TYPES, Grammar
+from grammarc.lowering import _lalr
 from grammarc.lowering.lr import Bnf, LRTables, Production
 
-FORMAT_VERSION = 2  # 2: diskstore's container instead of numpy .npz archives
+FORMAT_VERSION = 3  # 2: diskstore's container instead of numpy .npz archives; 3: flat LR tables
 SUFFIX = ".grammar"  # not one of the scan cache's suffixes, which its own limit counts
 LIMIT_VARIABLE = "GRAMMARC_GRAMMAR_CACHE_MAX_MB"
 DEFAULT_LIMIT_MB = 256
@@ -195,13 +197,15 @@ def entry(grammar: Grammar, max_states: int, merge_max_states: int) -> Entry | N
 
 # -- encoding -----------------------------------------------------------------------------
 
+# The LR tables' flat arrays (`LRTables`' fields), stored as they are.
+_LR_ARRAYS = ("trans_start", "trans_sym", "trans_to", "red_start", "red_prod", "la_start", "la")
+
 # Small integer arrays travel as one ``ints`` array (a zip member costs as much to write as
 # thousands of numbers), cut back by the lengths the header lists under "packed".
 _PACKED = (
     "kind", "n_states", "dense_k", "comb_cells",
     "prod_lhs", "prod_len", "prod_rhs",
-    "action_count", "action_key", "action_len", "action_val",
-    "goto_count", "goto_key", "goto_val",
+    "n_lr_states", *_LR_ARRAYS,
 )
 _ARRAYS = ("ints", "accept", "dense_b2c", "dense_cells", "comb_base", "comb_check", "comb_next")
 
@@ -250,9 +254,7 @@ def _encode(parts: Parts) -> tuple[dict, dict[str, np.ndarray]]:
             dense_b2c.append(b2c)
             dense_cells.append(table.reshape(-1))
     productions = parts.bnf.productions
-    action, goto = parts.tables.action, parts.tables.goto
-    cells = [(key, acts) for row in action for key, acts in row.items()]
-    gotos = [(key, target) for row in goto for key, target in row.items()]
+    tables = parts.tables
     arrays = {
         "kind": _ints(kinds),
         "n_states": _ints(sizes),
@@ -267,13 +269,8 @@ def _encode(parts: Parts) -> tuple[dict, dict[str, np.ndarray]]:
         "prod_lhs": _ints([p.lhs for p in productions]),
         "prod_len": _ints([len(p.rhs) for p in productions]),
         "prod_rhs": _ints([s for p in productions for s in p.rhs]),
-        "action_count": _ints([len(row) for row in action]),
-        "action_key": _ints([key for key, _ in cells]),
-        "action_len": _ints([len(acts) for _, acts in cells]),
-        "action_val": _ints([a for _, acts in cells for a in acts]),
-        "goto_count": _ints([len(row) for row in goto]),
-        "goto_key": _ints([key for key, _ in gotos]),
-        "goto_val": _ints([target for _, target in gotos]),
+        "n_lr_states": _ints([tables.n_states]),
+        **{name: np.frombuffer(array, np.int32) for name, array in zip(_LR_ARRAYS, tables.arrays(), strict=True)},
     }
     meta = {
         "names": [name for name, _, _, _ in parts.terminals],
@@ -308,14 +305,6 @@ def _groups(flat: list, counts: list[int]) -> list[list]:
     return [list(islice(items, count)) for count in counts]
 
 
-def _rows(keys: list, values: list, counts: list[int]) -> tuple[dict, ...]:
-    """Dictionaries of `counts` consecutive (key, value) pairs each, in order."""
-    if len(keys) != len(values) or sum(counts) != len(keys) or min(counts, default=0) < 0:
-        raise ValueError("array lengths do not add up")
-    keys_, values_ = iter(keys), iter(values)
-    return tuple(dict(zip(islice(keys_, count), islice(values_, count))) for count in counts)
-
-
 def _decode(meta: dict, arrays: dict[str, np.ndarray]) -> Parts:
     """The parts back from `_encode`'s output; raises on anything inconsistent."""
     arrays = _unpack(meta["packed"], arrays)
@@ -348,9 +337,14 @@ def _decode(meta: dict, arrays: dict[str, np.ndarray]) -> Parts:
     rhs = _groups(arrays["prod_rhs"].tolist(), arrays["prod_len"].tolist())
     productions = tuple(Production(lhs, tuple(r)) for lhs, r in zip(arrays["prod_lhs"].tolist(), rhs, strict=True))
     bnf = Bnf(int(meta["n_terminals"]), tuple(str(n) for n in meta["nonterminals"]), productions)
-    acts = map(tuple, _groups(arrays["action_val"].tolist(), arrays["action_len"].tolist()))
-    action = _rows(arrays["action_key"].tolist(), list(acts), arrays["action_count"].tolist())
-    goto = _rows(arrays["goto_key"].tolist(), arrays["goto_val"].tolist(), arrays["goto_count"].tolist())
-    if len(action) != len(goto):
-        raise ValueError("ACTION and GOTO have different numbers of states")
-    return Parts(tuple(terminals), bnf, LRTables(action, goto), bool(meta["accepts_empty"]))
+    return Parts(tuple(terminals), bnf, _tables(bnf, arrays), bool(meta["accepts_empty"]))
+
+
+def _tables(bnf: Bnf, arrays: dict[str, np.ndarray]) -> LRTables:
+    """The LR tables of `bnf` back from their arrays, checked as the parser core checks them
+    (`_lalr.check`: a ValueError, never a table read out of bounds later)."""
+    lr = [np.ascontiguousarray(arrays[name], np.int32).tobytes() for name in _LR_ARRAYS]
+    if len(arrays["n_lr_states"]) != 1 or len(lr[0]) != 4 * (int(arrays["n_lr_states"][0]) + 1):
+        raise ValueError("the LR tables do not have the stated number of states")
+    _lalr.check(bnf.n_terminals, len(bnf.productions), *lr)
+    return LRTables(bnf.n_terminals, *lr)

@@ -16,6 +16,7 @@ This module holds the grammar and table types; the construction is C
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from itertools import accumulate, chain
 
 import numpy as np
@@ -52,21 +53,72 @@ class Bnf:
         return self.n_terminals + index
 
 
+_I32 = "i"  # the arrays' item: int32 in native order (memoryview.cast's code)
+
+
 @dataclass(frozen=True)
 class LRTables:
-    """ACTION and GOTO for every LR state; state 0 is the initial state.
+    """ACTION and GOTO for every LR state, as the builder makes them: seven flat int32 arrays
+    (bytes, native order; `grammarc.lowering._lrtables.h` states and checks their shape), which
+    the parser core and the disk cache read as they are.
 
-    ``action[s]`` maps a terminal (or `EOF`) to a tuple of actions: ``a >= 0`` shifts to
-    state ``a``; ``a < 0`` reduces production ``~a``; reducing production 0 on EOF accepts.
-    ``goto[s]`` maps a nonterminal index to a state.
+    Transitions: state ``s``'s are ``trans_sym[trans_start[s]:trans_start[s + 1]]`` (strictly
+    ascending: terminals ``t < n_terminals``, then nonterminal ``k`` as ``n_terminals + k``)
+    and, at the same positions, ``trans_to`` (a state). Reductions: state ``s``'s are
+    ``red_prod[red_start[s]:red_start[s + 1]]`` (productions, ascending: those of the state's
+    completed items); reduction ``r``'s lookaheads are ``la[la_start[r]:la_start[r + 1]]``
+    (never empty; terminals ascending, then `EOF` when it is one). State 0 is the initial state.
+
+    `action` and `goto` are the same tables as rows, made from the arrays on first read (the
+    runtime never reads them): ``action[s]`` maps a terminal (or `EOF`) to a tuple of actions:
+    ``a >= 0`` shifts to state ``a``; ``a < 0`` reduces production ``~a``; reducing
+    production 0 on EOF accepts. ``goto[s]`` maps a nonterminal index to a state.
     """
 
-    action: tuple[dict[int, tuple[int, ...]], ...]
-    goto: tuple[dict[int, int], ...]
+    n_terminals: int
+    trans_start: bytes
+    trans_sym: bytes
+    trans_to: bytes
+    red_start: bytes
+    red_prod: bytes
+    la_start: bytes
+    la: bytes
+
+    def arrays(self) -> tuple[bytes, ...]:
+        """The seven arrays, in the order of the fields (and of `_lalr.check`'s arguments)."""
+        return (self.trans_start, self.trans_sym, self.trans_to, self.red_start, self.red_prod, self.la_start,
+                self.la)
 
     @property
     def n_states(self) -> int:
-        return len(self.action)
+        return len(self.trans_start) // 4 - 1
+
+    @cached_property
+    def action(self) -> tuple[dict[int, tuple[int, ...]], ...]:
+        """The ACTION rows, keys in the canonical order `build_tables` states: a state's shifts,
+        then its reductions' lookaheads as they first come; a cell holds the shift, then the
+        reductions by ascending production."""
+        trans_start, sym, to, red_start, prod, la_start, la = (_ints(a) for a in self.arrays())
+        t = self.n_terminals
+        rows = []
+        for s in range(self.n_states):
+            row: dict[int, list[int]] = {}
+            for j in range(trans_start[s], trans_start[s + 1]):
+                if sym[j] < t:
+                    row[sym[j]] = [to[j]]
+            for r in range(red_start[s], red_start[s + 1]):
+                for u in la[la_start[r]:la_start[r + 1]]:
+                    row.setdefault(u, []).append(~prod[r])
+            rows.append({u: tuple(cell) for u, cell in row.items()})
+        return tuple(rows)
+
+    @cached_property
+    def goto(self) -> tuple[dict[int, int], ...]:
+        """The GOTO rows, by ascending nonterminal."""
+        trans_start, sym, to = (_ints(a) for a in self.arrays()[:3])
+        t = self.n_terminals
+        return tuple({sym[j] - t: to[j] for j in range(trans_start[s], trans_start[s + 1]) if sym[j] >= t}
+                     for s in range(self.n_states))
 
     def conflicts(self) -> list[tuple[int, int, tuple[int, ...]]]:
         """Every (state, lookahead, actions) cell holding more than one action."""
@@ -78,18 +130,29 @@ class LRTables:
         ]
 
 
+def _ints(array: bytes) -> list[int]:
+    return memoryview(array).cast(_I32).tolist()
+
+
 def build_tables(bnf: Bnf) -> LRTables:
     """LALR(1) tables: the LR(0) automaton, with DeRemer and Pennello's lookaheads, in C
     (`grammarc.lowering._lalr`, whose header says how).
 
     States are numbered as found: state 0, then each state's successors by ascending
-    symbol. A row's keys come in a canonical order, which the disk cache reads rows in:
-    shifts by ascending terminal, then the reductions of the state's completed items by
-    ascending item (``base[p] + dot``, so by production), each over its lookaheads
-    ascending, EOF sorting as terminal ``n_terminals``; a cell is
-    ``tuple(sorted(set(actions), reverse=True))``: the shift, then the reductions by
-    ascending production. GOTO rows are in ascending nonterminal order.
+    symbol. The ACTION rows' keys (`LRTables.action`) come in a canonical order: shifts by
+    ascending terminal, then the reductions of the state's completed items by ascending item
+    (``base[p] + dot``, so by production), each over its lookaheads ascending, EOF sorting
+    as terminal ``n_terminals``; a cell is ``tuple(sorted(set(actions), reverse=True))``: the
+    shift, then the reductions by ascending production. GOTO rows are in ascending
+    nonterminal order. The flat arrays hold exactly that order.
     """
+    arrays = _lalr.tables(bnf.n_terminals, len(bnf.nonterminals), *flat_productions(bnf))
+    return LRTables(bnf.n_terminals, *arrays)
+
+
+def flat_productions(bnf: Bnf) -> tuple:
+    """The productions of `bnf` as int32 arrays (lhs, rhs starts, rhs): the ones the compiled
+    core gave (`keep_flat`), else made once and kept."""
     flat = bnf.__dict__.get(_FLAT)
     if flat is None:
         productions = bnf.productions
@@ -98,8 +161,8 @@ def build_tables(bnf: Bnf) -> LRTables:
         starts = np.array(list(accumulate(map(len, rhss), initial=0)), np.int32)
         rhs = np.array(list(chain.from_iterable(rhss)), np.int32)
         flat = (lhs, starts, rhs)
-    action, goto = _lalr.tables(bnf.n_terminals, len(bnf.nonterminals), *flat)
-    return LRTables(action, goto)
+        keep_flat(bnf, flat)
+    return flat
 
 
 _FLAT = "_flat"  # where a Bnf keeps its productions flattened, when it was made from them

@@ -1,13 +1,9 @@
-/* `Core`, the compiled base of grammarc.runtime.gss.ParserCore: its tables (read once from
- * the compiled ACTION and GOTO rows), its memos, its methods, and the module. The algorithms
+/* `Core`, the compiled base of grammarc.runtime.gss.ParserCore: its tables (read once from the
+ * builder's flat LR arrays, lr.LRTables), its memos, its methods, and the module. The algorithms
  * are in _gss.c; the contracts in gss.py. */
 #include "_gss.h"
+#include "../lowering/_lrtables.h"
 #include <string.h>
-
-static int cmp_pair(const void *a, const void *b) {
-    const Pair *x = a, *y = b;
-    return x->t < y->t ? -1 : x->t > y->t;
-}
 
 int cmp_int(const void *a, const void *b) {
     int x = *(const int *)a, y = *(const int *)b;
@@ -22,162 +18,68 @@ static int as_int(PyObject *o, int *out) {
     return 0;
 }
 
-/* rows: a sequence of n dicts int -> int; into *off (n + 1) and *pairs sorted per row */
-static int read_dict_rows(PyObject *rows, Py_ssize_t n, Py_ssize_t **off, Pair **pairs, int *maxkey) {
-    Py_ssize_t total = 0;
-    for (Py_ssize_t s = 0; s < n; s++) {
-        PyObject *row = PySequence_Fast_GET_ITEM(rows, s);
-        if (!PyDict_Check(row)) { PyErr_SetString(PyExc_TypeError, "a table row must be a dict"); return -1; }
-        total += PyDict_GET_SIZE(row);
-    }
-    *off = PyMem_Malloc((size_t)(n + 1) * sizeof(Py_ssize_t));
-    *pairs = PyMem_Malloc((size_t)(total ? total : 1) * sizeof(Pair));
-    if (!*off || !*pairs) { PyErr_NoMemory(); return -1; }
-    Py_ssize_t k = 0;
-    for (Py_ssize_t s = 0; s < n; s++) {
-        PyObject *row = PySequence_Fast_GET_ITEM(rows, s), *key, *value;
-        Py_ssize_t pos = 0;
-        (*off)[s] = k;
-        while (PyDict_Next(row, &pos, &key, &value)) {
-            if (as_int(key, &(*pairs)[k].t) || as_int(value, &(*pairs)[k].to)) return -1;
-            if (maxkey && (*pairs)[k].t > *maxkey) *maxkey = (*pairs)[k].t;
-            if ((*pairs)[k].to < 0 || (*pairs)[k].to >= n) {
-                PyErr_SetString(PyExc_ValueError, "a state out of range");
-                return -1;
-            }
-            k++;
-        }
-        qsort(*pairs + (*off)[s], (size_t)(k - (*off)[s]), sizeof(Pair), cmp_pair);
-    }
-    (*off)[n] = k;
-    return 0;
-}
-
-/* (production, lookahead) of one reduction cell; sorted by production, then lookahead */
-typedef struct { int prod, la; } Reduced;
-
-static int cmp_reduced(const void *a, const void *b) {
-    const Reduced *x = a, *y = b;
-    if (x->prod != y->prod) return x->prod < y->prod ? -1 : 1;
-    return x->la < y->la ? -1 : x->la > y->la;
-}
-
-/* qsort, after a look that finds most rows sorted already (the compiler makes them by
- * ascending terminal; glibc's qsort allocates and merges even then). */
-static void sort_unless_sorted(void *base, Py_ssize_t n, size_t size, int (*cmp)(const void *, const void *)) {
-    for (Py_ssize_t i = 1; i < n; i++)
-        if (cmp((char *)base + (i - 1) * size, (char *)base + i * size) > 0) {
-            qsort(base, (size_t)n, size, cmp);
-            return;
-        }
-}
-
-/* What `setup` reads, row after row, into arrays that grow (`grow`) and become the core's. */
-typedef struct {
-    Pair *shift; Py_ssize_t n_shift, cap_shift;
-    int *own; Py_ssize_t n_own, cap_own;
-    Red *red; Py_ssize_t n_red, cap_red;
-    int *las; Py_ssize_t n_las, cap_las;
-    Reduced *cells; Py_ssize_t cap_cells; /* one row's reduction cells, sorted before they are read */
-} Read;
-
-/* One ACTION row (lr.LRTables.action[s]: terminal, -1 for EOF -> tuple of actions: a >= 0
- * shifts to state a, -1 accepts, a < -1 reduces production ~a) appended to `r`: its shifts
- * (EOF is never shifted) by ascending terminal, its reductions by ascending production, each
- * with its lookaheads ascending and once, and `own`, the terminals it shifts plus EOF in the
- * accepting state, ascending. */
-static int read_action_row(Core *c, PyObject *row, int s, Read *r, PyObject *lhs, PyObject *rhs_len, int *maxt) {
-    if (!PyDict_Check(row)) { PyErr_SetString(PyExc_TypeError, "an ACTION row is not a dict"); return -1; }
-    Py_ssize_t pos = 0, n_cells = 0, first_shift = r->n_shift, first_own = r->n_own;
-    PyObject *key, *cell;
-    while (PyDict_Next(row, &pos, &key, &cell)) {
-        int la;
-        if (as_int(key, &la)) return -1;
-        if (la < -1) { PyErr_SetString(PyExc_ValueError, "an ACTION row's terminal is out of range"); return -1; }
-        if (la > *maxt) *maxt = la;
-        if (!PyTuple_Check(cell)) { PyErr_SetString(PyExc_TypeError, "an ACTION cell is not a tuple"); return -1; }
-        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(cell); i++) {
-            int a;
-            if (as_int(PyTuple_GET_ITEM(cell, i), &a)) return -1;
-            if (a >= 0) {
-                if (la == -1) continue; /* EOF is never shifted */
-                if (a >= c->n_states) { PyErr_SetString(PyExc_ValueError, "a state out of range"); return -1; }
-                if (grow((void **)&r->shift, &r->cap_shift, r->n_shift + 1, sizeof(Pair)) ||
-                    grow((void **)&r->own, &r->cap_own, r->n_own + 1, sizeof(int)))
-                    return -1;
-                r->shift[r->n_shift++] = (Pair){la, a}, r->own[r->n_own++] = la;
-            } else if (a < -1) { /* -1 reduces production 0 on EOF: accepting, not a reduction */
-                if (grow((void **)&r->cells, &r->cap_cells, n_cells + 1, sizeof(Reduced))) return -1;
-                r->cells[n_cells++] = (Reduced){~a, la};
-            }
-        }
-    }
-    if (s == c->accept_state) {
-        if (grow((void **)&r->own, &r->cap_own, r->n_own + 1, sizeof(int))) return -1;
-        r->own[r->n_own++] = -1;
-    }
-    sort_unless_sorted(r->shift + first_shift, r->n_shift - first_shift, sizeof(Pair), cmp_pair);
-    sort_unless_sorted(r->own + first_own, r->n_own - first_own, sizeof(int), cmp_int);
-    sort_unless_sorted(r->cells, n_cells, sizeof(Reduced), cmp_reduced);
-    for (Py_ssize_t i = 0; i < n_cells; i++) {
-        const Reduced *cell_i = &r->cells[i];
-        if (i && cell_i->prod == cell_i[-1].prod) { /* the same production under another lookahead */
-            if (cell_i->la == cell_i[-1].la) continue; /* a lookahead once */
-        } else { /* a production's first cell: its reduction */
-            int p = cell_i->prod, l, len;
-            if (p >= PySequence_Fast_GET_SIZE(lhs) || p >= PySequence_Fast_GET_SIZE(rhs_len)) {
-                PyErr_SetString(PyExc_ValueError, "a reduction's production is out of range");
-                return -1;
-            }
-            if (as_int(PySequence_Fast_GET_ITEM(lhs, p), &l) || as_int(PySequence_Fast_GET_ITEM(rhs_len, p), &len))
-                return -1;
-            if (len < 1) { PyErr_SetString(PyExc_ValueError, "a reduction pops at least one vertex"); return -1; }
-            if (grow((void **)&r->red, &r->cap_red, r->n_red + 1, sizeof(Red))) return -1;
-            r->red[r->n_red++] = (Red){l, len, r->n_las, 0};
-        }
-        if (grow((void **)&r->las, &r->cap_las, r->n_las + 1, sizeof(int))) return -1;
-        r->las[r->n_las++] = cell_i->la;
-        r->red[r->n_red - 1].la_n++;
-    }
-    return 0;
-}
-
-/* The tables, read once: the ACTION rows (`read_action_row`) and the GOTO rows (dicts). In one
- * pass over the compiled tables' own cells, without building Python rows in between: a new
- * schema pays this before its first mask. The Python oracle is tests/lalr_reference.py's
- * runtime_rows, compared through `_rows`. */
-static int setup(Core *c, PyObject *action, PyObject *lhs, PyObject *rhs_len, PyObject *gotos) {
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(action);
-    if (PySequence_Fast_GET_SIZE(gotos) != n || n == 0 || n > INT_MAX) {
-        PyErr_SetString(PyExc_ValueError, "the tables must have one ACTION and one GOTO row per LR state");
-        return -1;
-    }
-    c->n_states = (int)n;
-    Read r = {0};
-    int maxt = 0, failed = -1;
+/* The tables, read once from the builder's flat arrays (grammarc.lowering.lr.LRTables, checked
+ * by _lrtables.h first), with no Python rows in between: a new schema pays this before its first
+ * mask. Per state: its shifts (terminal -> state, ascending), its GOTO (nonterminal -> state,
+ * ascending), its reductions by ascending production (production 0, reduced on EOF, is the
+ * accept, not a reduction) each with its (lhs, rhs length) and its lookaheads ascending (EOF,
+ * -1, first), and `own`: the terminals it shifts, plus EOF in the accepting state, ascending.
+ * The Python oracle is tests/lalr_reference.py's runtime_rows, compared through `_rows`. */
+static int setup(Core *c, const LrArray x[LR_ARRAYS], Py_ssize_t T, const LrArray *lhs, const LrArray *rhs_start) {
+    const char *error = lr_tables_error(x, T, lhs->n);
+    if (!error && rhs_start->n != lhs->n + 1) error = "lhs and rhs_start must describe the same productions";
+    if (error) { PyErr_SetString(PyExc_ValueError, error); return -1; }
+    int n = (int)(x[LR_TRANS_START].n - 1);
+    const int32_t *ts = x[LR_TRANS_START].a, *sym = x[LR_TRANS_SYM].a, *to = x[LR_TRANS_TO].a;
+    const int32_t *rs = x[LR_RED_START].a, *prod = x[LR_RED_PROD].a, *ls = x[LR_LA_START].a, *la = x[LR_LA].a;
+    Py_ssize_t n_trans = x[LR_TRANS_SYM].n, n_red = x[LR_RED_PROD].n, n_la = x[LR_LA].n;
+    c->n_states = n;
+    c->accept_state = -1; /* goto(0, S) for the augmented S' -> S: nonterminal 1 */
+    for (int32_t j = ts[0]; j < ts[1]; j++)
+        if (sym[j] == T + 1) c->accept_state = to[j];
     c->shift_off = PyMem_Malloc((size_t)(n + 1) * sizeof(Py_ssize_t));
+    c->goto_off = PyMem_Malloc((size_t)(n + 1) * sizeof(Py_ssize_t));
     c->red_off = PyMem_Malloc((size_t)(n + 1) * sizeof(Py_ssize_t));
     c->own_off = PyMem_Malloc((size_t)(n + 1) * sizeof(Py_ssize_t));
     c->has_reduce = PyMem_Malloc((size_t)n);
-    if (!c->shift_off || !c->red_off || !c->own_off || !c->has_reduce) { PyErr_NoMemory(); goto done; }
-    /* room for one of each: the core's arrays are never NULL, even for tables without them */
-    if (grow((void **)&r.shift, &r.cap_shift, 1, sizeof(Pair)) || grow((void **)&r.own, &r.cap_own, 1, sizeof(int)) ||
-        grow((void **)&r.red, &r.cap_red, 1, sizeof(Red)) || grow((void **)&r.las, &r.cap_las, 1, sizeof(int)))
-        goto done;
-    for (Py_ssize_t s = 0; s < n; s++) {
-        c->shift_off[s] = r.n_shift, c->own_off[s] = r.n_own, c->red_off[s] = r.n_red;
-        if (read_action_row(c, PySequence_Fast_GET_ITEM(action, s), (int)s, &r, lhs, rhs_len, &maxt)) goto done;
-        c->has_reduce[s] = r.n_red > c->red_off[s];
+    c->shift = PyMem_Malloc((size_t)(n_trans + 1) * sizeof(Pair));
+    c->gotos = PyMem_Malloc((size_t)(n_trans + 1) * sizeof(Pair));
+    c->own = PyMem_Malloc((size_t)(n_trans + 2) * sizeof(int));
+    c->red = PyMem_Malloc((size_t)(n_red + 1) * sizeof(Red));
+    c->las = PyMem_Malloc((size_t)(n_la + 1) * sizeof(int));
+    if (!c->shift_off || !c->goto_off || !c->red_off || !c->own_off || !c->has_reduce || !c->shift || !c->gotos ||
+        !c->own || !c->red || !c->las) {
+        PyErr_NoMemory();
+        return -1;
     }
-    c->shift_off[n] = r.n_shift, c->own_off[n] = r.n_own, c->red_off[n] = r.n_red;
-    c->shift = r.shift, c->own = r.own, c->red = r.red, c->las = r.las; /* the core's now */
-    r.shift = NULL, r.own = NULL, r.red = NULL, r.las = NULL;
-    if (read_dict_rows(gotos, n, &c->goto_off, &c->gotos, NULL)) goto done;
+    Py_ssize_t n_shift = 0, n_goto = 0, n_own = 0, n_reds = 0, n_las = 0;
+    int maxt = 0;
+    for (int s = 0; s < n; s++) {
+        c->shift_off[s] = n_shift, c->goto_off[s] = n_goto, c->own_off[s] = n_own, c->red_off[s] = n_reds;
+        if (s == c->accept_state) c->own[n_own++] = -1;
+        for (int32_t j = ts[s]; j < ts[s + 1]; j++) {
+            if (sym[j] < T) {
+                c->shift[n_shift++] = (Pair){sym[j], to[j]}, c->own[n_own++] = sym[j];
+                if (sym[j] > maxt) maxt = sym[j];
+            } else
+                c->gotos[n_goto++] = (Pair){(int)(sym[j] - T), to[j]};
+        }
+        for (int32_t r = rs[s]; r < rs[s + 1]; r++) {
+            int32_t last = la[ls[r + 1] - 1]; /* the largest terminal, unless EOF: then the one before */
+            int32_t top = last >= 0 ? last : ls[r + 1] - ls[r] > 1 ? la[ls[r + 1] - 2] : -1;
+            if (top > maxt) maxt = top;
+            if (prod[r] == 0) continue; /* reduced on EOF: the accept */
+            int32_t len = rhs_start->a[prod[r] + 1] - rhs_start->a[prod[r]];
+            if (len < 1) { PyErr_SetString(PyExc_ValueError, "a reduction pops at least one vertex"); return -1; }
+            c->red[n_reds++] = (Red){lhs->a[prod[r]], len, n_las, ls[r + 1] - ls[r]};
+            if (last == -1) c->las[n_las++] = -1; /* EOF, last in the tables, first here */
+            for (int32_t i = ls[r]; i < ls[r + 1] - (last == -1); i++) c->las[n_las++] = la[i];
+        }
+        c->has_reduce[s] = n_reds > c->red_off[s];
+    }
+    c->shift_off[n] = n_shift, c->goto_off[n] = n_goto, c->own_off[n] = n_own, c->red_off[n] = n_reds;
     c->n_terms = maxt + 1;
-    failed = 0;
-done:
-    PyMem_Free(r.shift), PyMem_Free(r.own), PyMem_Free(r.red), PyMem_Free(r.las), PyMem_Free(r.cells);
-    return failed;
+    return 0;
 }
 
 /* follows(n) -> list of n tuples: per terminal u < n, the terminals that can come right after
@@ -290,29 +192,26 @@ fail:
 }
 
 static PyObject *core_setup(Core *c, PyObject *args) {
-    PyObject *rows[4], *fast[4] = {0}, *accept;
-    Py_ssize_t limit;
-    if (c->ready) { PyErr_SetString(PyExc_RuntimeError, "the core is set up already"); return NULL; }
-    if (!PyArg_ParseTuple(args, "OOOOOn", &rows[0], &rows[1], &rows[2], &rows[3], &accept, &limit))
+    Py_ssize_t T, limit;
+    Py_buffer b[LR_ARRAYS + 2] = {{0}};
+    LrArray x[LR_ARRAYS + 2];
+    if (c->ready || c->shift_off) { PyErr_SetString(PyExc_RuntimeError, "the core is set up already"); return NULL; }
+    if (!PyArg_ParseTuple(args, "ny*y*y*y*y*y*y*y*y*n", &T, &b[0], &b[1], &b[2], &b[3], &b[4], &b[5], &b[6], &b[7],
+                          &b[8], &limit))
         return NULL;
-    static const char *what[4] = {"the ACTION rows must be a sequence", "lhs must be a sequence",
-                                  "rhs_len must be a sequence", "the GOTO rows must be a sequence"};
     PyObject *result = NULL;
-    for (int i = 0; i < 4; i++)
-        if (!(fast[i] = PySequence_Fast(rows[i], what[i]))) goto done;
-    c->accept_state = -1;
-    if (accept != Py_None && as_int(accept, &c->accept_state)) goto done;
+    if (lr_arrays_of(b, x) || lr_arrays_of(b + 2, x + 2)) goto done; /* the last two: lhs, rhs_start */
     c->memo_limit = limit;
-    if (setup(c, fast[0], fast[1], fast[2], fast[3])) goto done;
+    if (setup(c, x, T, &x[LR_ARRAYS], &x[LR_ARRAYS + 1])) goto done;
     if (!(c->levels = PyDict_New()) || !(c->pure = PyDict_New()) || !(c->shiftable = PyDict_New())) goto done;
     PyObject *none = PyTuple_New(0);
     if (!none || !(c->root = node_new(0, none, 1))) goto done;
     PyObject *root = (PyObject *)c->root;
     if (!(c->root_level = level_of(c, &root, 1))) goto done;
     c->ready = 1;
-    result = Py_NewRef(Py_None);
+    result = c->accept_state < 0 ? Py_NewRef(Py_None) : PyLong_FromLong(c->accept_state);
 done:
-    for (int i = 0; i < 4; i++) Py_XDECREF(fast[i]);
+    for (int i = 0; i < LR_ARRAYS + 2; i++) PyBuffer_Release(&b[i]);
     return result;
 }
 
@@ -510,7 +409,7 @@ static PyObject *core_get_memo_sizes(Core *c, void *unused) {
 
 static PyMethodDef core_methods[] = {
     {"_setup", (PyCFunction)core_setup, METH_VARARGS,
-     "_setup(action, lhs, rhs_len, goto, accept_state, memo_limit): read the tables once."},
+     "_setup(n_terminals, *the seven LR arrays, lhs, rhs_start, memo_limit) -> the accepting state: read the tables once."},
     {"follows", (PyCFunction)core_follows_m, METH_O,
      "follows(n) -> per terminal below n, the terminals that can come right after it (ascending)."},
     {"_rows", (PyCFunction)core_rows_m, METH_O, "_rows(state) -> (shifts, reducing, own): what the core read of a row."},

@@ -49,6 +49,7 @@ from functools import cached_property
 from typing import Sequence
 
 from grammarc.lowering.compiler import CompiledGrammar
+from grammarc.lowering.lr import flat_productions
 from grammarc.runtime import _gss
 
 __all__ = ["Level", "Node", "ParserCore", "ancestors", "parser_core"]
@@ -133,21 +134,25 @@ class ParserCore(_gss.Core):
         super().__init__()
         self.compiled = compiled
         tables = compiled.tables
-        self.goto = tables.goto
-        self.accept_state = tables.goto[0].get(1)  # goto(0, S) for the augmented S' -> S
-        productions = compiled.bnf.productions
-        # The core reads the ACTION rows' cells once, into arrays (no Python rows made in
-        # between: a new schema pays this before its first mask): per state the terminals it
-        # shifts and where to, the (lhs, rhs length, LALR(1) lookaheads) of each production
-        # it reduces, and the lookaheads after which a vertex of it is in a level itself.
-        self._setup(tables.action, [p.lhs for p in productions], [len(p.rhs) for p in productions], self.goto,
-                    self.accept_state, _LEVEL_MEMO_LIMIT)
+        lhs, rhs_start, _ = flat_productions(compiled.bnf)
+        # The core reads the builder's flat arrays as they are (no Python rows made: a new
+        # schema pays this before its first mask): per state the terminals it shifts and where
+        # to, the (lhs, rhs length, LALR(1) lookaheads) of each production it reduces, and the
+        # lookaheads after which a vertex of it is in a level itself. It returns goto(0, S)
+        # for the augmented S' -> S, the accepting state (None: no sentence is accepted).
+        self.accept_state = self._setup(tables.n_terminals, *tables.arrays(), lhs, rhs_start, _LEVEL_MEMO_LIMIT)
+
+    @property
+    def goto(self) -> tuple[dict[int, int], ...]:
+        """Per LR state, nonterminal -> state (the tables' GOTO rows, made on first read: the
+        runtime does not need them; grammarc.integrations.steering does)."""
+        return self.compiled.tables.goto
 
     @cached_property
     def shift_to(self) -> list[dict[int, int]]:
         """Per LR state, terminal -> the state it shifts to (read back from the core: the
         runtime does not need it; grammarc.integrations.steering does)."""
-        return [self._rows(s)[0] for s in range(len(self.goto))]
+        return [self._rows(s)[0] for s in range(self.compiled.tables.n_states)]
 
 
 def ancestors(node: Node, depth: int) -> Sequence[Node]:
