@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import grammarc
+from grammarc import stdlib_grammars
 from grammarc.lowering import _lalr
 from grammarc.lowering.lr import Bnf, Production, build_tables, flat_productions
 from grammarc.runtime import _gss
@@ -270,3 +271,28 @@ def test_many_terminals_keep_sparse_lookaheads() -> None:
     after_t7 = tables.action[0][7][0]
     reduce_a = tables.action[tables.action[after_t7][a_][0]]
     assert list(reduce_a) == list(range(n)) and set(reduce_a.values()) == {(~(len(productions) - 1),)}
+
+
+@pytest.mark.parametrize("name", sorted(stdlib_grammars.names()))
+def test_a_compiled_bnf_reads_its_productions_off_the_core_arrays(name):
+    # normalisation leaves the productions as the core's arrays (FlatProductions): read as,
+    # equal to and pickled as the tuple of Productions they stand for, made only when read
+    import dataclasses
+    import pickle
+
+    from grammarc.lowering import compiler
+    from grammarc.lowering.lr import FlatProductions
+
+    grammar = grammarc.stdlib(name)
+    bnf = compiler._compile_new(grammar, grammarc.automata.DEFAULT_MAX_STATES, compiler.DEFAULT_MERGE_MAX_STATES).bnf
+    productions = bnf.productions
+    assert isinstance(productions, FlatProductions)
+    lhs, starts, rhs = (np.frombuffer(part, dtype=np.int32).tolist() for part in bnf.__dict__["_flat"])
+    expected = tuple(Production(lhs[i], tuple(rhs[starts[i]:starts[i + 1]])) for i in range(len(lhs)))
+    assert len(productions) == len(expected) and productions._made is None  # counted without making them
+    assert productions == expected and expected == productions and list(productions) == list(expected)
+    assert productions[0] == expected[0] and productions[-1] == expected[-1] and productions[1:3] == expected[1:3]
+    assert hash(productions) == hash(expected) and repr(productions) == repr(expected)
+    assert pickle.loads(pickle.dumps(productions)) == expected
+    assert bnf == dataclasses.replace(bnf, productions=expected)
+    assert build_tables(dataclasses.replace(bnf, productions=expected)) == build_tables(bnf)

@@ -19,7 +19,7 @@ from itertools import accumulate, chain
 from typing import Callable, Hashable, Iterable, Sequence, TypeVar
 
 from grammarc.lowering import _lalr
-from grammarc.lowering.lr import Bnf, Production, keep_flat
+from grammarc.lowering.lr import Bnf, FlatProductions, keep_flat
 
 __all__ = ["Flat", "Sym", "derivers", "is_nonterminal", "normalize", "sccs"]
 
@@ -68,9 +68,8 @@ def normalize(productions: Flat, names: list[str], terminals: Sequence[T], start
     for owner in _ints(rest_of):
         names.append(f"{names[owner]}#rest")
     flat = (lhs, starts, rhs)
-    lhs, starts, rhs, used = _ints(lhs), _ints(starts), _ints(rhs), _ints(used)
-    prods = tuple(Production(lhs[i], tuple(rhs[starts[i]:starts[i + 1]])) for i in range(len(lhs)))
-    bnf = Bnf(len(used), ("<start>",) + tuple(names[nt] for nt in _ints(order)), prods)
+    used = _ints(used)
+    bnf = Bnf(len(used), ("<start>",) + tuple(names[nt] for nt in _ints(order)), FlatProductions(flat))
     keep_flat(bnf, flat)
     return bnf, tuple(terminals[t] for t in used), accepts_empty
 
