@@ -488,3 +488,41 @@ def test_grammars_that_compile_fast_are_not_stored(cache, monkeypatch):
     assert compiled_cache.stats["writes"] == 1 and len(list(cache.rglob("*.grammar"))) == 1
     monkeypatch.delenv("GRAMMARC_GRAMMAR_CACHE_MIN_MS")
     assert compiled_cache.worth_storing(0.05) and not compiled_cache.worth_storing(0.049)
+
+
+def test_a_grammar_of_a_shape_never_stored_is_looked_up_without_its_key(cache):
+    # the files live under a folder per shape (options, start rule, rule names): a lookup
+    # whose shape has no folder makes no key (a never-seen schema's usual case)
+    a = Grammar.from_ebnf("start ::= item+ ; item ::= 'a' | 'b' ;")
+    same_names = Grammar.from_ebnf("start ::= item '!' ; item ::= 'c' ;")
+    other_names = Grammar.from_ebnf("start ::= thing+ ; thing ::= 'a' | 'b' ;")
+    entry = compiled_cache.entry(a, *OPTIONS)
+    assert entry.load() is None and "key" not in entry.__dict__ and compiled_cache.stats == Counter(misses=1)
+    _fresh(a)  # stored (the fixture stores every grammar)
+    shape = compiled_cache.grammar_shape(a, *OPTIONS)
+    assert [p.relative_to(cache).parts for p in cache.rglob("*.grammar")] == [
+        ("grammars", f"v{compiled_cache.FORMAT_VERSION}", shape, f"{compiled_cache.grammar_key(a, *OPTIONS)}.grammar")]
+    assert compiled_cache.grammar_shape(same_names, *OPTIONS) == shape
+    assert compiled_cache.grammar_shape(other_names, *OPTIONS) != shape
+    assert compiled_cache.grammar_shape(a, OPTIONS[0], OPTIONS[1] + 1) != shape
+    looked_up = compiled_cache.entry(other_names, *OPTIONS)
+    assert looked_up.load() is None and "key" not in looked_up.__dict__
+    looked_up = compiled_cache.entry(same_names, *OPTIONS)  # its shape's folder is there: the key decides
+    assert looked_up.load() is None and looked_up.key == compiled_cache.grammar_key(same_names, *OPTIONS)
+    assert _fresh(same_names).grammar.accepts("c!") and not _fresh(same_names).grammar.accepts("a")
+    assert compiled_cache.entry(a, *OPTIONS).load() is not None
+
+
+def test_a_shape_folder_emptied_by_the_limit_is_removed(cache, monkeypatch):
+    a, b = Grammar.from_ebnf("start ::= 'a'+ ;"), Grammar.from_ebnf("begin ::= 'b'+ ;", start="begin")
+    _fresh(a)
+    old = _only_file(cache)
+    os.utime(old, (1_000_000, 1_000_000))
+    monkeypatch.setenv("GRAMMARC_GRAMMAR_CACHE_MAX_MB", repr((old.stat().st_size * 1.5) / (1 << 20)))
+    _fresh(b)
+    compiled_cache.enforce_limit()
+    (kept,) = cache.rglob("*.grammar")
+    assert kept.parent.name == compiled_cache.grammar_shape(b, *OPTIONS)
+    assert sorted(p.name for p in kept.parent.parent.iterdir()) == [kept.parent.name]  # a's folder is gone
+    entry = compiled_cache.entry(a, *OPTIONS)
+    assert entry.load() is None and "key" not in entry.__dict__

@@ -3,8 +3,8 @@
 Compiling a big grammar (a Kubernetes JSON Schema) takes a large part of a second and its
 result depends only on the grammar's IR, the compile options and grammarc's code. The
 compiler (grammarc.lowering.compiler) keeps the compiled grammars of the process in an
-in-memory LRU cache; behind it, this module keeps them on disk, one file ``KEY.grammar`` per
-(IR, options) under ``grammars/v3/`` of grammarc's cache directory (`grammarc.diskstore`:
+in-memory LRU cache; behind it, this module keeps them on disk, one file
+``SHAPE/KEY.grammar`` per (IR, options) under ``grammars/v3/`` of grammarc's cache directory (`grammarc.diskstore`:
 its container format; ``$GRAMMARC_CACHE_DIR``, else ``$XDG_CACHE_HOME/grammarc``,
 else ``~/.cache/grammarc``; ``GRAMMARC_CACHE_DIR=off`` turns it off). The files take at most
 ``$GRAMMARC_GRAMMAR_CACHE_MAX_MB`` (default 256): the least recently used go first, checked
@@ -15,7 +15,11 @@ The file name is a BLAKE2b hash of the format version, the grammarc version, a f
 of grammarc's own code (another build may lower differently), the options and the IR's
 canonical bytes (`grammarc.ir._canon`: the start rule and the rules, each node's class and
 the fields grammar equality compares, in one pass in C; deterministic across processes and
-hash seeds, and source spans are left out of both). A file holds everything
+hash seeds, and source spans are left out of both). Its folder, ``SHAPE``, is a hash of the
+options, the start rule and the rules' names alone (`grammar_shape`, ~4 us): a lookup whose
+shape has no folder knows the grammar is not stored without making the key (~20-45 us of a
+never-seen schema's compile, which most requests to a server are), and only grammars that
+took 50 ms to compile are stored. A file holds everything
 `CompiledGrammar` has besides the grammar, as flat integer arrays, never pickled:
 
 * each terminal's DFA: dense tables as a table over byte classes (columns with the same
@@ -39,7 +43,7 @@ import hashlib
 import warnings
 from collections import Counter
 from dataclasses import dataclass, fields
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from itertools import islice
 from pathlib import Path
 from typing import NamedTuple
@@ -108,19 +112,30 @@ def grammar_key(grammar: Grammar, max_states: int, merge_max_states: int) -> str
 _SHAPES = (EXPR_TYPES, tuple(tuple(f.name for f in fields(cls) if f.compare) for cls in EXPR_TYPES))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Entry:
-    """Where one (grammar, options) lives on disk."""
+    """Where one (grammar, options) lives on disk: ``folder`` (its shape's) / ``KEY.grammar``.
+    The key is made when a file of the shape may be there (`load`), or one is written."""
 
-    key: str
-    path: Path
+    grammar: Grammar
+    max_states: int
+    merge_max_states: int
+    folder: Path
+
+    @cached_property
+    def key(self) -> str:
+        return grammar_key(self.grammar, self.max_states, self.merge_max_states)
+
+    @cached_property
+    def path(self) -> Path:
+        return self.folder / f"{self.key}{SUFFIX}"
 
     def header(self) -> dict:
         return {"version": FORMAT_VERSION, "package": diskstore.package_version(), "key": self.key}
 
     def load(self) -> Parts | None:
         """The stored parts, or None (absent, or unusable: then warned about and counted)."""
-        if not self.path.exists():
+        if not os.path.isdir(self.folder) or not self.path.exists():  # no grammar of its shape: no key made
             stats["misses"] += 1
             return None
         try:
@@ -139,7 +154,10 @@ class Entry:
         """Write the parts (atomically), then keep the cache directory under its limit."""
         try:
             meta, arrays = _encode(parts)
-            diskstore.write(self.path, dict(self.header(), **meta), arrays)
+            try:
+                diskstore.write(self.path, dict(self.header(), **meta), arrays)
+            except FileNotFoundError:  # its folder, empty, removed meanwhile by a process keeping the limit
+                diskstore.write(self.path, dict(self.header(), **meta), arrays)
             stats["writes"] += 1
             _wrote(self.path.stat().st_size)
         except Exception as error:  # a full disk, a read-only directory: the grammar is compiled all the same
@@ -167,8 +185,29 @@ def enforce_limit() -> int:
     directory = diskstore.cache_dir()
     if directory is None:
         return 0
-    return diskstore.enforce_limit(directory / "grammars", suffixes=(SUFFIX,), variable=LIMIT_VARIABLE,
-                                   default_mb=DEFAULT_LIMIT_MB)
+    deleted = diskstore.enforce_limit(directory / "grammars", suffixes=(SUFFIX,), variable=LIMIT_VARIABLE,
+                                      default_mb=DEFAULT_LIMIT_MB)
+    if deleted:
+        _remove_empty_folders(directory / "grammars")
+    return deleted
+
+
+def _remove_empty_folders(root: Path) -> None:
+    """Remove the shape folders that no file is left in (a lookup of their shape would make
+    its key again for nothing)."""
+    for version in _subfolders(root):
+        for shape in _subfolders(version):
+            try:
+                os.rmdir(shape)  # refused unless empty
+            except OSError:
+                pass
+
+
+def _subfolders(path: Path) -> list[Path]:
+    try:
+        return [entry for entry in path.iterdir() if entry.is_dir()]
+    except OSError:
+        return []
 
 
 def _wrote(size: int) -> None:
@@ -191,8 +230,17 @@ def entry(grammar: Grammar, max_states: int, merge_max_states: int) -> Entry | N
     directory = diskstore.cache_dir()
     if directory is None:
         return None
-    key = grammar_key(grammar, max_states, merge_max_states)
-    return Entry(key, diskstore.subdirectory(directory, "grammars", f"v{FORMAT_VERSION}") / f"{key}{SUFFIX}")
+    shape = grammar_shape(grammar, max_states, merge_max_states)  # not kept by `subdirectory`: one per shape
+    return Entry(grammar, max_states, merge_max_states,
+                 diskstore.subdirectory(directory, "grammars", f"v{FORMAT_VERSION}") / shape)
+
+
+def grammar_shape(grammar: Grammar, max_states: int, merge_max_states: int) -> str:
+    """A hash of the options, the start rule and the rules' names (not their bodies), stable
+    across processes: the folder of every grammar of that shape (`Entry`)."""
+    names = "\0".join(str(name) for name, _ in grammar.rules)
+    text = f"{max_states};{merge_max_states};{grammar.start};{names}"
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
 
 
 # -- encoding -----------------------------------------------------------------------------
