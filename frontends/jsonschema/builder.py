@@ -34,6 +34,10 @@ from .validate import Validation
 from .values import dec, json_kind
 
 
+# `Builder.any_value`'s bodies, by (layout, depth, the item rule's name); bounded (layouts
+# with unhashable separators are made anew per schema, equal: they share entries)
+_ANY_VALUES: dict[tuple, Expr] = {}
+_MAX_ANY_VALUES = 256
 _KNOWN_TERMINALS = {Regex(jf.string_regex()): "string", Regex(jf.UNIT): "char", Regex(NUMBER_RFC): "number"}
 
 
@@ -295,14 +299,29 @@ class Builder(Combinators, Merging, Negation, Numbers, Strings, Arrays, Objects,
             return self.memo[key]
         name = self.fresh("value" if depth == 0 else f"value_d{depth}")
         self.memo[key] = Ref(name)
-        parts: list[Expr] = [Literal("null"), Literal("true"), Literal("false"), Regex(NUMBER_RFC), Regex(jf.string_regex())]
+        item = None
         if self.layout.indent is None or depth < MAX_INDENT_DEPTH:
             item = self.any_value(depth + 1 if self.layout.indent is not None else 0)
+        # the body is the same for the same layout, depth and item rule: built once per process
+        # (nodes are immutable; most schemas have an unconstrained value somewhere)
+        made = (self.layout, depth, None if item is None else item.name)
+        body = _ANY_VALUES.get(made)
+        if body is None:
+            body = self._any_value_body(depth, item)
+            if len(_ANY_VALUES) >= _MAX_ANY_VALUES:
+                _ANY_VALUES.clear()
+            _ANY_VALUES[made] = body
+        self.rules[name] = body
+        return Ref(name)
+
+    def _any_value_body(self, depth: int, item: Ref | None) -> Expr:
+        """Any JSON value at `depth`, its items and member values `item` (None: scalars only)."""
+        parts: list[Expr] = [Literal("null"), Literal("true"), Literal("false"), Regex(NUMBER_RFC), Regex(jf.string_regex())]
+        if item is not None:
             parts.append(self._array_layout([], item, 0, None, depth))
             member = Seq((Regex(jf.string_regex()), *self.layout.colon(), item))
             parts.append(self._members_repeat(member, 0, None, depth, "{}"))
-        self.rules[name] = Alt(tuple(parts))
-        return Ref(name)
+        return Alt(tuple(parts))
 
     def _synth(self, what: str, source, build):
         """A schema built from `source` once, so that equal requests share one id (memo keys)."""

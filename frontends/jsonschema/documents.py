@@ -9,6 +9,7 @@ the document as written and read what they land on.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -334,9 +335,27 @@ class Index:
         return anchor
 
 
+# An absolute http(s) URI that urllib's parsing gives back as it is (`_plain`): scheme in
+# lower case, a host of letters, digits, dots and dashes (and a port), a path of unreserved
+# characters; no query, no parameters, no fragment, nothing urllib strips or checks.
+_PLAIN_URI = re.compile(r"https?://[A-Za-z0-9.-]+(?::[0-9]+)?(?:/[A-Za-z0-9._~/-]*)?")
+_URL_REMOVED = ("\t", "\r", "\n")  # what urllib deletes anywhere in a URI, fragments included
+
+
+def _plain(uri: str) -> bool:
+    """Whether `uri` is one that ``urlunparse(urlparse(uri))`` writes back unchanged, with the
+    scheme and host that urljoin resolves against (a schema's own ``$id`` most often, and
+    the default base): the URIs whose fragments and joins need no parsing."""
+    return _PLAIN_URI.fullmatch(uri) is not None
+
+
 @lru_cache(maxsize=4096)  # a document's $refs repeat, and urllib's parsing is slow Python
 def _defragged(uri: str) -> tuple[str, str]:
-    """`urldefrag(uri)`: (the URI without its fragment, the fragment)."""
+    """`urldefrag(uri)`: (the URI without its fragment, the fragment). A plain URI (`_plain`)
+    before the ``#`` is cut there, without urllib's parse (each new reference paid one)."""
+    head, hash_, frag = uri.partition("#")
+    if hash_ and _plain(head) and not any(c in frag for c in _URL_REMOVED):
+        return head, frag
     return tuple(urldefrag(uri))
 
 
@@ -345,7 +364,11 @@ def join_uri(base: str, ref: str) -> str:
     """`ref` resolved against `base` (RFC 3986, section 5.2). urljoin alone returns a
     fragment-only reference unchanged under a scheme it does not know as hierarchical
     (``urn:``, ``tag:``), so ``#/$defs/a`` inside a schema whose ``$id`` is a URN would
-    name no resource: a fragment (or nothing) is resolved here for every scheme."""
+    name no resource: a fragment (or nothing) is resolved here for every scheme. A plain
+    absolute `ref` (`_plain`) under a plain `base` is itself: what urljoin returns, parsed
+    (a schema's ``$id`` is mostly such a URI)."""
     if ref == "" or ref.startswith("#"):
         return urldefrag(base)[0] + ref
+    if _plain(ref) and _plain(base):
+        return ref
     return urljoin(base, ref)

@@ -372,10 +372,20 @@ def _common_suffix(names: list[str]) -> str:
 _NOT_NAME = re.compile(r"[^A-Za-z0-9_]+")  # compiled once: re.sub looks a pattern text up per call
 
 
-@lru_cache(maxsize=8192)  # the builder asks for a name per rule, from hints that recur
 def identifier(text: str, default: str = "value", limit: int = MAX_NAME - 4) -> str:
     """A rule name from free text: runs of other characters become ``_``, no leading digit,
-    at most `limit` characters (words dropped from the left, see `shorten`)."""
+    at most `limit` characters (words dropped from the left, see `shorten`). Most hints are
+    one already (an ASCII identifier, no ``_`` at either end, within the limit: what
+    `_identifier` gives back as it is), and a never-seen schema's hints are new: those are
+    answered without the cache, whose misses cost twice these tests."""
+    if len(text) <= limit and text.isascii() and text.isidentifier() and text[0] != "_" and text[-1] != "_":
+        return text
+    return _identifier(text, default, limit)
+
+
+@lru_cache(maxsize=8192)  # the builder asks for a name per rule, from hints that recur
+def _identifier(text: str, default: str, limit: int) -> str:
+    """`identifier`, for any text."""
     base = (text if _is_name(text) else _NOT_NAME.sub("_", text)).strip("_") or default
     if base[0].isdigit():
         base = "_" + base
