@@ -19,7 +19,7 @@ from itertools import accumulate, chain
 from typing import Callable, Hashable, Iterable, Sequence, TypeVar
 
 from grammarc.lowering import _lalr
-from grammarc.lowering.lr import Bnf, FlatProductions, keep_flat
+from grammarc.lowering.lr import Bnf, FlatProductions, int32s, keep_flat
 
 __all__ = ["Flat", "Sym", "derivers", "is_nonterminal", "normalize", "sccs"]
 
@@ -65,11 +65,11 @@ def normalize(productions: Flat, names: list[str], terminals: Sequence[T], start
     nonterminal, so the number of variants stays linear, not exponential."""
     accepts_empty, rest_of, used, order, lhs, starts, rhs = _lalr.normalize(
         productions.lhs, productions.starts, productions.rhs, len(names), start, productive)
-    for owner in _ints(rest_of):
+    for owner in int32s(rest_of):
         names.append(f"{names[owner]}#rest")
     flat = (lhs, starts, rhs)
-    used = _ints(used)
-    bnf = Bnf(len(used), ("<start>",) + tuple(names[nt] for nt in _ints(order)), FlatProductions(flat))
+    used = int32s(used)
+    bnf = Bnf(len(used), ("<start>",) + tuple(names[nt] for nt in int32s(order)), FlatProductions(flat))
     keep_flat(bnf, flat)
     return bnf, tuple(terminals[t] for t in used), accepts_empty
 
@@ -94,9 +94,5 @@ def sccs(nodes: Iterable[N], successors: Callable[[N], Iterable[N]]) -> list[lis
             succ.append(at)
         first.append(len(succ))
     members, ends = _lalr.sccs(array("i", first), array("i", succ), array("i", [ids[n] for n in roots]))
-    members = [order[m] for m in _ints(members)]
-    return [members[a:b] for a, b in zip([0] + _ints(ends), _ints(ends))]
-
-
-def _ints(data: bytes) -> list[int]:
-    return memoryview(data).cast("i").tolist()
+    members = [order[m] for m in int32s(members)]
+    return [members[a:b] for a, b in zip([0] + int32s(ends), int32s(ends))]

@@ -52,7 +52,7 @@ class FlatProductions(Sequence[Production]):
     def _all(self) -> tuple[Production, ...]:
         made = self._made
         if made is None:
-            lhs, starts, rhs = (_ints(part) for part in self._flat)
+            lhs, starts, rhs = (int32s(part) for part in self._flat)
             made = self._made = tuple(Production(lhs[i], tuple(rhs[starts[i]:starts[i + 1]]))
                                       for i in range(len(lhs)))
         return made
@@ -143,7 +143,7 @@ class LRTables:
         """The ACTION rows, keys in the canonical order `build_tables` states: a state's shifts,
         then its reductions' lookaheads as they first come; a cell holds the shift, then the
         reductions by ascending production."""
-        trans_start, sym, to, red_start, prod, la_start, la = (_ints(a) for a in self.arrays())
+        trans_start, sym, to, red_start, prod, la_start, la = (int32s(a) for a in self.arrays())
         t = self.n_terminals
         rows = []
         for s in range(self.n_states):
@@ -160,7 +160,7 @@ class LRTables:
     @cached_property
     def goto(self) -> tuple[dict[int, int], ...]:
         """The GOTO rows, by ascending nonterminal."""
-        trans_start, sym, to = (_ints(a) for a in self.arrays()[:3])
+        trans_start, sym, to = (int32s(a) for a in self.arrays()[:3])
         t = self.n_terminals
         return tuple({sym[j] - t: to[j] for j in range(trans_start[s], trans_start[s + 1]) if sym[j] >= t}
                      for s in range(self.n_states))
@@ -175,8 +175,9 @@ class LRTables:
         ]
 
 
-def _ints(array: bytes) -> list[int]:
-    return memoryview(array).cast(_I32).tolist()
+def int32s(data: bytes) -> list[int]:
+    """The int32 items (native order) of `data`, as the compiled core returns its arrays."""
+    return memoryview(data).cast(_I32).tolist()
 
 
 def build_tables(bnf: Bnf) -> LRTables:
