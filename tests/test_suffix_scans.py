@@ -443,6 +443,7 @@ def test_shared_states_found_in_the_store_are_not_walked(monkeypatch):
     second = ({"type": "array", "items": {"type": "object", "properties": {"c": {"type": "string"}, "d": {
         "type": "number"}}}}, '[{"c": "\u00e9 z", "d": -1.5}, {"d": 2}]')
     monkeypatch.setenv("GRAMMARC_CACHE_DIR", "off")
+    monkeypatch.setattr(index_module, "walked_states", lambda dfa, vocab_key: {})  # each index walks (or finds) its own
     masks, found, walked = {}, [], []
     for label in ("stored", "walked"):
         monkeypatch.setattr(kin, "KIN", kin.Kin())
@@ -468,6 +469,55 @@ def test_shared_states_found_in_the_store_are_not_walked(monkeypatch):
     assert found and not set(found) & set(walked)
     for step, (a, b) in enumerate(zip(masks["stored"], masks["walked"], strict=True)):
         assert np.array_equal(a, b), f"step {step}"
+
+
+def test_a_shared_automatons_walked_states_serve_the_next_index_over_its_vocabulary(monkeypatch):
+    """The automata that grammars share (JSON's separators, strings and numbers: the same
+    objects in every grammar that has them) keep their states' walks per vocabulary
+    (`scan_cache.walked_states`): a later grammar's index over the same vocabulary reads them
+    instead of walking or looking in the store, one over another vocabulary walks its own, and
+    every mask equals the mask made with every state walked afresh."""
+    import vocabularies
+    from grammarc import Engine
+
+    vocabs = {"llama3": (vocabularies.llama3(), vocabularies.quicktok_reference("llama3")),
+              "qwen3": (vocabularies.qwen3(), vocabularies.quicktok_reference("qwen3"))}
+    first = ({"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "integer"}}},
+             '{"a": "x y", "b": 12}')
+    second = ({"type": "array", "items": {"type": "object", "properties": {"c": {"type": "string"}, "d": {
+        "type": "number"}}}}, '[{"c": "\u00e9 z", "d": -1.5}, {"d": 2, "e": [true, "q"]}]')
+    monkeypatch.setenv("GRAMMARC_CACHE_DIR", "off")
+    masks, served = {}, {}
+    for label in ("kept", "afresh"):
+        monkeypatch.setattr(kin, "KIN", kin.Kin())
+        monkeypatch.setattr(index_module, "_indexes", weakref.WeakKeyDictionary())
+        monkeypatch.setattr(scan_cache, "_registry", scan_cache.ScanRegistry())  # its walked states too
+        if label == "afresh":
+            monkeypatch.setattr(index_module, "walked_states", lambda dfa, vocab_key: {})
+        for name, (vocab, encoder) in vocabs.items():
+            for which, (schema, text) in (("first", first), ("second", second)):
+                engine = Engine(Grammar.from_json_schema(schema), vocab)
+                index, asked, worked = engine.index, [], []
+                for method in ("_stored_scan", "_narrow_walk", "_wide_scan"):
+                    monkeypatch.setattr(index, method, lambda t, q, _m=getattr(index, method): worked.append(
+                        (t, q)) or _m(t, q))
+                monkeypatch.setattr(index, "_state_walk", lambda t, q, _m=index._state_walk: asked.append(
+                    (t, q, (found := _m(t, q))[0] is not None)) or found)
+                out = []
+                for token in encoder.encode(text):
+                    out.append(engine.packed_mask().copy())
+                    engine.advance(token)
+                out.append(engine.packed_mask().copy())
+                assert engine.accepts_eos()
+                masks[label, name, which] = out
+                served[label, name, which] = {(t, q, narrow) for t, q, narrow in asked if (t, q) not in worked}
+    for key in [k for k in masks if k[0] == "kept"]:
+        for step, (a, b) in enumerate(zip(masks[key], masks[("afresh",) + key[1:]], strict=True)):
+            assert np.array_equal(a, b), f"{key} step {step}"
+    assert not any(served[key] for key in served if key[0] == "afresh")
+    assert not served["kept", "llama3", "first"] and not served["kept", "qwen3", "first"]  # not llama3's walks
+    for name in vocabs:  # narrow walks and wide scans alike
+        assert {narrow for _, _, narrow in served["kept", name, "second"]} == {True, False}, name
 
 
 def _parting_by_hand(index: TokenIndex, a: DFA, q: int, b: DFA, p: int) -> list[bytes]:

@@ -35,7 +35,8 @@ from grammarc.runtime.gss import parser_core
 from grammarc.tokens import _scan, kin, memo
 from grammarc.tokens.memo import Memo
 from grammarc.tokens.rows import TokenBytes, joined, token_bytes
-from grammarc.tokens.scan_cache import AFTER_FIRST_BYTE, FROM_START, Scan, TerminalScans, terminal_scans, unkeyed
+from grammarc.tokens.scan_cache import (AFTER_FIRST_BYTE, FROM_START, Scan, TerminalScans, terminal_scans, unkeyed,
+                                       walked_states)
 from grammarc.tokens.suffixes import Suffixes, shared
 from grammarc.tokens.token_set import TokenSet
 from grammarc.tokens.tree import NO_PART as _NO_PART, Tree
@@ -212,6 +213,8 @@ class TokenIndex:
         self._follow_lists = parser_core(compiled).follows(compiled.bnf.n_terminals)
         self._openers = _openers(compiled.terminals)
         self._tables: list[_scan.Table | None] = [None] * len(compiled.terminals)  # `walk_table`s, read once
+        # per terminal, its automaton's walked states over this vocabulary (`walked_states`), looked up once
+        self._states_walked: list[dict[int, object] | None] = [None] * len(compiled.terminals)
         # per terminal, its automaton's store names made so far (`_made_languages`), looked up once
         self._languages: list[dict[int, str] | None] = [None] * len(compiled.terminals)
         self._recent: dict[int, list[tuple[int, Scan]]] = {}  # t -> its last wide scans (`_scan_near`)
@@ -329,18 +332,46 @@ class TokenIndex:
             inside = self._all if q == 0 else TokenSet.empty()
             tree = Tree()
         else:
-            scan = self._stored_scan(t, q)
-            narrow = None if scan is not None else self._narrow_walk(t, q)
+            narrow, scan = self._state_walk(t, q)
             if narrow is not None and len(narrow[1]) // 4 < BUCKETED_ROWS:  # int32 splits: a small tree
                 inside, rows, pos = narrow  # most states: no Scan, the walk's buffers go to the tree
                 tree = self._child(t, rows, pos, None) or Tree()
             else:
                 if scan is None:
-                    scan = self._wide_scan(t, q) if narrow is None else _narrow_scan(*narrow)
+                    scan = _narrow_scan(*narrow)
                 inside = _inside_set(scan, self.tokens, self.n_words)
                 tree = self._tree(t, scan)
         self._inside[(t, q)] = inside
         self._mid[(t, q)] = tree
+
+    def _state_walk(self, t: int, q: int) -> "tuple[tuple[TokenSet, bytes, bytes] | None, Scan | None]":
+        """(narrow walk, None) or (None, wide scan) of `q`: what the automaton's walked states
+        (`scan_cache.walked_states`) kept from an earlier index, else found in the store, else walked
+        (narrow), else scanned wide. The library's and the JSON primitives' automata are the
+        same objects in every grammar that has them, so a new grammar's index meets their
+        states walked already: ~10-40 us each (a walk, or the store's lookup and the kin's
+        bookkeeping) become one dictionary read."""
+        walked = self._states_walked[t]
+        if walked is None:
+            walked = self._states_walked[t] = walked_states(self.terminals[t].dfa, self.vocab.key)
+        known = walked.get(q)
+        if known is not None:
+            if len(known) == 3:  # (inside set, split rows, split positions)
+                return known, None
+            scan = known[0]()  # (the scan held weakly, its kin profile): the store bounds wide scans
+            if scan is not None:
+                self._remember(t, q, known[1], scan)  # as `_stored_scan` does: its kin stay fresh
+                return None, scan
+        scan = self._stored_scan(t, q)
+        narrow = None if scan is not None else self._narrow_walk(t, q)
+        if narrow is not None:
+            walked[q] = narrow
+            return narrow, None
+        if scan is None:
+            scan = self._wide_scan(t, q)
+        dfa = self.terminals[t].dfa
+        walked[q] = (weakref.ref(scan), kin.profile(np.asarray(dfa.trans[q]), bool(dfa.accept[q])))
+        return None, scan
 
     def _terminal_scan(self, t: int, q: int) -> Scan:
         """The whole vocabulary through terminal `t` from state `q`.

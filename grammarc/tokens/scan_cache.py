@@ -38,6 +38,7 @@ import itertools
 import os  # noqa: F401  (tests replace os.replace here to simulate a full disk)
 import threading
 import warnings
+import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
@@ -194,6 +195,11 @@ class ScanRegistry:
         self._total = 0  # bytes of the stores kept, kept as they grow (a sum per new store
         # was O(stores): 4,096 property reads for each new language of a long-lived server)
         self._lock = threading.RLock()
+        # automaton -> vocabulary key -> state -> its walk as token indexes took it
+        # (`TokenIndex._state_walk`): a narrow walk (inside set, split rows, split positions),
+        # or (the wide scan held weakly, so the stores' bounds hold; its kin profile); kept
+        # while the automaton lives
+        self._walked: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
     def get(self, key: tuple[str, str], rows: int) -> TerminalScans:
         """The store of (language key, vocabulary key), made on first use (in memory only
@@ -208,6 +214,16 @@ class ScanRegistry:
             self._total += store.nbytes  # what it loaded from disk
             self._evict()
             return store
+
+    def walked(self, dfa: object, vocab_key: str) -> dict[int, object]:
+        """The states of automaton `dfa` walked over the vocabulary of `vocab_key` so far
+        (live: indexes add to it under their build lock; two indexes racing walk a state twice
+        and keep either walk, which are equal)."""
+        with self._lock:
+            by_vocab = self._walked.get(dfa)
+            if by_vocab is None:
+                by_vocab = self._walked[dfa] = {}
+            return by_vocab.setdefault(vocab_key, {})
 
     def grew(self, store: TerminalScans, nbytes: int) -> None:
         """`store` took `nbytes` more: counted here while the store is this registry's (its
@@ -241,6 +257,7 @@ class ScanRegistry:
                 store._registry = None
             self._stores.clear()
             self._total = 0
+            self._walked = weakref.WeakKeyDictionary()
 
 
 _registry = ScanRegistry()
@@ -259,6 +276,14 @@ def terminal_scans(dfa_key: str, vocab_key: str, rows: int) -> TerminalScans:
     """The process-wide scans of (DFA, vocabulary), loaded from disk on first use; in memory
     only for an `unkeyed` name."""
     return _registry.get((dfa_key, vocab_key), rows)
+
+
+def walked_states(dfa: object, vocab_key: str) -> dict[int, object]:
+    """The process's walks of `dfa`'s states over the vocabulary of `vocab_key`
+    (`ScanRegistry.walked`): the automata that grammars share (JSON's separators, strings,
+    numbers; a grammar library's terminals) are the same objects in every grammar that has
+    them, and a new grammar's index reads their states' walks instead of walking them again."""
+    return _registry.walked(dfa, vocab_key)
 
 
 _unkeyed = itertools.count()
