@@ -5,7 +5,7 @@
  *               (the work behind grammarc.automata.dfa._finalize), here;
  * determinize - the subset construction of grammarc.automata.nfa._determinize, in
  *               _determinize.c;
- * runs, suffix_code - read-only views of a finished DFA, in _views.c (helpers in _core.h);
+ * runs, suffix_code, byte_runs - read-only views of a finished DFA, in _views.c (helpers in _core.h);
  * json_string, except_runs - JSON string literals and the keys' trie, in _json.c and _keys.c.
  *
  * Why C: all are tight loops over integers that dominate grammar compilation in Python.
@@ -421,6 +421,9 @@ static PyMethodDef methods[] = {
      "byte_classes(trans) -> (table, b2c, k): an int32 [n, 256] byte table's columns merged into "
      "classes, numbered by their first byte: bytes of int32 [n, k] and uint8 [256] with "
      "table[:, b2c] == trans."},
+    {"byte_runs", py_byte_runs, METH_VARARGS,
+     "byte_runs(trans) -> bytes: an int32 [n, 256] byte table's 256 run numbers (DFA.byte_runs), ascending from 0, a new "
+     "one at each byte some state treats apart from the byte before."},
     {"json_string", py_json_string, METH_VARARGS,
      "json_string(ptr, lo, hi, dst, accept, max_states, canonical=False) -> (trans, accept[, code]) | None: the byte "
      "table of every JSON spelling of the strings a DFA over code points accepts, quotes included (per character "

@@ -140,6 +140,7 @@ PyObject *py_run_arrays(PyObject *self, PyObject *args);
 PyObject *py_suffix_code(PyObject *self, PyObject *args);
 PyObject *py_literal(PyObject *self, PyObject *args);
 PyObject *py_byte_classes(PyObject *self, PyObject *args);
+PyObject *py_byte_runs(PyObject *self, PyObject *args);
 PyObject *py_json_string(PyObject *self, PyObject *args);
 PyObject *py_except_runs(PyObject *self, PyObject *args); /* _keys.c */
 PyObject *py_determinize(PyObject *self, PyObject *args); /* _determinize.c */

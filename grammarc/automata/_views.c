@@ -14,6 +14,7 @@
 #include "_core.h"
 #include "_bounds.h"
 #include <stddef.h> /* offsetof */
+#include <string.h> /* memset */
 
 /* An int32 [n, 256] byte table: its number of rows, or -1 with an exception set and the
  * buffer released (`who` names the function in the error). */
@@ -252,6 +253,39 @@ done:
 
 /* ----------------------------------------------------------- byte_classes */
 
+/* starts[b]: whether byte b starts a run of neighbouring bytes that every state of the
+ * int32 [n, 256] table `t` treats alike (same target, or none); starts[0] is set. */
+static void run_starts(const i32 *t, Py_ssize_t n, unsigned char starts[256])
+{
+    memset(starts, 0, 256);
+    starts[0] = 1;
+    for (Py_ssize_t q = 0; q < n; q++) {
+        const i32 *row = t + q * 256;
+        for (int b = 1; b < 256; b++) starts[b] |= row[b] != row[b - 1];
+    }
+}
+
+/* DFA.byte_runs of a dense table: 256 run numbers, ascending from 0, a new one at each byte
+ * some state treats apart from the byte before. */
+PyObject *py_byte_runs(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *o_trans;
+    Py_buffer trans = {0};
+    if (!PyArg_ParseTuple(args, "O", &o_trans))
+        return NULL;
+    Py_ssize_t n = get_byte_table(o_trans, &trans, "byte_runs");
+    if (n < 0) return NULL;
+    unsigned char starts[256], runs[256];
+    Py_BEGIN_ALLOW_THREADS
+    run_starts(trans.buf, n, starts);
+    runs[0] = 0;
+    for (int b = 1; b < 256; b++) runs[b] = (unsigned char)(runs[b - 1] + starts[b]);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&trans);
+    return PyBytes_FromStringAndSize((const char *)runs, 256);
+}
+
 /* An int32 [n, 256] byte table as (table int32 [n, k], b2c uint8 [256]) with
  * table[:, b2c] == trans: bytes whose columns are equal share a class, classes numbered by
  * their first byte. Neighbouring bytes usually have equal columns, so only the first column
@@ -266,14 +300,11 @@ PyObject *py_byte_classes(PyObject *self, PyObject *args)
     Py_ssize_t n = get_byte_table(o_trans, &trans, "byte_classes");
     if (n < 0) return NULL;
     const i32 *t = trans.buf;
-    unsigned char starts[256] = {1}, b2c[256];
+    unsigned char starts[256], b2c[256];
     int run_start[256], run_class[256], first_run[256], k = 0, m = 0;
     uint64_t hash[256];
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t q = 0; q < n; q++) {
-        const i32 *row = t + q * 256;
-        for (int b = 1; b < 256; b++) starts[b] |= row[b] != row[b - 1];
-    }
+    run_starts(t, n, starts);
     for (int b = 0; b < 256; b++)
         if (starts[b]) run_start[m++] = b;
     for (int i = 0; i < m; i++) {  /* a run joins the first earlier class with its column */

@@ -170,9 +170,8 @@ class DFA:
                 last[:-1] = ~goes_on
                 cut[byte[first]] = True
                 cut[byte[last][byte[last] < 255] + 1] = True
-        else:
-            trans = np.asarray(self.trans)
-            cut[1:] = (trans[:, 1:] != trans[:, :-1]).any(axis=0)
+        else:  # in the core: a new automaton's first store name asks (NumPy's compare and reduce cost ~30-60 us)
+            return _core.byte_runs(np.ascontiguousarray(self.trans, dtype=np.int32))
         cut[0] = False
         return np.cumsum(cut).astype(np.uint8).tobytes()
 
