@@ -429,6 +429,17 @@ def test_states_alike_and_not():
     assert not index_module._alike(np.asarray(counter.trans[3]), np.asarray(counter.trans[4]))
 
 
+def _masks_along(engine, encoder, text: str) -> list[np.ndarray]:
+    """Every mask of `engine` along `text`'s tokens (the last after them), the text whole."""
+    out = []
+    for token in encoder.encode(text):
+        out.append(engine.packed_mask().copy())
+        engine.advance(token)
+    out.append(engine.packed_mask().copy())
+    assert engine.accepts_eos()
+    return out
+
+
 def test_shared_states_found_in_the_store_are_not_walked(monkeypatch):
     """Llama-3: a state of an automaton that an earlier grammar scanned (JSON's separators,
     strings, numbers) is found in the store (`TokenIndex._stored_scan`) without a walk to
@@ -458,12 +469,7 @@ def test_shared_states_found_in_the_store_are_not_walked(monkeypatch):
                 monkeypatch.setattr(index, "_stored_scan", lambda t, q: (found.append((t, q)) or scan) if (
                     scan := stored(t, q)) is not None else None)
                 monkeypatch.setattr(index, "_narrow_walk", lambda t, q: walked.append((t, q)) or narrow(t, q))
-            out = []
-            for token in encoder.encode(text):
-                out.append(engine.packed_mask().copy())
-                engine.advance(token)
-            out.append(engine.packed_mask().copy())
-            assert engine.accepts_eos()
+            out = _masks_along(engine, encoder, text)
             if keep:
                 masks[label] = out
     assert found and not set(found) & set(walked)
@@ -503,13 +509,7 @@ def test_a_shared_automatons_walked_states_serve_the_next_index_over_its_vocabul
                         (t, q)) or _m(t, q))
                 monkeypatch.setattr(index, "_state_walk", lambda t, q, _m=index._state_walk: asked.append(
                     (t, q, (found := _m(t, q))[0] is not None)) or found)
-                out = []
-                for token in encoder.encode(text):
-                    out.append(engine.packed_mask().copy())
-                    engine.advance(token)
-                out.append(engine.packed_mask().copy())
-                assert engine.accepts_eos()
-                masks[label, name, which] = out
+                masks[label, name, which] = _masks_along(engine, encoder, text)
                 served[label, name, which] = {(t, q, narrow) for t, q, narrow in asked if (t, q) not in worked}
     for key in [k for k in masks if k[0] == "kept"]:
         for step, (a, b) in enumerate(zip(masks[key], masks[("afresh",) + key[1:]], strict=True)):
