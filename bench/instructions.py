@@ -5,7 +5,9 @@ On a shared machine the same build's cold-path timings move by 10-25% between ru
 than most single changes; an instruction count moves by well under 0.1%. Run under
 callgrind with instrumentation off at start: the script switches it on for the measured
 schemas only (after the warm-up on other schemas, with the collector frozen, as
-maskbench.py's ``--no-fork`` does), so valgrind's total is the measured responses' work:
+maskbench.py's ``--no-fork`` does; with ``--per-phase`` or ``--per-schema`` the garbage of
+the schemas before is collected, uncounted, before each one, as each fork of maskbench.py
+starts without it), so valgrind's total is the measured responses' work:
 schema -> grammar -> compiled -> first mask, then advance + mask per token. No compiled
 grammar is stored on disk (a wall-time threshold decides that, which valgrind's slowdown
 would pass for every grammar).
@@ -110,7 +112,8 @@ def main() -> None:
     parser.add_argument("--vocab", choices=sorted(mb.ml.VOCABS), default="llama3")
     parser.add_argument("--layout", choices=sorted(mb.GRAMMARC_OPTIONS), default="flexible")
     parser.add_argument("--per-schema", action="store_true",
-                        help="one callgrind dump per measured schema, named by it (read them with --report)")
+                        help="one callgrind dump per measured schema, named by it (read them with --report); "
+                             "the garbage of the schemas before is collected first, uncounted, as in each fork")
     parser.add_argument("--per-phase", action="store_true",
                         help="one callgrind dump per measured schema and phase (schema, compile, engine + first "
                              "mask, masks), named by both (read them with --report)")
@@ -145,6 +148,7 @@ def main() -> None:
 
     if args.per_phase:
         for case in measured:
+            gc.collect()  # uncounted: each response meets only its own garbage, as each fork does
             done: list[str] = []
 
             def ended(phase: str, name: str = case.name) -> None:
@@ -159,6 +163,7 @@ def main() -> None:
                 stop()
     elif args.per_schema:
         for case in measured:
+            gc.collect()
             on()
             respond(case)
             off(case.name)
