@@ -253,3 +253,46 @@ def test_bad_levels_and_terminals_are_refused():
         level.part(ref.Tree(level, candidates=frozenset({7})), 7)
     with pytest.raises(TypeError, match="part"):
         level.part(ref.Tree(level))
+
+
+def test_equal_small_subtrees_are_made_once_per_follow_list_and_masks_stay_exact():
+    """Terminals that end inside the same tokens at the same places share one small subtree
+    when the same terminals may follow them (`TokenIndex._child`: a JSON object's keys, each
+    a literal of its own before one separator); where the followers differ, so do the
+    subtrees ('ab' before digits, 'cb' before letters, both ending inside the tokens that
+    start with 'b'). Masks after every prefix against brute force."""
+    vocab_tokens = [bytes([b]) for b in b"abc019xy()"] + [b"b1", b"bx", b"b(", b"b(1", b"b(x", b"b12", b"bxy", b"1)"]
+    vocab = Vocabulary.from_bytes(vocab_tokens + [None], eos_token_ids=[len(vocab_tokens)])
+    rules = "num ::= #'[0-9]+' | '(' num ')' ; word ::= #'[a-z]+' | '(' word ')' ;"
+    for start, shared, last in (("start ::= 'ab' num | 'cb' word ;", False, b"cb(x"),
+                                ("start ::= 'ab' num | 'cb' num ;", True, b"cb(1")):
+        grammar = grammarc.Grammar.from_ebnf(start + rules)
+        recognizer = Recognizer(grammar.compile())
+        engine = Engine(grammar, vocab)
+        ab, cb = (next(t for t, term in enumerate(engine.index.terminals) if term.dfa.matches(word))
+                  for word in (b"ab", b"cb"))
+        assert (engine.index.mid(ab, 1) is engine.index.mid(cb, 1)) == shared, start
+        for text in (b"", b"a", b"c", b"ab", b"cb", b"ab(", b"cb(", b"ab(1", last):
+            assert _allowed_after(grammar, vocab, text) == _truth_after(recognizer, vocab_tokens, text), (start, text)
+    # the same tokens, the same followers, other places: 'ab' ends after their first byte,
+    # 'abc' after their second
+    vocab_tokens = [bytes([b]) for b in b"abc019()"] + [b"bc1", b"bc(", b"bcc"]
+    vocab = Vocabulary.from_bytes(vocab_tokens + [None], eos_token_ids=[len(vocab_tokens)])
+    grammar = grammarc.Grammar.from_ebnf("start ::= 'ab' num | 'abc' num ;" + rules)
+    engine = Engine(grammar, vocab)
+    ab, abc = (next(t for t, term in enumerate(engine.index.terminals) if term.label[0] == Literal(word))
+               for word in ("ab", "abc"))
+    assert engine.index.mid(ab, 1) is not engine.index.mid(abc, 1)
+    recognizer = Recognizer(grammar.compile())
+    for text in (b"", b"a", b"ab", b"abc", b"ab("):
+        assert _allowed_after(grammar, vocab, text) == _truth_after(recognizer, vocab_tokens, text), text
+
+
+def _allowed_after(grammar, vocab: Vocabulary, text: bytes) -> list[int]:
+    engine = Engine(grammar, vocab)
+    engine.advance_bytes(text)
+    return [t for t in engine.allowed_token_ids().tolist() if not vocab.is_special(t)]
+
+
+def _truth_after(recognizer: Recognizer, vocab_tokens: list[bytes], text: bytes) -> list[int]:
+    return [i for i, t in enumerate(vocab_tokens) if recognizer.is_prefix(text + t)]

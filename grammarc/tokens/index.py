@@ -231,6 +231,8 @@ class TokenIndex:
                                       self._follow_lists, _first_bytes(self._openers), TokenSet, self.ref,
                                       BUCKETED_ROWS)
         self._all: TokenSet | None = None  # every normal token: any!'s first part, made on first use
+        # (follow list, split rows, split positions) -> the small tree over them (`_child`)
+        self._small_trees: dict[tuple[tuple[int, ...], bytes, bytes], Tree] = {}
         self._inside: dict[tuple[int, int], TokenSet] = {}
         self._inside_within: dict[tuple[int, int, int], TokenSet] = {}  # token-limited terminals only
         self._ends: dict[tuple[int, int], dict[int, TokenSet]] = {}
@@ -661,12 +663,22 @@ class TokenIndex:
 
     def _child(self, previous: int, rows: bytes, pos: bytes, after: int | None) -> "Tree | None":
         """The subtree of a part's splits (int32 buffers, as its walk gives them; `after`:
-        their next bytes, `Suffixes.byte_set`, or None to find them); None without splits."""
+        their next bytes, `Suffixes.byte_set`, or None to find them); None without splits.
+
+        A small one is made once per (splits, terminals that may follow `previous`), all a
+        small level depends on: every key of a JSON object ends inside the same tokens (the
+        423 of Llama-3 that start with the closing quote), and each key's literal is a
+        terminal of its own, followed by the same separator; sharing the subtree makes its
+        parts once, and its walks meet the memo (`_collect_tree_tokens`)."""
         n = len(rows) // 4
         if not n:
             return None
         if n < BUCKETED_ROWS:
-            return Tree(_scan.SmallLevel(self._parts, previous, rows, pos))
+            key = (self._follow_lists[previous], rows, pos)
+            tree = self._small_trees.get(key)
+            if tree is None:
+                tree = self._small_trees[key] = Tree(_scan.SmallLevel(self._parts, previous, rows, pos))
+            return tree
         suffixes = Suffixes(self.tokens, np.frombuffer(rows, np.int32), np.frombuffer(pos, np.int32), after)
         return Tree(_Level(self, previous, suffixes, False))
 
