@@ -63,3 +63,21 @@ def test_profiles_past_the_limit_drop_the_least_recently_registered(monkeypatch:
     registry.add("v", bytes([0]), *things[3][:1], 3, things[3][1])  # profile 0 registered again: kept
     registry.add("v", bytes([4]), things[4][0], 4, things[4][1])
     assert [bool(registry.candidates("v", bytes([i]))) for i in range(5)] == [True, False, True, False, True]
+
+
+def test_registering_the_last_registered_again_keeps_its_profile_recent(monkeypatch: pytest.MonkeyPatch):
+    """A state met again (a token index reading a shared automaton's walked state) is already
+    its profile's first entry: the entries stay as they are, the profile becomes the most
+    recently registered (`add`'s short path), as the full path would leave them."""
+    monkeypatch.setattr(kin, "KIN_PROFILES", 2)
+    registry = kin.Kin()
+    (d0, s0), (d1, s1), (d2, s2), (d3, s3) = [(_Thing(), _Thing()) for _ in range(4)]
+    registry.add("v", b"a", d3, 3, s3)
+    registry.add("v", b"a", d0, 0, s0)
+    registry.add("v", b"b", d1, 1, s1)
+    registry.add("v", b"a", d0, 0, s0)  # first already: kept as it is, and now the most recent
+    registry.add("v", b"c", d2, 2, s2)  # so b is the one dropped
+    assert [q for _, q, _ in registry.candidates("v", b"a")] == [0, 3]
+    assert registry.candidates("v", b"b") == [] and [q for _, q, _ in registry.candidates("v", b"c")] == [2]
+    registry.add("v", b"a", d3, 0, s0)  # another automaton's state with that scan: the full path replaces it
+    assert [(d, q) for d, q, _ in registry.candidates("v", b"a")] == [(d3, 0), (d3, 3)]

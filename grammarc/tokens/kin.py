@@ -49,6 +49,10 @@ class Kin:
         """Register `scan`, the wide scan of `dfa` from state `q`, under profile `key`."""
         with self._lock:
             profiles = self._by_vocab.setdefault(vocab_key, OrderedDict())
+            first = (profiles.get(key) or (None,))[0]
+            if first is not None and first[1] == q and first[2]() is scan and first[0]() is dfa:
+                profiles.move_to_end(key)  # registered last already (a state an index met again): as below
+                return
             kept = [entry for entry in profiles.pop(key, []) if entry[2]() is not scan and entry[2]() is not None]
             profiles[key] = [(weakref.ref(dfa), q, weakref.ref(scan))] + kept[:KIN_PER_PROFILE - 1]
             while len(profiles) > KIN_PROFILES:
