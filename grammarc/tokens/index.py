@@ -669,7 +669,7 @@ class TokenIndex:
         small level depends on: every key of a JSON object ends inside the same tokens (the
         423 of Llama-3 that start with the closing quote), and each key's literal is a
         terminal of its own, followed by the same separator; sharing the subtree makes its
-        parts once, and its walks meet the memo (`_collect_tree_tokens`)."""
+        parts once (and its walks, from equal LR states, meet the memo)."""
         n = len(rows) // 4
         if not n:
             return None
