@@ -263,10 +263,10 @@ def test_equal_small_subtrees_are_made_once_per_follow_list_and_masks_stay_exact
     start with 'b'). Masks after every prefix against brute force."""
     vocab_tokens = [bytes([b]) for b in b"abc019xy()"] + [b"b1", b"bx", b"b(", b"b(1", b"b(x", b"b12", b"bxy", b"1)"]
     vocab = Vocabulary.from_bytes(vocab_tokens + [None], eos_token_ids=[len(vocab_tokens)])
-    rules = "num ::= #'[0-9]+' | '(' num ')' ; word ::= #'[a-z]+' | '(' word ')' ;"
-    for start, shared, last in (("start ::= 'ab' num | 'cb' word ;", False, b"cb(x"),
-                                ("start ::= 'ab' num | 'cb' num ;", True, b"cb(1")):
-        grammar = grammarc.Grammar.from_ebnf(start + rules)
+    num, word = "num ::= #'[0-9]+' | '(' num ')' ;", "word ::= #'[a-z]+' | '(' word ')' ;"
+    for start, shared, last in (("start ::= 'ab' num | 'cb' word ;" + num + word, False, b"cb(x"),
+                                ("start ::= 'ab' num | 'cb' num ;" + num, True, b"cb(1")):
+        grammar = grammarc.Grammar.from_ebnf(start)
         recognizer = Recognizer(grammar.compile())
         engine = Engine(grammar, vocab)
         ab, cb = (next(t for t, term in enumerate(engine.index.terminals) if term.dfa.matches(word))
@@ -278,7 +278,7 @@ def test_equal_small_subtrees_are_made_once_per_follow_list_and_masks_stay_exact
     # 'abc' after their second
     vocab_tokens = [bytes([b]) for b in b"abc019()"] + [b"bc1", b"bc(", b"bcc"]
     vocab = Vocabulary.from_bytes(vocab_tokens + [None], eos_token_ids=[len(vocab_tokens)])
-    grammar = grammarc.Grammar.from_ebnf("start ::= 'ab' num | 'abc' num ;" + rules)
+    grammar = grammarc.Grammar.from_ebnf("start ::= 'ab' num | 'abc' num ;" + num)
     engine = Engine(grammar, vocab)
     ab, abc = (next(t for t, term in enumerate(engine.index.terminals) if term.label[0] == Literal(word))
                for word in ("ab", "abc"))
