@@ -159,19 +159,18 @@ class DFA:
         when every state treats them alike (same target, or none), so a walk over pairs of
         states may read one byte per run (`grammarc.tokens._scan.agree_bytes`). Maximal
         runs, not classes: bytes far apart that behave alike are in different runs."""
+        if not isinstance(self.trans, CombTable):  # in the core: a new automaton's first store name asks
+            return _core.byte_runs(np.ascontiguousarray(self.trans, dtype=np.int32))  # (NumPy's took ~30-60 us)
         cut = np.zeros(256, dtype=bool)  # cut[b]: some state treats b and b - 1 apart
-        if isinstance(self.trans, CombTable):
-            src, byte, dst = self._edges()
-            if len(src):
-                goes_on = (src[1:] == src[:-1]) & (byte[1:] == byte[:-1] + 1) & (dst[1:] == dst[:-1])
-                first = np.ones(len(src), dtype=bool)  # an edge that does not continue the one before
-                first[1:] = ~goes_on
-                last = np.ones(len(src), dtype=bool)  # an edge that the next one does not continue
-                last[:-1] = ~goes_on
-                cut[byte[first]] = True
-                cut[byte[last][byte[last] < 255] + 1] = True
-        else:  # in the core: a new automaton's first store name asks (NumPy's compare and reduce cost ~30-60 us)
-            return _core.byte_runs(np.ascontiguousarray(self.trans, dtype=np.int32))
+        src, byte, dst = self._edges()
+        if len(src):
+            goes_on = (src[1:] == src[:-1]) & (byte[1:] == byte[:-1] + 1) & (dst[1:] == dst[:-1])
+            first = np.ones(len(src), dtype=bool)  # an edge that does not continue the one before
+            first[1:] = ~goes_on
+            last = np.ones(len(src), dtype=bool)  # an edge that the next one does not continue
+            last[:-1] = ~goes_on
+            cut[byte[first]] = True
+            cut[byte[last][byte[last] < 255] + 1] = True
         cut[0] = False
         return np.cumsum(cut).astype(np.uint8).tobytes()
 

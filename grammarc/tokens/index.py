@@ -353,9 +353,7 @@ class TokenIndex:
         same objects in every grammar that has them, so a new grammar's index meets their
         states walked already: ~10-40 us each (a walk, or the store's lookup and the kin's
         bookkeeping) become one dictionary read."""
-        walked = self._states_walked[t]
-        if walked is None:
-            walked = self._states_walked[t] = walked_states(self.terminals[t].dfa, self.vocab.key)
+        walked = self._walked_of(t)
         known = walked.get(q)
         if known is not None:
             if len(known) == 3:  # (inside set, split rows, split positions)
@@ -364,16 +362,20 @@ class TokenIndex:
             if scan is not None:
                 self._remember(t, q, known[1], scan)  # as `_stored_scan` does: its kin stay fresh
                 return None, scan
-        scan = self._stored_scan(t, q)
+        scan = self._stored_scan(t, q)  # a wide scan, found or made, is kept by `_remember`
         narrow = None if scan is not None else self._narrow_walk(t, q)
         if narrow is not None:
             walked[q] = narrow
             return narrow, None
-        if scan is None:
-            scan = self._wide_scan(t, q)
-        dfa = self.terminals[t].dfa
-        walked[q] = (weakref.ref(scan), kin.profile(np.asarray(dfa.trans[q]), bool(dfa.accept[q])))
-        return None, scan
+        return None, scan if scan is not None else self._wide_scan(t, q)
+
+    def _walked_of(self, t: int) -> dict[int, object]:
+        """The walked states of `t`'s automaton over this vocabulary (`walked_states`, looked up
+        once per terminal)."""
+        walked = self._states_walked[t]
+        if walked is None:
+            walked = self._states_walked[t] = walked_states(self.terminals[t].dfa, self.vocab.key)
+        return walked
 
     def _terminal_scan(self, t: int, q: int) -> Scan:
         """The whole vocabulary through terminal `t` from state `q`.
@@ -433,7 +435,12 @@ class TokenIndex:
         return scan
 
     def _remember(self, t: int, q: int, profile: bytes, scan: Scan) -> None:
-        """Keep `q`'s wide scan among its terminal's recent ones (`_scan_near`) and its kin."""
+        """Keep `q`'s wide scan among its terminal's recent ones (`_scan_near`), its kin, and
+        its automaton's walked states (`_state_walk`), with the profile its kin are found by."""
+        walked = self._walked_of(t)
+        known = walked.get(q)
+        if known is None or len(known) != 2 or known[0]() is not scan:  # (a narrow walk: 3 long)
+            walked[q] = (weakref.ref(scan), profile)
         recent = self._recent.setdefault(t, [])
         recent.insert(0, (q, scan))
         del recent[NEAR_CANDIDATES:]
