@@ -177,6 +177,9 @@ def test_suffix_code_refuses_a_table_that_is_not_256_wide():
 COUNTED = [
     Grammar.from_json_schema({"type": "object", "properties": {"s": {"type": "string", "minLength": 2, "maxLength": 9}}}),
     Grammar.from_ebnf("start ::= #'[ab]{2,11}' (';' #'x{0,6}')? ;"),
+    # a counter over bytes few tokens start with: its neighbours differ on the rows of those
+    # first bytes alone (`TokenBytes.longer_than` with `first`)
+    Grammar.from_ebnf("start ::= #'[x;]{1,9}' ('\"' | 'b') ;"),
 ]
 COUNTED_VOCAB = Vocabulary.from_bytes(
     [bytes([b]) for b in range(256)]
@@ -187,7 +190,7 @@ COUNTED_VOCAB = Vocabulary.from_bytes(
 )
 
 
-@pytest.mark.parametrize("grammar", COUNTED, ids=["maxLength", "ebnf-counts"])
+@pytest.mark.parametrize("grammar", COUNTED, ids=["maxLength", "ebnf-counts", "rare-first-bytes"])
 @pytest.mark.parametrize("enough, most", [(None, None), (0.0, None), (None, 1.0)],
                          ids=["defaults", "compare-to-the-longest", "walk-any-share"])
 @pytest.mark.parametrize("backwards", [False, True], ids=["forwards", "backwards"])
@@ -443,8 +446,8 @@ def _masks_along(engine, encoder, text: str) -> list[np.ndarray]:
 def test_shared_states_found_in_the_store_are_not_walked(monkeypatch):
     """Llama-3: a state of an automaton that an earlier grammar scanned (JSON's separators,
     strings, numbers) is found in the store (`TokenIndex._stored_scan`) without a walk to
-    learn that it is wide, and every mask of the second grammar equals the mask made with
-    every state walked first."""
+    learn that it is wide (its first bytes' rows tell), and every mask of the second grammar
+    equals the mask made with every state walked first."""
     import vocabularies
     from grammarc import Engine
 
@@ -455,7 +458,7 @@ def test_shared_states_found_in_the_store_are_not_walked(monkeypatch):
         "type": "number"}}}}, '[{"c": "\u00e9 z", "d": -1.5}, {"d": 2}]')
     monkeypatch.setenv("GRAMMARC_CACHE_DIR", "off")
     monkeypatch.setattr(index_module, "walked_states", lambda dfa, vocab_key: {})  # each index walks (or finds) its own
-    masks, found, walked = {}, [], []
+    masks, found, walked, asked = {}, [], [], []
     for label in ("stored", "walked"):
         monkeypatch.setattr(kin, "KIN", kin.Kin())
         monkeypatch.setattr(index_module, "_indexes", weakref.WeakKeyDictionary())
@@ -466,13 +469,26 @@ def test_shared_states_found_in_the_store_are_not_walked(monkeypatch):
             engine = Engine(Grammar.from_json_schema(schema), vocab)
             if keep and label == "stored":
                 index, stored, narrow = engine.index, engine.index._stored_scan, engine.index._narrow_walk
-                monkeypatch.setattr(index, "_stored_scan", lambda t, q: (found.append((t, q)) or scan) if (
-                    scan := stored(t, q)) is not None else None)
-                monkeypatch.setattr(index, "_narrow_walk", lambda t, q: walked.append((t, q)) or narrow(t, q))
+                def looked_up(t, q, stored=stored):
+                    asked.append((t, q))
+                    scan = stored(t, q)
+                    if scan is not None:
+                        found.append((t, q))
+                    return scan
+
+                monkeypatch.setattr(index, "_stored_scan", looked_up)
+                # a walk, not the refusal from the first bytes alone (`thin=False`) that comes first
+                monkeypatch.setattr(index, "_narrow_walk", lambda t, q, thin=True: (
+                    thin and walked.append((t, q))) or narrow(t, q, thin=thin))
             out = _masks_along(engine, encoder, text)
             if keep:
                 masks[label] = out
     assert found and not set(found) & set(walked)
+    starts = index.tokens.first_starts
+    first_rows = {(t, q): int(sum(starts[b + 1] - starts[b] for b in range(256) if index.terminals[t].dfa.trans[q, b] >= 0))
+                  for t, q in asked}
+    few = [key for key in index._inside if key not in first_rows]  # every state built, and the store was not asked
+    assert few and all(rows >= index_module.PERSIST_MIN_ROWS for rows in first_rows.values())  # only wide ones are
     for step, (a, b) in enumerate(zip(masks["stored"], masks["walked"], strict=True)):
         assert np.array_equal(a, b), f"step {step}"
 
@@ -505,8 +521,8 @@ def test_a_shared_automatons_walked_states_serve_the_next_index_over_its_vocabul
                 engine = Engine(Grammar.from_json_schema(schema), vocab)
                 index, asked, worked = engine.index, [], []
                 for method in ("_stored_scan", "_narrow_walk", "_wide_scan"):
-                    monkeypatch.setattr(index, method, lambda t, q, _m=getattr(index, method): worked.append(
-                        (t, q)) or _m(t, q))
+                    monkeypatch.setattr(index, method, lambda t, q, _m=getattr(index, method), **how: worked.append(
+                        (t, q)) or _m(t, q, **how))
                 monkeypatch.setattr(index, "_state_walk", lambda t, q, _m=index._state_walk: asked.append(
                     (t, q, (found := _m(t, q))[0] is not None)) or found)
                 masks[label, name, which] = _masks_along(engine, encoder, text)
@@ -607,6 +623,50 @@ def test_rows_by_length_answer_which_tokens_are_longer_than_a_depth():
         d = tokens.depth_leaving(share)
         assert (lengths > d).sum() <= share * len(lengths) and (d == 0 or (lengths > d - 1).sum() > share * len(lengths))
     assert tokens.depth_leaving(-1.0) == tokens.longest + 1 == int(lengths.max()) + 1
+    firsts = tokens.data[tokens.offsets]
+    cut = 0
+    for flagged in ([], [ord("x")], [ord("x"), ord(";")], [ord("a")], list(range(256)), [ord("x"), 0xC3, ord("b")]):
+        first = np.zeros(256, dtype=bool)
+        first[flagged] = True
+        for d in range(-1, tokens.longest + 2):
+            every = np.flatnonzero(lengths > max(d, 0))
+            exact = np.flatnonzero((lengths > max(d, 0)) & first[firsts])
+            found = sorted(tokens.longer_than(d, first).tolist())
+            # the flagged first bytes' rows, or every long row where those are not many fewer
+            assert found == (exact.tolist() if len(exact) <= len(every) // 2 else every.tolist()), (flagged, d)
+            cut += len(exact) <= len(every) // 2 < len(every)
+    assert cut >= 10  # the rows of the flagged first bytes alone, not only every long row
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.binary(min_size=1, max_size=12), min_size=1, max_size=40, unique=True),
+       st.sets(st.integers(0, 255), max_size=6), st.integers(-1, 14))
+def test_rows_longer_than_a_depth_from_some_first_bytes(pieces, flagged, d):
+    tokens = token_bytes(Vocabulary.from_bytes(pieces))
+    first = np.zeros(256, dtype=bool)
+    first[sorted(flagged)] = True
+    firsts = tokens.data[tokens.offsets]
+    every = np.flatnonzero(tokens.lengths > max(d, 0))
+    exact = np.flatnonzero((tokens.lengths > max(d, 0)) & first[firsts])
+    found = tokens.longer_than(d, first)
+    assert len(set(found.tolist())) == len(found)
+    assert sorted(found.tolist()) == (exact.tolist() if len(exact) <= len(every) // 2 else every.tolist())
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda a: a.update(starts=a["starts"][:-1]), "inconsistent array sizes"),
+    (lambda a: a.update(live=a["live"][:255]), "inconsistent array sizes"),
+    (lambda a: a.update(d=a["width"]), "inconsistent array sizes"),
+    (lambda a: a.update(d=-1), "inconsistent array sizes"),
+    (lambda a: a["longer"].__setitem__((ord("x"), 0), 10 ** 6), "a count is out of its bucket"),
+])
+def test_bucket_prefixes_refuses_inconsistent_arrays(change, message):
+    tokens = token_bytes(COUNTED_VOCAB)
+    args = {"order": tokens.by_first_length, "starts": tokens.first_starts, "longer": tokens.first_longer.copy(),
+            "d": 0, "live": np.ones(256, dtype=np.uint8), "width": tokens.first_longer.shape[1]}
+    change(args)
+    with pytest.raises(ValueError, match=f"^bucket_prefixes: {message}$"):
+        _scan.bucket_prefixes(args["order"], args["starts"], args["longer"], args["d"], args["live"], 10 ** 9)
 
 
 @settings(max_examples=100, deadline=None)

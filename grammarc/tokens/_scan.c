@@ -9,7 +9,8 @@
  * (a scan's inside rows as a mask over token ids), next_bytes and order_by_byte (a token
  * tree level's suffixes by their next byte), the PackedSet type (a TokenSet's storage, OR-ed
  * into a mask), pack_ids, pack_words and union_sets (a TokenSet made from ids, a packed mask
- * or other sets), rows_by_byte (the rows holding each byte).
+ * or other sets), rows_by_byte (the rows holding each byte), bucket_prefixes (the rows of
+ * some first bytes longer than a depth).
  *
  * grammarc.tokens.index builds, for a lexer item (terminal t in DFA state q), the tokens
  * that stay inside t and the places where t can end strictly inside a token. Token trees
@@ -832,6 +833,7 @@ static PyMethodDef methods[] = {
     {"pack_words", pack_words, METH_VARARGS, "A TokenSet's arrays and count for a packed mask."},
     {"union_sets", union_sets, METH_VARARGS, "A TokenSet's arrays and count for the union of TokenSets."},
     {"rows_by_byte", rows_by_byte, METH_VARARGS, "The rows that hold each byte (a counting sort)."},
+    {"bucket_prefixes", bucket_prefixes, METH_VARARGS, "The rows of some first bytes longer than a depth."},
     {"reaches_more", reaches_more, METH_VARARGS, "Whether more than a number of states are reachable from a state."},
     {NULL, NULL, 0, NULL},
 };

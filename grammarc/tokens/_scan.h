@@ -139,6 +139,7 @@ PyObject *pack_words(PyObject *self, PyObject *args);
 PyObject *union_sets(PyObject *self, PyObject *args);
 PyObject *pack_ids(PyObject *self, PyObject *args);
 PyObject *rows_by_byte(PyObject *self, PyObject *args);
+PyObject *bucket_prefixes(PyObject *self, PyObject *args);
 PyObject *packed_ids(const int64_t *id, Py_ssize_t n, Py_ssize_t n_words);
 PyObject *set_of_dense(const uint32_t *dense, Py_ssize_t n_words);
 int or_set(uint32_t *a, Py_ssize_t n_acc, const SetObject *set, const char *who);

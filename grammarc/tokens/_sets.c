@@ -619,3 +619,55 @@ done:
     PyBuffer_Release(&data), PyBuffer_Release(&offsets), PyBuffer_Release(&lengths);
     return result;
 }
+
+/* bucket_prefixes(order, starts, longer, d, live, most): the rows of the first bytes `live`
+ * flags (256 bytes, nonzero: flagged) longer than `d` bytes, as int32 bytes, or None when
+ * they are more than `most`. `order` (int32) holds the rows by first byte, longest first
+ * within each: byte b's rows longer than d are order[starts[b] .. starts[b] +
+ * longer[b * width + d]) (starts int64 [257], longer int32 [256 * width], d < width): a
+ * copy per flagged byte (the NumPy of it, a dozen calls, cost more than the walk it saved). */
+PyObject *bucket_prefixes(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer order = {0}, starts = {0}, longer = {0}, live = {0};
+    Py_ssize_t d, most;
+    PyObject *result = NULL;
+    if (!PyArg_ParseTuple(args, "y*y*y*ny*n", &order, &starts, &longer, &d, &live, &most)) return NULL;
+    if (need(&order, sizeof(int32_t), "order") || need(&starts, sizeof(int64_t), "starts") ||
+        need(&longer, sizeof(int32_t), "longer"))
+        goto done;
+    const Py_ssize_t n = order.len / (Py_ssize_t)sizeof(int32_t), width = longer.len / (256 * (Py_ssize_t)sizeof(int32_t));
+    const int64_t *start = starts.buf;
+    const int32_t *count = longer.buf, *rows = order.buf;
+    const uint8_t *flag = live.buf;
+    if (starts.len != 257 * (Py_ssize_t)sizeof(int64_t) || longer.len != 256 * width * (Py_ssize_t)sizeof(int32_t) ||
+        live.len != 256 || d < 0 || d >= width || start[256] != n) {
+        PyErr_SetString(PyExc_ValueError, "bucket_prefixes: inconsistent array sizes");
+        goto done;
+    }
+    Py_ssize_t total = 0;
+    for (int b = 0; b < 256; b++) {
+        if (!flag[b]) continue;
+        int32_t k = count[b * width + d];
+        if (k < 0 || start[b] < 0 || start[b] + k > start[b + 1]) {
+            PyErr_SetString(PyExc_ValueError, "bucket_prefixes: a count is out of its bucket");
+            goto done;
+        }
+        total += k;
+    }
+    if (total > most) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    result = PyBytes_FromStringAndSize(NULL, total * (Py_ssize_t)sizeof(int32_t));
+    if (!result) goto done;
+    int32_t *out = (int32_t *)PyBytes_AS_STRING(result);
+    for (int b = 0; b < 256; b++)
+        if (flag[b]) {
+            int32_t k = count[b * width + d];
+            memcpy(out, rows + start[b], (size_t)k * sizeof(int32_t));
+            out += k;
+        }
+done:
+    PyBuffer_Release(&order), PyBuffer_Release(&starts), PyBuffer_Release(&longer), PyBuffer_Release(&live);
+    return result;
+}

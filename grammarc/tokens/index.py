@@ -348,8 +348,9 @@ class TokenIndex:
 
     def _state_walk(self, t: int, q: int) -> "tuple[tuple[TokenSet, bytes, bytes] | None, Scan | None]":
         """(narrow walk, None) or (None, wide scan) of `q`: what the automaton's walked states
-        (`scan_cache.walked_states`) kept from an earlier index, else found in the store, else walked
-        (narrow), else scanned wide. The library's and the JSON primitives' automata are the
+        (`scan_cache.walked_states`) kept from an earlier index, else walked when its first
+        bytes' rows are few, else found in the store, else walked (narrow but for rows stepped
+        over), else scanned wide. The library's and the JSON primitives' automata are the
         same objects in every grammar that has them, so a new grammar's index meets their
         states walked already: ~10-40 us each (a walk, or the store's lookup and the kin's
         bookkeeping) become one dictionary read."""
@@ -362,8 +363,12 @@ class TokenIndex:
             if scan is not None:
                 self._remember(t, q, known[1], scan)  # as `_stored_scan` does: its kin stay fresh
                 return None, scan
-        scan = self._stored_scan(t, q)  # a wide scan, found or made, is kept by `_remember`
-        narrow = None if scan is not None else self._narrow_walk(t, q)
+        # fewer first-byte rows than any wide state: walked at once, as the store holds wide
+        # scans only (else refused from the first bytes, before any walk)
+        narrow = self._narrow_walk(t, q, thin=False)
+        scan = None if narrow is not None else self._stored_scan(t, q)  # a wide scan, found or made,
+        if narrow is None and scan is None:  # is kept by `_remember`
+            narrow = self._narrow_walk(t, q)
         if narrow is not None:
             walked[q] = narrow
             return narrow, None
@@ -459,16 +464,17 @@ class TokenIndex:
             languages = self._languages[t] = _made_languages(self.terminals[t].dfa)
         return languages
 
-    def _narrow_walk(self, t: int, q: int) -> "tuple[TokenSet, bytes, bytes] | None":
+    def _narrow_walk(self, t: int, q: int, *, thin: bool = True) -> "tuple[TokenSet, bytes, bytes] | None":
         """The inside set and the splits (int32 buffers) from `q` when it walks fewer than
-        `PERSIST_MIN_ROWS` rows (those whose first byte `q` takes), or more but walks at most
-        `THIN_WALK_SHARE` of that many (the rest stepped over: a key's state after a common
-        letter); else None. One call (`_scan.scan_state`): most states of a new schema's
+        `PERSIST_MIN_ROWS` rows (those whose first byte `q` takes), or, with `thin`, more but
+        walks at most `THIN_WALK_SHARE` of that many (the rest stepped over: a key's state
+        after a common letter); else None (without `thin`, found from the first bytes alone,
+        before any walk). One call (`_scan.scan_state`): most states of a new schema's
         terminals are narrow, and their walks cost less than picking the rows and packing the
         ids in NumPy, or than looking a wide scan up; `_build_state` takes the buffers as they
         are, without a `Scan` (a narrow scan is never stored)."""
         found = _scan.scan_state(self._table(t), self.tokens.native, q, PERSIST_MIN_ROWS, self.n_words,
-                                 int(PERSIST_MIN_ROWS * THIN_WALK_SHARE))
+                                 int(PERSIST_MIN_ROWS * THIN_WALK_SHARE) if thin else 0)
         if found is None:
             return None
         packed, _, split_rows, split_pos = found
@@ -492,17 +498,21 @@ class TokenIndex:
         table = self._table(t)
         enough = self._near_depth
         most = (KIN_MAX_SHARE if by_bytes else NEAR_MAX_SHARE) * len(tokens.ids)
-        walked, base = None, None
+        walked, base, deepest, live = None, None, -2, None
         for other, p, scan in candidates:
             pair = (table, q, walk_table(other), p)
             depth = _scan.agree_depth(*pair, enough)
-            rows = tokens.longer_than(depth)
+            if not by_bytes and depth <= deepest:
+                continue  # its rows would be no fewer than those of the deeper candidate before it
+            if depth >= 1 and live is None:  # the two die alike on every first byte: the
+                live = np.asarray(dfa.trans[q]) >= 0  # rows of the others scan to nothing from both
+            rows = tokens.longer_than(depth, live if depth >= 1 else None)
             parting = _scan.agree_bytes(*pair, KIN_MAX_PAIRS, KIN_MAX_PARTING) \
                 if by_bytes and depth < enough else None
             if parting is not None:
                 rows = _fewer(rows, tokens, parting, depth, most)
             if walked is None or len(rows) < len(walked):
-                walked, base = rows, scan
+                walked, base, deepest = rows, scan, depth
                 if depth >= enough:
                     break
         if walked is None or len(walked) > most:

@@ -78,6 +78,11 @@ class TokenBytes:
     # ``first_starts[b]:first_starts[b + 1]``. A scan from a DFA state starts from the rows
     # whose first byte the state can take, not from the whole vocabulary: most take a few.
     first_starts: np.ndarray = field(repr=False)  # int64 [257]
+    # Each first byte's rows again, longest first: bucket b's rows longer than d bytes are
+    # ``by_first_length[first_starts[b]:first_starts[b] + first_longer[b, d]]``
+    # (`longer_than` with `first`).
+    by_first_length: np.ndarray = field(repr=False)  # int32
+    first_longer: np.ndarray = field(repr=False)  # int32 [256, min(longest, FIRST_LONGER_DEPTHS) + 1]
     # The arrays above as the walks read them (`grammarc.tokens._scan.Tokens`: held and
     # checked once, not per call)
     native: object = field(repr=False)
@@ -86,9 +91,19 @@ class TokenBytes:
     def longest(self) -> int:
         return len(self.longer) - 1
 
-    def longer_than(self, d: int) -> np.ndarray:
-        """The rows of tokens longer than `d` bytes (longest first)."""
-        return self.by_length[: self.longer[max(0, min(d, self.longest))]]
+    def longer_than(self, d: int, first: np.ndarray | None = None) -> np.ndarray:
+        """The rows of tokens longer than `d` bytes (longest first), or, with `first` (bool
+        [256]), of those whose first byte it flags: those rows, or all rows longer than `d`
+        where they are not many fewer (a caller walks the rows it gets: more rows cost time,
+        never exactness). A state reads a few first bytes (the hex digits of a pattern's
+        ``[0-9a-f]{24}``): its rows are a few buckets of the vocabulary, not every long token."""
+        d = max(0, min(d, self.longest))
+        every = self.by_length[: self.longer[d]]
+        if first is None or d >= self.first_longer.shape[1] - 1:  # past the depths counted: every row
+            return every
+        rows = _scan.bucket_prefixes(self.by_first_length, self.first_starts, self.first_longer, d,
+                                     first.view(np.uint8), len(every) // 2)
+        return every if rows is None else np.frombuffer(rows, dtype=np.int32)
 
     def holding(self, byte: int) -> np.ndarray:
         """The rows that hold `byte` (ascending int32)."""
@@ -125,11 +140,29 @@ def token_bytes(vocab: Vocabulary) -> TokenBytes:
     by_byte, by_byte_starts = rows_by_byte(data, offsets, lengths)
     first_starts = np.zeros(257, dtype=np.int64)
     np.cumsum(np.bincount(data[offsets], minlength=256), out=first_starts[1:])
-    for array in (ids, lengths, offsets, data, sets, by_length, longer, shared, first_starts):
+    by_first_length, first_longer = _by_first_byte(data[offsets], lengths)
+    for array in (ids, lengths, offsets, data, sets, by_length, longer, shared, first_starts, by_first_length,
+                  first_longer):
         array.flags.writeable = False
     native = _scan.Tokens(data, offsets, lengths, sets, kinds, shared, skip, ids, first_starts)
     return _token_bytes.put(vocab.key, TokenBytes(ids, lengths, offsets, data, sets, by_length, longer, shared,
-                                                  skip, kinds, by_byte, by_byte_starts, first_starts, native))
+                                                  skip, kinds, by_byte, by_byte_starts, first_starts,
+                                                  by_first_length, first_longer, native))
+
+
+FIRST_LONGER_DEPTHS = 256  # depths counted per first byte (deeper: every long token's row is walked)
+
+
+def _by_first_byte(first: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(rows by first byte, longest first within each; counts of each first byte's rows
+    longer than d bytes, [256, deepest + 1] with d up to the longest token or
+    `FIRST_LONGER_DEPTHS`), for rows sorted by their bytes (so by first byte)."""
+    order = np.lexsort((-lengths, first)).astype(np.int32)
+    deepest = min(int(lengths.max()) if len(lengths) else 0, FIRST_LONGER_DEPTHS)
+    counts = np.zeros((256, deepest + 1), dtype=np.int32)
+    np.add.at(counts, (first, np.minimum(lengths, deepest)), 1)  # rows of each first byte and length
+    longer = counts[:, ::-1].cumsum(axis=1)[:, ::-1] - counts  # longer than d: lengths d + 1 ..
+    return order, np.ascontiguousarray(longer, dtype=np.int32)
 
 
 def rows_by_byte(data: np.ndarray, offsets: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
