@@ -686,3 +686,29 @@ def test_openers_are_the_bytes_each_terminal_starts_with(rs, any_token):
         expected = [False] * 256 if terminal.any_token else [terminal.dfa.step(0, b) >= 0 for b in range(256)]
         assert row.tolist() == expected
     assert index_module._openers(()).shape == (0, 256)
+
+
+def test_parting_skips_a_kin_too_large_to_pair_within_the_budget(monkeypatch):
+    """A kin whose automaton and the state's, twice over, have more states than
+    `PARTING_MAX_PAIRS` is not walked beside the state at all (`_scan.parting_rows` is not
+    called: such a walk gave up after ~1-3 ms, a counter of thousands of states beside a key
+    trie); one within the budget is, and its read-off equals the state's whole scan."""
+    monkeypatch.setattr(index_module, "PERSIST_MIN_ROWS", 0)  # every state wide, its scan whole
+    monkeypatch.setattr(scan_cache, "_registry", scan_cache.ScanRegistry())
+    monkeypatch.setattr(kin, "KIN", kin.Kin())
+    kin_index = TokenIndex(Grammar.from_ebnf(r"start ::= #'\"[ab]*\"' ;").compile(), KIN_VOCAB)
+    kin_scan = kin_index._terminal_scan(0, 1)
+    index = TokenIndex(Grammar.from_ebnf(r"start ::= #'\"[ab]*\";?' ;").compile(), KIN_VOCAB)
+    candidates = [(kin_index.terminals[0].dfa, 1, kin_scan)]
+    needed = 2 * (index.terminals[0].dfa.n_states + kin_index.terminals[0].dfa.n_states)
+    calls, real = [], _scan.parting_rows
+    monkeypatch.setattr(_scan, "parting_rows", lambda *args: calls.append(args[5]) or real(*args))
+    monkeypatch.setattr(index_module, "PARTING_MAX_PAIRS", needed - 1)
+    assert index._parting(0, 1, candidates) is None and calls == []
+    monkeypatch.setattr(index_module, "PARTING_MAX_PAIRS", needed)
+    found = index._parting(0, 1, candidates)
+    assert calls == [needed] and found is not None
+    scan = index._read_off(0, 1, *found)
+    ends, splits = _brute_scan(index, 0, 1)
+    assert np.flatnonzero(scan.inside).tolist() == sorted(ends)
+    assert list(zip(scan.split_rows.tolist(), scan.split_pos.tolist())) == sorted(splits)

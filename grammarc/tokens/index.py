@@ -135,8 +135,9 @@ KIN_MAX_PARTING = 16
 # gave every row that holds a quote, and a key trie beside another kin none at all. With no
 # row parting them, the kin's scan is the state's, before the store is asked (its key costs
 # ~20-300 us for a new automaton); else it is read off after the store missed. Pairs of
-# states stay within twice the two automata's states and `PARTING_MAX_PAIRS` (a key trie
-# and a string body pair each of the trie's states with one of the body's), runs on which a
+# states stay within twice the two automata's states, and a candidate for which that is more
+# than `PARTING_MAX_PAIRS` is not tried (a key trie and a string body pair each of the trie's
+# states with one of the body's), runs on which a
 # pair parts within `PARTING_MAX_EDGES` and a sixteenth of the pairs (one per key; two
 # unrelated automata part almost everywhere), rows within `PARTING_MAX_ROWS`. The
 # `PARTING_TRIES` smallest candidates are tried, none more than `PARTING_LARGER` states
@@ -527,9 +528,11 @@ class TokenIndex:
         automaton unless the two are alike (`_alike`: a key trie's root beside its other
         states, where the string body of another automaton has left the few candidates kept
         per profile; not a length counter's neighbour, which `_scan_near` reads off by
-        depth), and an automaton `PARTING_LARGER` states larger (a counter of thousands of
+        depth), an automaton `PARTING_LARGER` states larger (a counter of thousands of
         states beside a string body), which would pair with many of q's states before giving
-        up."""
+        up, and a pair of automata whose states, twice over, outnumber `PARTING_MAX_PAIRS` (a
+        counter of thousands of states beside a key trie: ~1-3 ms before giving up, where
+        every read-off found on 30 MaskBench schemas needed under half of the budget)."""
         if PARTING_MAX_ROWS < 0:
             return None
         dfa, table, tried = self.terminals[t].dfa, self._table(t), 0
@@ -540,7 +543,9 @@ class TokenIndex:
                     continue
             elif other.n_states > dfa.n_states + PARTING_LARGER:
                 continue
-            pairs = min(PARTING_MAX_PAIRS, 2 * (dfa.n_states + other.n_states))
+            pairs = 2 * (dfa.n_states + other.n_states)
+            if pairs > PARTING_MAX_PAIRS:
+                continue  # each state of either could not pair twice within the budget
             tried += 1
             rows = _scan.parting_rows(table, q, walk_table(other), p, self.tokens.native, pairs, PARTING_MAX_EDGES,
                                       PARTING_MAX_ROWS)
