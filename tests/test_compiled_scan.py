@@ -887,8 +887,9 @@ def _byte_runs(trans: np.ndarray) -> bytes:
 def test_reaches_more_counts_the_states_a_search_reaches(case, comb, shift):
     """`reaches_more`: whether more than `limit` states are reachable from q (every limit up
     to past the states), against a
-    breadth-first search over every byte; stepping one byte per run gives the same answer
-    (the alphabet moved down by `shift`: one of its bytes is byte 0, the first run's)."""
+    breadth-first search over every byte; stepping one byte per run, of the automaton's runs
+    or (no runs given) of each state's own, gives the same answer (the alphabet moved down by
+    `shift`: one of its bytes is byte 0, the first run's)."""
     trans, accept, *_ = case
     trans = np.ascontiguousarray(np.roll(trans, -shift, axis=1))
     q = case[-1]

@@ -752,8 +752,9 @@ done:
 
 /* reaches_more(table, q, limit, runs): whether more than `limit` states are reachable from
  * state q (q included), `runs` a run number per byte (256 bytes, ascending from 0 by steps
- * of at most one: `DFA.byte_runs`, bytes every state treats alike) or empty (every byte
- * stepped). A language that big (an object's other keys after the quote, a length
+ * of at most one: `DFA.byte_runs`, bytes every state treats alike) or empty (each state's
+ * own runs stepped, its `table_cuts`: made once per state and kept on the table, where the
+ * runs of every state read the automaton's whole table). A language that big (an object's other keys after the quote, a length
  * counter's state) is new to every grammar, and its canonical code, which the shared store
  * keys scans by, costs more to make than the store saves (`TokenIndex._store`). A
  * depth-first walk that stops at `limit` + 1 states: each state steps one byte per run. */
@@ -798,6 +799,17 @@ static PyObject *reaches_more(PyObject *self, PyObject *args) {
     stack[top++] = (int32_t)q;
     while (top && count <= limit) {
         int32_t s = stack[--top];
+        if (runs.len == 0) { /* s's own runs (`table_cuts`, kept on the table): one byte each */
+            const uint64_t *cuts = table_cuts(table, s);
+            if (!cuts) {
+                PyErr_NoMemory();
+                goto done;
+            }
+            n_firsts = 0;
+            for (int w = 0; w < 4; w++)
+                for (uint64_t bits = cuts[w]; bits; bits &= bits - 1)
+                    firsts[n_firsts++] = (uint8_t)(w * 64 + __builtin_ctzll(bits));
+        }
         for (int j = 0; j < n_firsts && count <= limit; j++) {
             int32_t t = step(&table->t, s, firsts[j]);
             if (t < 0 || (seen[t >> 3] >> (t & 7) & 1)) continue;
