@@ -485,8 +485,8 @@ def test_shared_states_found_in_the_store_are_not_walked(monkeypatch):
                 masks[label] = out
     assert found and not set(found) & set(walked)
     starts = index.tokens.first_starts
-    first_rows = {(t, q): int(sum(starts[b + 1] - starts[b] for b in range(256) if index.terminals[t].dfa.trans[q, b] >= 0))
-                  for t, q in asked}
+    first_rows = {(t, q): int(sum(starts[b + 1] - starts[b] for b in range(256)
+                                  if index.terminals[t].dfa.trans[q, b] >= 0)) for t, q in asked}
     few = [key for key in index._inside if key not in first_rows]  # every state built, and the store was not asked
     assert few and all(rows >= index_module.PERSIST_MIN_ROWS for rows in first_rows.values())  # only wide ones are
     for step, (a, b) in enumerate(zip(masks["stored"], masks["walked"], strict=True)):

@@ -753,11 +753,12 @@ done:
 /* reaches_more(table, q, limit, runs): whether more than `limit` states are reachable from
  * state q (q included), `runs` a run number per byte (256 bytes, ascending from 0 by steps
  * of at most one: `DFA.byte_runs`, bytes every state treats alike) or empty (each state's
- * own runs stepped, its `table_cuts`: made once per state and kept on the table, where the
- * runs of every state read the automaton's whole table). A language that big (an object's other keys after the quote, a length
- * counter's state) is new to every grammar, and its canonical code, which the shared store
- * keys scans by, costs more to make than the store saves (`TokenIndex._store`). A
- * depth-first walk that stops at `limit` + 1 states: each state steps one byte per run. */
+ * own runs, its `table_cuts`: made once per state and kept on the table, where the runs of
+ * every state read the automaton's whole table). A language that big (an object's other
+ * keys after the quote, a length counter's state) is new to every grammar, and its
+ * canonical code, which the shared store keys scans by, costs more to make than the store
+ * saves (`TokenIndex._store`). A depth-first walk that stops at `limit` + 1 states: each
+ * state steps one byte per run. */
 static PyObject *reaches_more(PyObject *self, PyObject *args) {
     (void)self;
     TableObject *table;

@@ -635,7 +635,8 @@ PyObject *bucket_prefixes(PyObject *self, PyObject *args) {
     if (need(&order, sizeof(int32_t), "order") || need(&starts, sizeof(int64_t), "starts") ||
         need(&longer, sizeof(int32_t), "longer"))
         goto done;
-    const Py_ssize_t n = order.len / (Py_ssize_t)sizeof(int32_t), width = longer.len / (256 * (Py_ssize_t)sizeof(int32_t));
+    const Py_ssize_t n = order.len / (Py_ssize_t)sizeof(int32_t);
+    const Py_ssize_t width = longer.len / (256 * (Py_ssize_t)sizeof(int32_t));
     const int64_t *start = starts.buf;
     const int32_t *count = longer.buf, *rows = order.buf;
     const uint8_t *flag = live.buf;

@@ -831,10 +831,10 @@ def _language(dfa: DFA, q: int, table: _scan.Table) -> str:
     kept per automaton: grammars that share it share its scans). A language that big (an
     object's other keys after the quote, a length counter's state) is new to every grammar,
     and its canonical code costs up to ~1 ms; only an automaton that big is searched
-    (`_scan.reaches_more`, every byte stepped: it stops past `KEYED_MAX_STATES` states, where
-    `DFA.byte_runs`, to step one byte per run, reads the automaton's whole table: ~1.1 ms
-    for a ``maxLength: 255`` string's 5,103 states). Kept with the automaton
-    (`_made_languages`)."""
+    (`_scan.reaches_more`, one byte per run of each state it visits, the table's cuts, made
+    on the way and kept: it stops past `KEYED_MAX_STATES` states, where `DFA.byte_runs`, the
+    runs of every state, reads the automaton's whole table first, ~1.1 ms for a
+    ``maxLength: 255`` string's 5,103 states). Kept with the automaton (`_made_languages`)."""
     if dfa.n_states <= KEYED_MAX_STATES:
         return suffix_key(dfa, q)
     big = _scan.reaches_more(table, q, KEYED_MAX_STATES, b"")
