@@ -712,3 +712,24 @@ def test_parting_skips_a_kin_too_large_to_pair_within_the_budget(monkeypatch):
     ends, splits = _brute_scan(index, 0, 1)
     assert np.flatnonzero(scan.inside).tolist() == sorted(ends)
     assert list(zip(scan.split_rows.tolist(), scan.split_pos.tolist())) == sorted(splits)
+
+
+def test_rows_longer_than_a_depth_past_the_depths_counted_per_first_byte():
+    """Tokens longer than `rows.FIRST_LONGER_DEPTHS` bytes: the counts per first byte stop
+    there, and deeper a state's rows are every long row (never fewer than the exact ones)."""
+    from grammarc.tokens import rows as rows_module
+
+    pieces = [b"a" * 300, b"a" * 257, b"a" * 10, b"b" * 270, b"b" * 256, b"ab", b"c" * 2, b"c" * 400]
+    tokens = token_bytes(Vocabulary.from_bytes(pieces))
+    assert tokens.longest == 400 and tokens.first_longer.shape == (256, rows_module.FIRST_LONGER_DEPTHS + 1)
+    firsts = tokens.data[tokens.offsets]
+    for flagged in (b"a", b"b", b"ab", b"c"):
+        first = np.zeros(256, dtype=bool)
+        first[list(flagged)] = True
+        for d in range(-1, 403):
+            every = np.flatnonzero(tokens.lengths > max(d, 0))
+            exact = np.flatnonzero((tokens.lengths > max(d, 0)) & first[firsts])
+            found = sorted(tokens.longer_than(d, first).tolist())
+            assert found in (exact.tolist(), every.tolist()), (flagged, d)
+            if d < rows_module.FIRST_LONGER_DEPTHS and len(exact) <= len(every) // 2:
+                assert found == exact.tolist(), (flagged, d)
