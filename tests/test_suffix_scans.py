@@ -614,6 +614,15 @@ def test_real_vocabulary_masks_do_not_depend_on_reading_scans_off_parting_rows(d
     assert not any(label == "without" and found is not None for label, found in calls)
 
 
+def _longer_rows(tokens, d: int, first: np.ndarray) -> tuple[list[int], list[int], bool]:
+    """Brute force for `TokenBytes.longer_than(d, first)`: (the rows longer than `d` bytes
+    whose first byte `first` flags, every row longer than `d`, whether the first are few
+    enough, at most half of every long row, to be given alone)."""
+    every = np.flatnonzero(tokens.lengths > max(d, 0))
+    exact = np.flatnonzero((tokens.lengths > max(d, 0)) & first[tokens.data[tokens.offsets]])
+    return exact.tolist(), every.tolist(), len(exact) <= len(every) // 2
+
+
 def test_rows_by_length_answer_which_tokens_are_longer_than_a_depth():
     tokens = token_bytes(COUNTED_VOCAB)
     lengths = tokens.lengths
@@ -623,18 +632,16 @@ def test_rows_by_length_answer_which_tokens_are_longer_than_a_depth():
         d = tokens.depth_leaving(share)
         assert (lengths > d).sum() <= share * len(lengths) and (d == 0 or (lengths > d - 1).sum() > share * len(lengths))
     assert tokens.depth_leaving(-1.0) == tokens.longest + 1 == int(lengths.max()) + 1
-    firsts = tokens.data[tokens.offsets]
     cut = 0
     for flagged in ([], [ord("x")], [ord("x"), ord(";")], [ord("a")], list(range(256)), [ord("x"), 0xC3, ord("b")]):
         first = np.zeros(256, dtype=bool)
         first[flagged] = True
         for d in range(-1, tokens.longest + 2):
-            every = np.flatnonzero(lengths > max(d, 0))
-            exact = np.flatnonzero((lengths > max(d, 0)) & first[firsts])
+            exact, every, few = _longer_rows(tokens, d, first)
             found = sorted(tokens.longer_than(d, first).tolist())
             # the flagged first bytes' rows, or every long row where those are not many fewer
-            assert found == (exact.tolist() if len(exact) <= len(every) // 2 else every.tolist()), (flagged, d)
-            cut += len(exact) <= len(every) // 2 < len(every)
+            assert found == (exact if few else every), (flagged, d)
+            cut += few and len(exact) < len(every)
     assert cut >= 10  # the rows of the flagged first bytes alone, not only every long row
 
 
@@ -645,12 +652,10 @@ def test_rows_longer_than_a_depth_from_some_first_bytes(pieces, flagged, d):
     tokens = token_bytes(Vocabulary.from_bytes(pieces))
     first = np.zeros(256, dtype=bool)
     first[sorted(flagged)] = True
-    firsts = tokens.data[tokens.offsets]
-    every = np.flatnonzero(tokens.lengths > max(d, 0))
-    exact = np.flatnonzero((tokens.lengths > max(d, 0)) & first[firsts])
+    exact, every, few = _longer_rows(tokens, d, first)
     found = tokens.longer_than(d, first)
     assert len(set(found.tolist())) == len(found)
-    assert sorted(found.tolist()) == (exact.tolist() if len(exact) <= len(every) // 2 else every.tolist())
+    assert sorted(found.tolist()) == (exact if few else every)
 
 
 @pytest.mark.parametrize("change, message", [
@@ -722,14 +727,12 @@ def test_rows_longer_than_a_depth_past_the_depths_counted_per_first_byte():
     pieces = [b"a" * 300, b"a" * 257, b"a" * 10, b"b" * 270, b"b" * 256, b"ab", b"c" * 2, b"c" * 400]
     tokens = token_bytes(Vocabulary.from_bytes(pieces))
     assert tokens.longest == 400 and tokens.first_longer.shape == (256, rows_module.FIRST_LONGER_DEPTHS + 1)
-    firsts = tokens.data[tokens.offsets]
     for flagged in (b"a", b"b", b"ab", b"c"):
         first = np.zeros(256, dtype=bool)
         first[list(flagged)] = True
         for d in range(-1, 403):
-            every = np.flatnonzero(tokens.lengths > max(d, 0))
-            exact = np.flatnonzero((tokens.lengths > max(d, 0)) & first[firsts])
+            exact, every, few = _longer_rows(tokens, d, first)
             found = sorted(tokens.longer_than(d, first).tolist())
-            assert found in (exact.tolist(), every.tolist()), (flagged, d)
-            if d < rows_module.FIRST_LONGER_DEPTHS and len(exact) <= len(every) // 2:
-                assert found == exact.tolist(), (flagged, d)
+            assert found in (exact, every), (flagged, d)
+            if d < rows_module.FIRST_LONGER_DEPTHS and few:
+                assert found == exact, (flagged, d)
